@@ -1,0 +1,31 @@
+# Two entry points for a fresh machine: `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+RUN_DIR ?= runs/demo
+
+.PHONY: install demo test lint clean
+
+# torch goes in first, pinned: on CPU machines the pinned release resolves to the CPU build
+# (an unpinned torch would pull a multi-GB CUDA build). fasttext (needed by deepfocus) builds
+# from source with the compiler; pybind11 comes from its build requirements.
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.installed
+
+demo: install
+	$(BIN)/modsenc train-backbone --output $(RUN_DIR)/backbone
+
+test: install
+	$(BIN)/python -m pytest -q tests
+
+lint: install
+	$(BIN)/ruff check modsenc tests bench
+
+clean:
+	rm -rf $(VENV) runs

@@ -1,0 +1,249 @@
+"""The backbone: a Hugging Face BERT-family encoder run on packed, padding-free batches.
+
+The weights stay in the Hugging Face module tree (``self.model``), so checkpoints load and
+save with ``transformers`` and libraries that wrap modules by name (peft's LoRA on
+``query``/``key``/``value``, adapters' bottlenecks on ``output``) keep working. Only the
+orchestration differs: every layer sees one (total_tokens, hidden) tensor, and attention goes
+through a backend from ``attention.py`` that never touches padding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel
+
+from modsenc.backbone.attention import AttentionBackend, get_attention_backend
+from modsenc.backbone.manifest import MANIFEST_NAME, build_manifest
+from modsenc.backbone.packing import PackedBatch
+from modsenc.utils.io import atomic_directory, atomic_write_json
+
+SUPPORTED_MODEL_TYPES = ("bert", "xlm-roberta", "roberta", "camembert")
+
+
+def packed_layer_forward(
+    layer: nn.Module, hidden: torch.Tensor, seqlens: list[int], attention: AttentionBackend
+) -> torch.Tensor:
+    """One BERT/XLM-R layer on a packed (total_tokens, hidden) tensor."""
+    self_attn = layer.attention.self
+    total = hidden.shape[0]
+    shape = (total, self_attn.num_attention_heads, self_attn.attention_head_size)
+    q = self_attn.query(hidden).view(shape)
+    k = self_attn.key(hidden).view(shape)
+    v = self_attn.value(hidden).view(shape)
+    dropout_p = self_attn.dropout.p if self_attn.training else 0.0
+    context = attention(q, k, v, seqlens, dropout_p).reshape(total, self_attn.all_head_size)
+    attention_output = layer.attention.output(context, hidden)
+    return layer.output(layer.intermediate(attention_output), attention_output)
+
+
+def run_packed_layers(
+    layers: Sequence[nn.Module], hidden: torch.Tensor, seqlens: list[int], attention: AttentionBackend
+) -> torch.Tensor:
+    for layer in layers:
+        hidden = packed_layer_forward(layer, hidden, seqlens, attention)
+    return hidden
+
+
+class Backbone(nn.Module):
+    """Sentence-encoder backbone: HF encoder weights, packed forward, CLS sentence vectors."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: Any,
+        attention: str = "auto",
+        max_length: int | None = None,
+    ) -> None:
+        super().__init__()
+        config = model.config
+        if config.model_type not in SUPPORTED_MODEL_TYPES:
+            raise ValueError(
+                f"model type {config.model_type!r} is not a BERT-family encoder; supported: "
+                + ", ".join(SUPPORTED_MODEL_TYPES)
+            )
+        if getattr(config, "position_embedding_type", "absolute") != "absolute":
+            raise ValueError("only absolute position embeddings are supported by the packed forward")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.attention_name = attention
+        self.attention = get_attention_backend(attention, device=None)
+        # RoBERTa-style embeddings count positions from padding_idx + 1.
+        roberta_like = config.model_type != "bert"
+        self.position_offset = config.pad_token_id + 1 if roberta_like else 0
+        limit = config.max_position_embeddings - self.position_offset
+        self.max_length = min(max_length or limit, limit)
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | os.PathLike,
+        attention: str = "auto",
+        max_length: int | None = None,
+        **hf_kwargs: Any,
+    ) -> Backbone:
+        """Load a local directory or a hub name (BERT, XLM-R, LaBSE, MiniLM, a modsenc backbone)."""
+        name_or_path = str(name_or_path)
+        if os.path.isdir(name_or_path) and not os.path.exists(os.path.join(name_or_path, "config.json")):
+            raise FileNotFoundError(
+                f"{name_or_path} has no config.json: it is not a Hugging Face model directory"
+            )
+        model = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, **hf_kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+        return cls(model, tokenizer, attention=attention, max_length=max_length)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: PretrainedConfig | dict[str, Any],
+        tokenizer: Any,
+        attention: str = "auto",
+        seed: int | None = None,
+    ) -> Backbone:
+        """Random weights from a config; vocabulary and special ids follow the tokenizer."""
+        if isinstance(config, dict):
+            config = dict(config)
+            model_type = config.pop("model_type", "xlm-roberta")
+            config = AutoConfig.for_model(model_type, **config)
+        config.vocab_size = len(tokenizer)
+        config.pad_token_id = tokenizer.pad_token_id
+        if tokenizer.bos_token_id is not None:
+            config.bos_token_id = tokenizer.bos_token_id
+        if tokenizer.eos_token_id is not None:
+            config.eos_token_id = tokenizer.eos_token_id
+        if seed is not None:
+            torch.manual_seed(seed)
+        model = AutoModel.from_config(config, add_pooling_layer=False)
+        return cls(model, tokenizer, attention=attention)
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def config(self) -> PretrainedConfig:
+        return self.model.config
+
+    @property
+    def hidden_size(self) -> int:
+        return self.model.config.hidden_size
+
+    @property
+    def word_embeddings(self) -> nn.Embedding:
+        return self.model.get_input_embeddings()
+
+    @property
+    def device(self) -> torch.device:
+        return self.word_embeddings.weight.device
+
+    def set_attention(self, name: str) -> None:
+        self.attention_name = name
+        self.attention = get_attention_backend(name, device=self.device)
+
+    def replace_vocabulary(self, tokenizer: Any, embeddings: torch.Tensor) -> None:
+        """Swap in a new tokenizer and its input embeddings (e.g. FOCUS-initialised)."""
+        if embeddings.shape != (len(tokenizer), self.hidden_size):
+            raise ValueError(
+                f"embeddings must be ({len(tokenizer)}, {self.hidden_size}), got {tuple(embeddings.shape)}"
+            )
+        self.model.resize_token_embeddings(len(tokenizer))
+        with torch.no_grad():
+            self.word_embeddings.weight.copy_(embeddings)
+        config = self.model.config
+        config.pad_token_id = tokenizer.pad_token_id
+        config.bos_token_id = tokenizer.bos_token_id
+        config.eos_token_id = tokenizer.eos_token_id
+        self.word_embeddings.padding_idx = tokenizer.pad_token_id
+        self.tokenizer = tokenizer
+
+    # ----------------------------------------------------------------- tokenisation
+    def tokenize(self, texts: Sequence[str], max_length: int | None = None) -> list[list[int]]:
+        limit = min(max_length or self.max_length, self.max_length)
+        return self.tokenizer(list(texts), truncation=True, max_length=limit, add_special_tokens=True)[
+            "input_ids"
+        ]
+
+    def pack(self, sequences: Sequence[Sequence[int]]) -> PackedBatch:
+        return PackedBatch.from_ids(sequences, self.position_offset).to(self.device)
+
+    # ----------------------------------------------------------------- forward
+    def embed(self, batch: PackedBatch) -> torch.Tensor:
+        emb = self.model.embeddings(
+            input_ids=batch.input_ids[None],
+            position_ids=batch.position_ids[None],
+            token_type_ids=torch.zeros_like(batch.input_ids)[None],
+        )
+        return emb[0]
+
+    def forward(self, batch: PackedBatch) -> torch.Tensor:
+        """Last hidden states of every real token, packed: (total_tokens, hidden)."""
+        hidden = self.embed(batch)
+        return run_packed_layers(self.model.encoder.layer, hidden, batch.seqlens, self.attention)
+
+    @staticmethod
+    def sentence_embedding(hidden: torch.Tensor, batch: PackedBatch) -> torch.Tensor:
+        """CLS pooling (MEXMA's sentence vector): the first token of each sequence."""
+        return hidden.index_select(0, batch.first_token_index)
+
+    @torch.inference_mode()
+    def encode(
+        self,
+        sentences: str | Sequence[str],
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+        normalize_embeddings: bool = False,
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+    ) -> np.ndarray | torch.Tensor:
+        """sentence-transformers-style encoding with CLS pooling."""
+        single = isinstance(sentences, str)
+        texts = [sentences] if single else list(sentences)
+        for i, s in enumerate(texts):
+            if not isinstance(s, str):
+                raise TypeError(f"sentence {i} is {type(s).__name__}, expected str")
+        was_training = self.training
+        self.eval()
+        order = np.argsort([-len(s) for s in texts], kind="stable")  # similar lengths together
+        out: list[torch.Tensor] = [None] * len(texts)  # type: ignore[list-item]
+        show = show_progress_bar if show_progress_bar is not None else len(texts) > 10 * batch_size
+        for start in tqdm(range(0, len(texts), batch_size), desc="encode", disable=not show):
+            idx = order[start : start + batch_size]
+            batch = self.pack(self.tokenize([texts[i] for i in idx]))
+            emb = self.sentence_embedding(self(batch), batch).float()
+            if normalize_embeddings:
+                emb = torch.nn.functional.normalize(emb, dim=-1)
+            for j, i in enumerate(idx):
+                out[i] = emb[j]
+        self.train(was_training)
+        result = torch.stack(out) if texts else torch.empty(0, self.hidden_size)
+        if single:
+            result = result[0]
+        if convert_to_tensor or not convert_to_numpy:
+            return result
+        return result.cpu().numpy()
+
+    # ----------------------------------------------------------------- saving
+    def save_pretrained(
+        self, output_dir: str | os.PathLike, manifest_extra: dict[str, Any] | None = None
+    ) -> Path:
+        """Write a Hugging Face model directory (safetensors) + tokenizer + modsenc manifest, atomically."""
+        output_dir = Path(output_dir)
+        with atomic_directory(output_dir) as tmp:
+            self.model.save_pretrained(tmp, safe_serialization=True)
+            self.tokenizer.save_pretrained(tmp)
+            manifest = build_manifest(tmp, attention=self.attention_name, extra=manifest_extra)
+            atomic_write_json(tmp / MANIFEST_NAME, manifest)
+        return output_dir
+
+
+def load_manifest(backbone_dir: str | os.PathLike) -> dict[str, Any]:
+    path = Path(backbone_dir) / MANIFEST_NAME
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: {backbone_dir} was not written by modsenc train-backbone")
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,78 @@
+"""FOCUS initialisation (Dobler & de Melo, 2023) of a new vocabulary's embeddings, via ``deepfocus``.
+
+Tokens shared by the old and new vocabularies keep their pretrained vectors; every new token
+becomes a sparsemax-weighted mix of shared ones, weighted by similarity in a fastText space
+trained offline on the target text (``fasttext-tokenlevel``: nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+@contextlib.contextmanager
+def _cache_home(cache_dir: Path) -> Iterator[None]:
+    """deepfocus caches its fastText models under $XDG_CACHE_HOME: keep them in the run's folder."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache_dir)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = old
+
+
+def focus_embeddings(
+    source_tokenizer: Any,
+    source_embeddings: torch.Tensor,
+    target_tokenizer: Any,
+    target_text_path: str | os.PathLike,
+    cache_dir: str | os.PathLike,
+    fasttext_dim: int = 100,
+    fasttext_epochs: int = 3,
+    fasttext_min_count: int = 10,
+    fuzzy_match: bool = True,
+    seed: int = 42,
+) -> torch.Tensor:
+    """Embeddings (len(target_tokenizer), dim) for ``target_tokenizer``.
+
+    ``target_text_path`` must be a ``.txt`` file (or ``.json``/``.jsonl`` with a ``text`` field):
+    deepfocus reads nothing else. ``fuzzy_match`` also matches tokens that differ only in case or
+    word-boundary marker (``▁word`` vs ``word``, ``##ing``), which is what lets a cased SentencePiece
+    vocabulary reuse an uncased WordPiece model's vectors.
+    """
+    from deepfocus import FOCUS  # noqa: PLC0415 - heavy import, only needed here
+
+    target_text_path = Path(target_text_path)
+    if target_text_path.suffix not in (".txt", ".json", ".jsonl"):
+        raise ValueError(f"FOCUS reads .txt/.json/.jsonl target text, got {target_text_path}")
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with _cache_home(cache_dir):
+        embeddings = FOCUS(
+            target_tokenizer=target_tokenizer,
+            source_tokenizer=source_tokenizer,
+            source_embeddings=source_embeddings.detach().float().cpu(),
+            auxiliary_embedding_mode="fasttext-tokenlevel",
+            target_training_data_path=str(target_text_path),
+            fasttext_model_dim=fasttext_dim,
+            fasttext_model_epochs=fasttext_epochs,
+            fasttext_model_min_count=fasttext_min_count,
+            exact_match_all=True,
+            fuzzy_match_all=fuzzy_match,
+            seed=seed,
+            verbosity="silent",
+        )
+    if embeddings.shape[0] != len(target_tokenizer):
+        raise RuntimeError(
+            f"FOCUS returned {embeddings.shape[0]} rows for a {len(target_tokenizer)}-token vocabulary"
+        )
+    return embeddings

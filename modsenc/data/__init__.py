@@ -1,0 +1,49 @@
+"""Training data: validated readers for parallel/paraphrase/monolingual text and batch ordering.
+
+Importing this package is cheap (no torch, no ``datasets``): the Hugging Face loader imports
+``datasets`` only when called.
+"""
+
+from modsenc.data.batching import BatchStream, LengthBucketBatchSampler, StreamItem, padding_waste, shard
+from modsenc.data.demo import DEMO_PARALLEL, DEMO_PARAPHRASE, demo_path
+from modsenc.data.errors import DataFormatError
+from modsenc.data.readers import (
+    PARAPHRASE_COLUMNS,
+    ParallelCorpus,
+    ParaphrasePair,
+    TranslationPair,
+    english_centric_pairs,
+    is_language_code,
+    load_hf_parallel,
+    load_monolingual,
+    load_parallel,
+    load_paraphrases,
+    read_monolingual,
+    read_parallel_tsv,
+    read_paraphrase_tsv,
+)
+
+__all__ = [
+    "DEMO_PARALLEL",
+    "DEMO_PARAPHRASE",
+    "PARAPHRASE_COLUMNS",
+    "BatchStream",
+    "DataFormatError",
+    "LengthBucketBatchSampler",
+    "ParallelCorpus",
+    "ParaphrasePair",
+    "StreamItem",
+    "TranslationPair",
+    "demo_path",
+    "english_centric_pairs",
+    "is_language_code",
+    "load_hf_parallel",
+    "load_monolingual",
+    "load_parallel",
+    "load_paraphrases",
+    "padding_waste",
+    "read_monolingual",
+    "read_parallel_tsv",
+    "read_paraphrase_tsv",
+    "shard",
+]

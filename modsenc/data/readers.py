@@ -1,0 +1,570 @@
+"""Readers for the three kinds of training text: multi-parallel tables, paraphrase triples, plain text.
+
+Every reader validates as it goes and raises :class:`DataFormatError` naming the file and line,
+because a silently skipped or misaligned row in a parallel corpus corrupts training without any
+visible symptom. Files are decoded line by line in binary mode so that an invalid UTF-8 byte is
+reported at its line (a text-mode reader only says "position 81234 of a chunk"), and so that only
+``\\n`` ends a line (``str.splitlines`` would also split on U+2028, form feeds, etc. inside a
+sentence and shift every following row).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from modsenc.data.errors import DataFormatError
+
+__all__ = [
+    "PARAPHRASE_COLUMNS",
+    "ParallelCorpus",
+    "ParaphrasePair",
+    "TranslationPair",
+    "english_centric_pairs",
+    "is_language_code",
+    "load_hf_parallel",
+    "load_monolingual",
+    "load_parallel",
+    "load_paraphrases",
+    "read_monolingual",
+    "read_parallel_tsv",
+    "read_paraphrase_tsv",
+]
+
+PathLike = str | os.PathLike
+PARAPHRASE_COLUMNS: tuple[str, ...] = ("pair_id", "lang", "anchor", "positive", "negative")
+
+_CODE = re.compile(r"[a-z]{2}")
+_CODE_HINT = "an ISO 639-1 code (two lowercase ASCII letters, e.g. 'en', 'uz')"
+
+
+def is_language_code(code: str) -> bool:
+    """True for a two-letter lowercase ISO 639-1 style code; the project keys everything by these."""
+    return _CODE.fullmatch(code) is not None
+
+
+# --------------------------------------------------------------------------------------------------
+# data classes
+
+
+@dataclass
+class ParallelCorpus:
+    """Aligned sentences: ``columns[lang][i]`` are translations of each other for every ``lang``.
+
+    An empty string is a missing translation; rows are kept so that row ``i`` still means the
+    same sentence in every language (and the same line of the source file, minus the header).
+    """
+
+    path: str
+    columns: dict[str, list[str]]
+
+    def __post_init__(self) -> None:
+        lengths = {lang: len(texts) for lang, texts in self.columns.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"{self.path}: columns of a parallel corpus differ in length: {lengths}")
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()))) if self.columns else 0
+
+    @property
+    def languages(self) -> list[str]:
+        return list(self.columns)
+
+
+@dataclass(frozen=True)
+class ParaphrasePair:
+    """An (anchor, positive[, hard negative]) triple in one language; ``pair_id`` links translations."""
+
+    pair_id: str
+    lang: str
+    anchor: str
+    positive: str
+    negative: str | None = None
+
+
+@dataclass(frozen=True)
+class TranslationPair:
+    """One MEXMA training example: a pivot-language sentence and its translation.
+
+    Frozen (hashable) so pairs can be deduplicated with a set.
+    """
+
+    lang_a: str
+    text_a: str
+    lang_b: str
+    text_b: str
+
+
+# --------------------------------------------------------------------------------------------------
+# low-level line and table reading
+
+
+def _check_languages_arg(languages: Sequence[str] | None) -> list[str] | None:
+    # A bare string is a Sequence[str] too, and "en" would silently become ["e", "n"].
+    if languages is None:
+        return None
+    if isinstance(languages, str):
+        raise TypeError(
+            f"languages must be a list of codes such as ['{languages}'], not the string {languages!r}"
+        )
+    return list(dict.fromkeys(languages))
+
+
+def _check_file(path: PathLike) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(
+            f"{os.fspath(path)}: no such file (relative paths are resolved from the current directory "
+            f"{Path.cwd()})"
+        )
+    if p.is_dir():
+        raise DataFormatError(path, None, "is a directory; expected a data file")
+    return p
+
+
+def _iter_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` with the line ending removed, decoding each line separately."""
+    p = _check_file(path)
+    with p.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataFormatError(
+                    path,
+                    lineno,
+                    f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line); "
+                    "re-save the file as UTF-8",
+                ) from None
+            if lineno == 1:
+                text = text.removeprefix("\ufeff")  # a BOM written by some editors is not part of the header
+            yield lineno, text.rstrip("\r\n")
+
+
+def _is_blank(text: str) -> bool:
+    return "\t" not in text and text.strip() == ""
+
+
+def _read_table(path: PathLike) -> tuple[int, list[str], Iterator[tuple[int, list[str]]]]:
+    """Header line number, header fields, and a lazy iterator over ``(line_number, fields)`` rows.
+
+    Blank lines at the end of a file are tolerated (editors add them); a blank line between rows
+    is an error because it usually means a row was split in two.
+    """
+    lines = _iter_lines(path)
+    header: list[str] | None = None
+    header_line = 0
+    for lineno, text in lines:
+        if not _is_blank(text):
+            header_line, header = lineno, [field.strip() for field in text.split("\t")]
+            break
+    if header is None:
+        raise DataFormatError(path, None, "empty file: expected a header row of tab-separated column names")
+
+    def rows() -> Iterator[tuple[int, list[str]]]:
+        first_blank: int | None = None
+        for lineno, text in lines:
+            if _is_blank(text):
+                first_blank = first_blank or lineno
+                continue
+            if first_blank is not None:
+                raise DataFormatError(
+                    path,
+                    first_blank,
+                    "blank line between data rows; remove it (a missing translation is an empty cell "
+                    "between two tabs, not an empty line)",
+                )
+            fields = text.split("\t")
+            if len(fields) != len(header):
+                hint = (
+                    "a sentence probably contains a tab; replace tabs inside text by spaces"
+                    if len(fields) > len(header)
+                    else "a tab is probably missing; a missing translation is an empty cell between two tabs"
+                )
+                raise DataFormatError(
+                    path,
+                    lineno,
+                    f"expected {len(header)} tab-separated fields (header: {' '.join(header)}), "
+                    f"found {len(fields)}; {hint}",
+                )
+            yield lineno, [field.strip() for field in fields]
+
+    return header_line, header, rows()
+
+
+def _no_rows(path: PathLike) -> DataFormatError:
+    return DataFormatError(path, None, "has a header but no data rows")
+
+
+def _check_header_codes(path: PathLike, header_line: int, header: list[str]) -> None:
+    seen: dict[str, int] = {}
+    for column, name in enumerate(header, start=1):
+        if not is_language_code(name):
+            hint = ""
+            if set(PARAPHRASE_COLUMNS) <= set(header):
+                hint = "; this looks like a paraphrase file: read it with read_paraphrase_tsv"
+            elif name.lower() != name and is_language_code(name.lower()):
+                hint = f"; write it in lowercase ({name.lower()!r})"
+            raise DataFormatError(
+                path, header_line, f"header column {column} is {name!r}, which is not {_CODE_HINT}{hint}"
+            )
+        if name in seen:
+            raise DataFormatError(
+                path,
+                header_line,
+                f"language {name!r} appears twice in the header (columns {seen[name]} and {column})",
+            )
+        seen[name] = column
+
+
+# --------------------------------------------------------------------------------------------------
+# file readers
+
+
+def read_parallel_tsv(path: PathLike, languages: Sequence[str] | None = None) -> ParallelCorpus:
+    """Read a multi-parallel TSV: a header of language codes, then one sentence per column.
+
+    ``languages`` keeps only those columns (in that order); asking for a language the file does
+    not have is an error rather than an empty column, since it is almost always a typo or the
+    wrong file.
+    """
+    wanted = _check_languages_arg(languages)
+    header_line, header, rows = _read_table(path)
+    _check_header_codes(path, header_line, header)
+    if wanted is not None:
+        missing = [lang for lang in wanted if lang not in header]
+        if missing:
+            raise DataFormatError(
+                path,
+                None,
+                f"no column for language(s) {', '.join(missing)}; available: {' '.join(header)}",
+            )
+    keep = wanted if wanted is not None else header
+    positions = [header.index(lang) for lang in keep]
+    columns: dict[str, list[str]] = {lang: [] for lang in keep}
+    targets = [columns[lang] for lang in keep]
+    for lineno, fields in rows:
+        if not any(fields):
+            raise DataFormatError(path, lineno, "every cell of the row is empty; remove the row")
+        for target, position in zip(targets, positions):
+            target.append(fields[position])
+    if not targets[0]:
+        raise _no_rows(path)
+    return ParallelCorpus(path=os.fspath(path), columns=columns)
+
+
+def read_paraphrase_tsv(path: PathLike, languages: Sequence[str] | None = None) -> list[ParaphrasePair]:
+    """Read ``pair_id lang anchor positive negative`` rows (extra columns are ignored).
+
+    An empty ``negative`` becomes None (no hard negative for that pair); an empty anchor or
+    positive is an error because the pair would train the model towards an empty string.
+    """
+    wanted = _check_languages_arg(languages)
+    header_line, header, rows = _read_table(path)
+    for name in PARAPHRASE_COLUMNS:
+        if name not in header:
+            raise DataFormatError(
+                path,
+                None,
+                f"header has no column {name!r} (required: {' '.join(PARAPHRASE_COLUMNS)}; "
+                f"found: {' '.join(header)})",
+            )
+        if header.count(name) > 1:
+            raise DataFormatError(path, header_line, f"column {name!r} appears more than once in the header")
+    i_id, i_lang, i_anchor, i_pos, i_neg = (header.index(name) for name in PARAPHRASE_COLUMNS)
+    pairs: list[ParaphrasePair] = []
+    seen_langs: set[str] = set()
+    n_rows = 0
+    for lineno, fields in rows:
+        n_rows += 1
+        lang = fields[i_lang]
+        if not is_language_code(lang):
+            raise DataFormatError(path, lineno, f"lang is {lang!r}, which is not {_CODE_HINT}")
+        for column, index in (("pair_id", i_id), ("anchor", i_anchor), ("positive", i_pos)):
+            if not fields[index]:
+                raise DataFormatError(
+                    path, lineno, f"empty {column}; every row needs a pair_id, anchor and positive"
+                )
+        seen_langs.add(lang)
+        if wanted is not None and lang not in wanted:
+            continue
+        pairs.append(
+            ParaphrasePair(fields[i_id], lang, fields[i_anchor], fields[i_pos], fields[i_neg] or None)
+        )
+    if n_rows == 0:
+        raise _no_rows(path)
+    if wanted is not None:
+        missing = [lang for lang in wanted if lang not in seen_langs]
+        if missing:
+            raise DataFormatError(
+                path,
+                None,
+                f"no rows for language(s) {', '.join(missing)}; available: {' '.join(sorted(seen_langs))}",
+            )
+    return pairs
+
+
+def read_monolingual(path: PathLike) -> list[str]:
+    """Read plain text, one sentence per line; blank lines are separators, not sentences."""
+    sentences = [text.strip() for _lineno, text in _iter_lines(path) if text.strip()]
+    if not sentences:
+        raise DataFormatError(path, None, "empty file: expected one sentence per line")
+    return sentences
+
+
+# --------------------------------------------------------------------------------------------------
+# translation pairs
+
+
+def english_centric_pairs(
+    corpus: ParallelCorpus | Sequence[ParallelCorpus],
+    pivot: str = "en",
+    languages: Sequence[str] | None = None,
+) -> list[TranslationPair]:
+    """(pivot sentence, translation) pairs for MEXMA, in file, row, then column order.
+
+    MEXMA aligns every language to the pivot, so non-pivot columns are never paired with each
+    other. Exact repeats of (lang_b, text_a, text_b) are dropped (first kept) because corpora
+    overlap (e.g. NTREX and newstest2019 share their English) and a repeated pair would only
+    be over-weighted, not add information.
+    """
+    corpora = [corpus] if isinstance(corpus, ParallelCorpus) else list(corpus)
+    wanted = _check_languages_arg(languages)
+    if wanted is not None:
+        wanted = [lang for lang in wanted if lang != pivot]
+        available = {lang for c in corpora for lang in c.languages}
+        missing = [lang for lang in wanted if lang not in available]
+        if missing:
+            raise ValueError(
+                f"no corpus has language(s) {', '.join(missing)}; available: {' '.join(sorted(available))}"
+            )
+    pairs: list[TranslationPair] = []
+    seen: set[tuple[str, str, str]] = set()
+    for c in corpora:
+        if pivot not in c.columns:
+            raise DataFormatError(
+                c.path, None, f"no {pivot!r} (pivot) column; available: {' '.join(c.languages)}"
+            )
+        pivot_texts = c.columns[pivot]
+        others = [lang for lang in c.languages if lang != pivot and (wanted is None or lang in wanted)]
+        for row, text_a in enumerate(pivot_texts):
+            if not text_a:
+                continue
+            for lang in others:
+                text_b = c.columns[lang][row]
+                key = (lang, text_a, text_b)
+                if not text_b or key in seen:
+                    continue
+                seen.add(key)
+                pairs.append(TranslationPair(pivot, text_a, lang, text_b))
+    return pairs
+
+
+# --------------------------------------------------------------------------------------------------
+# Hugging Face datasets
+
+
+def _hf_label(name: str, config: str | None, split: str, load_kwargs: Mapping[str, Any]) -> str:
+    label = f"hf:{name}" + (f":{config}" if config else "") + f"[{split}]"
+    data_files = load_kwargs.get("data_files")
+    if isinstance(data_files, (str, os.PathLike)):
+        label += f" ({os.fspath(data_files)})"
+    return label
+
+
+def _cell(label: str, row: int, lang: str, value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise DataFormatError(
+            label, None, f"row {row}: {lang!r} holds a {type(value).__name__}, not a string"
+        )
+    return value.strip()
+
+
+def load_hf_parallel(
+    name: str,
+    config: str | None = None,
+    split: str = "train",
+    languages: Sequence[str] | None = None,
+    **load_kwargs: Any,
+) -> ParallelCorpus:
+    """Load a parallel corpus with ``datasets.load_dataset(name, config, split=split, **load_kwargs)``.
+
+    Two layouts are accepted: one column per language code, or a single ``translation`` column
+    of ``{lang: text}`` dicts (WMT/OPUS datasets on the Hub). The returned corpus's ``path`` is
+    a ``hf:name:config[split]`` label so that later errors still say where the data came from.
+    """
+    import datasets  # deferred: importing datasets costs about a second and most runs read TSVs
+
+    wanted = _check_languages_arg(languages)
+    label = _hf_label(name, config, split, load_kwargs)
+    ds = datasets.load_dataset(name, config, split=split, **load_kwargs)
+    if isinstance(ds, datasets.Dataset):
+        column_names = list(ds.column_names)
+
+        def values(column: str) -> list[Any]:
+            return ds.select_columns([column]).to_dict()[column]
+
+    elif isinstance(ds, datasets.IterableDataset):  # streaming=True: materialise once
+        rows = list(ds)
+        column_names = list(dict.fromkeys(key for row in rows for key in row))
+
+        def values(column: str) -> list[Any]:
+            return [row.get(column) for row in rows]
+
+    else:
+        raise DataFormatError(
+            label, None, f"load_dataset returned a {type(ds).__name__}; pass a single split"
+        )
+
+    if "translation" in column_names:
+        records = [record or {} for record in values("translation")]
+        for i, record in enumerate(records):
+            if not isinstance(record, Mapping):
+                raise DataFormatError(
+                    label,
+                    None,
+                    f"row {i}: 'translation' holds a {type(record).__name__}, not a {{lang: text}} dict",
+                )
+        available = list(dict.fromkeys(lang for record in records for lang in record))
+
+        def lang_values(lang: str) -> list[Any]:
+            return [record.get(lang) for record in records]
+
+    else:
+        cache: dict[str, list[Any]] = {}
+
+        def lang_values(lang: str) -> list[Any]:
+            if lang not in cache:
+                cache[lang] = values(lang)
+            return cache[lang]
+
+        # Only text columns are guessed to be languages: "id" is a valid code (Indonesian) but is
+        # usually an integer row id. Passing ``languages`` makes the choice explicit.
+        available = [
+            column
+            for column in column_names
+            if is_language_code(column)
+            and (wanted is not None or all(v is None or isinstance(v, str) for v in lang_values(column)))
+        ]
+    if not available:
+        raise DataFormatError(
+            label,
+            None,
+            "no language columns: expected columns named by language codes (e.g. 'en', 'de') or a "
+            f"'translation' column of {{lang: text}} dicts; found columns: {' '.join(column_names)}",
+        )
+    keep = wanted if wanted is not None else available
+    missing = [lang for lang in keep if lang not in available]
+    if missing:
+        raise DataFormatError(
+            label, None, f"no language(s) {', '.join(missing)}; available: {' '.join(available)}"
+        )
+    columns = {lang: [_cell(label, i, lang, v) for i, v in enumerate(lang_values(lang))] for lang in keep}
+    if not columns[keep[0]]:
+        raise DataFormatError(label, None, "dataset split has no rows")
+    return ParallelCorpus(path=label, columns=columns)
+
+
+# --------------------------------------------------------------------------------------------------
+# config-level loaders: a path, or a dict from a recipe YAML
+
+
+def _spec_dict(spec: Mapping[str, Any], allowed: set[str], what: str) -> dict[str, Any]:
+    unknown = set(spec) - allowed
+    if unknown:
+        raise ValueError(
+            f"{what} spec has unknown key(s) {', '.join(sorted(unknown))}; "
+            f"allowed: {', '.join(sorted(allowed))}"
+        )
+    if "path" not in spec:
+        raise ValueError(f"{what} spec needs a 'path' key, got {dict(spec)!r}")
+    return dict(spec)
+
+
+def _spec_type_error(spec: Any, what: str, example: str) -> TypeError:
+    return TypeError(f"{what} spec must be a path or a dict such as {example}, not {type(spec).__name__}")
+
+
+def load_parallel(spec: PathLike | Mapping[str, Any]) -> ParallelCorpus:
+    """Resolve a recipe's parallel-data entry.
+
+    Accepted: a path to a parallel TSV; ``{"path": p, "languages": [...]}``; or
+    ``{"hf": name, "config": ..., "split": ..., "languages": [...], **load_dataset_kwargs}``
+    (e.g. ``data_files``, ``revision``), passed to :func:`load_hf_parallel`.
+    """
+    if isinstance(spec, (str, os.PathLike)):
+        return read_parallel_tsv(spec)
+    if not isinstance(spec, Mapping):
+        raise _spec_type_error(
+            spec, "parallel data", "{'path': 'x.tsv'} or {'hf': 'wmt19', 'config': 'de-en'}"
+        )
+    if "hf" in spec:
+        if "path" in spec:
+            raise ValueError(f"parallel data spec has both 'hf' and 'path'; give one: {dict(spec)!r}")
+        kwargs = dict(spec)
+        name = kwargs.pop("hf")
+        return load_hf_parallel(
+            name,
+            config=kwargs.pop("config", None),
+            split=kwargs.pop("split", "train"),
+            languages=kwargs.pop("languages", None),
+            **kwargs,
+        )
+    d = _spec_dict(spec, {"path", "languages"}, "parallel data")
+    return read_parallel_tsv(d["path"], languages=d.get("languages"))
+
+
+def load_paraphrases(spec: PathLike | Mapping[str, Any]) -> list[ParaphrasePair]:
+    """Resolve a recipe's paraphrase entry: a path or ``{"path": p, "languages": [...]}``."""
+    if isinstance(spec, (str, os.PathLike)):
+        return read_paraphrase_tsv(spec)
+    if not isinstance(spec, Mapping):
+        raise _spec_type_error(spec, "paraphrase data", "{'path': 'x.tsv', 'languages': ['en']}")
+    d = _spec_dict(spec, {"path", "languages"}, "paraphrase data")
+    return read_paraphrase_tsv(d["path"], languages=d.get("languages"))
+
+
+def _tsv_header_hint(path: PathLike) -> str:
+    try:
+        _header_line, header, _rows = _read_table(path)
+    except (OSError, DataFormatError):
+        return ""
+    return f" (its columns: {' '.join(header)})"
+
+
+def load_monolingual(spec: PathLike | Mapping[str, Any]) -> list[str]:
+    """Resolve a recipe's monolingual entry: a text file, or one column of a parallel TSV.
+
+    ``{"path": "parallel.tsv", "column": "uz"}`` reuses the target side of a parallel file as
+    monolingual text (empty cells skipped). A ``.tsv`` path without a column is refused: reading
+    it line by line would train on tab-joined rows of several languages.
+    """
+    if isinstance(spec, (str, os.PathLike)):
+        spec = {"path": spec}
+    if not isinstance(spec, Mapping):
+        raise _spec_type_error(
+            spec, "monolingual data", "{'path': 'uz.txt'} or {'path': 'x.tsv', 'column': 'uz'}"
+        )
+    d = _spec_dict(spec, {"path", "column"}, "monolingual data")
+    path, column = d["path"], d.get("column")
+    if column is None:
+        if Path(path).suffix.lower() == ".tsv":
+            _check_file(path)
+            raise DataFormatError(
+                path,
+                None,
+                f"is a TSV file{_tsv_header_hint(path)}; to use one of its columns as monolingual text, "
+                f"pass {{'path': {os.fspath(path)!r}, 'column': '<lang>'}}",
+            )
+        return read_monolingual(path)
+    corpus = read_parallel_tsv(path, languages=[column])
+    sentences = [text for text in corpus.columns[column] if text]
+    if not sentences:
+        raise DataFormatError(path, None, f"column {column!r} has no non-empty cells")
+    return sentences

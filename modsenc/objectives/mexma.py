@@ -1,0 +1,209 @@
+"""MEXMA (Janeiro et al., 2024): cross-lingual sentence encoders from token-level cross-unmasking
+plus sentence-level alignment and KoLeo.
+
+For a translation pair (A, B), four encoder passes share weights: clean A, clean B, masked A and
+masked B. The sentence vectors S_A and S_B are the clean passes' last-layer CLS. The head must
+rebuild masked A from A's token states with S_B in position 0, and masked B with S_A, so each
+sentence vector has to carry its sentence's content in a language-agnostic way.
+
+    loss = alpha * MSE(S_A, S_B) + beta * (CE_A + CE_B) + gamma * (KoLeo(S_A) + KoLeo(S_B))
+
+with the paper's alpha=1, beta=1/2, gamma=0.01/2 (appendix A), the halves averaging the two
+symmetric terms. The four passes run as two packed forwards (clean A+B, masked A+B): sequences
+never attend to each other, so this is the same computation with fewer kernel launches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.packing import PackedBatch
+from modsenc.data.batching import shard
+from modsenc.objectives.base import Objective, ObjectiveOutput, TokenizedPair
+from modsenc.objectives.losses.cross_unmasking import CrossUnmaskingHead
+from modsenc.objectives.losses.infonce_alignment import InfoNCEAlignmentLoss
+from modsenc.objectives.losses.koleo import KoLeoLoss
+from modsenc.objectives.losses.mse_alignment import MSEAlignmentLoss
+from modsenc.objectives.masking import mask_sequence
+from modsenc.training.distributed import DistContext
+
+
+@dataclass
+class MEXMAConfig:
+    alpha: float = 1.0  # alignment weight
+    beta: float = 0.5  # cross-unmasking weight (on CE_A + CE_B)
+    gamma: float = 0.005  # KoLeo weight (on KoLeo_A + KoLeo_B)
+    mask_ratio: float = 0.4
+    head_layers: int = 6
+    head_heads: int = 8
+    head_intermediate_size: int | None = None  # default 4 * hidden, XLM-R's ratio
+    head_dropout: float = 0.1
+    token_gradients: bool = True  # ablation: False = unmasking reaches the encoder only via S_A/S_B
+    koleo: bool = True  # ablation: False drops the KoLeo term
+    alignment: str = "mse"  # "mse" (MEXMA) or "infonce" (contrastive ablation)
+    infonce_temperature: float = 0.05
+
+    def __post_init__(self) -> None:
+        if self.alignment not in ("mse", "infonce"):
+            raise ValueError(f"objective.alignment must be 'mse' or 'infonce', got {self.alignment!r}")
+        if not 0.0 < self.mask_ratio < 1.0:
+            raise ValueError(f"objective.mask_ratio must be in (0, 1), got {self.mask_ratio}")
+
+
+@dataclass
+class MEXMABatch:
+    clean: PackedBatch  # A sentences then B sentences
+    masked: PackedBatch  # same layout, masked ids
+    labels: torch.Tensor  # (total_tokens,) original ids at masked positions, IGNORE_INDEX elsewhere
+    num_pairs: int
+
+    def to(self, device: torch.device | str) -> MEXMABatch:
+        return MEXMABatch(
+            self.clean.to(device), self.masked.to(device), self.labels.to(device), self.num_pairs
+        )
+
+
+class MEXMAObjective(Objective):
+    name = "mexma"
+
+    def __init__(self, backbone: Backbone, config: MEXMAConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or MEXMAConfig()
+        self.head = CrossUnmaskingHead(
+            hidden_size=backbone.hidden_size,
+            vocab_size=backbone.word_embeddings.num_embeddings,
+            num_layers=self.config.head_layers,
+            num_heads=self.config.head_heads,
+            intermediate_size=self.config.head_intermediate_size,
+            hidden_dropout=self.config.head_dropout,
+        )
+        self.mse = MSEAlignmentLoss()
+        self.infonce = InfoNCEAlignmentLoss(self.config.infonce_temperature)
+        self.koleo = KoLeoLoss()
+        tokenizer = backbone.tokenizer
+        self.mask_token_id = tokenizer.mask_token_id
+        if self.mask_token_id is None:
+            raise ValueError("MEXMA needs a tokenizer with a mask token")
+        self.special_ids = frozenset(tokenizer.all_special_ids)
+        vocab = backbone.word_embeddings.num_embeddings
+        self.random_pool = np.array(
+            [i for i in range(min(vocab, len(tokenizer))) if i not in self.special_ids]
+        )
+
+    def config_dict(self) -> dict:
+        return asdict(self.config)
+
+    # ------------------------------------------------------------------ data
+    def collate(
+        self,
+        examples: Sequence[TokenizedPair],
+        rng: np.random.Generator,
+        backbone: Backbone,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> MEXMABatch:
+        masked_a, labels_a, masked_b, labels_b = [], [], [], []
+        for ex in examples:  # masks drawn for the whole global batch, in order
+            m, lab = mask_sequence(
+                ex.ids_a, rng, self.mask_token_id, self.special_ids, self.random_pool, self.config.mask_ratio
+            )
+            masked_a.append(m)
+            labels_a.append(lab)
+            m, lab = mask_sequence(
+                ex.ids_b, rng, self.mask_token_id, self.special_ids, self.random_pool, self.config.mask_ratio
+            )
+            masked_b.append(m)
+            labels_b.append(lab)
+        mine = shard(list(range(len(examples))), rank, world_size)
+        clean = [examples[i].ids_a for i in mine] + [examples[i].ids_b for i in mine]
+        masked = [masked_a[i] for i in mine] + [masked_b[i] for i in mine]
+        labels = [t for i in mine for t in labels_a[i]] + [t for i in mine for t in labels_b[i]]
+        clean_packed = PackedBatch.from_ids(clean, backbone.position_offset)
+        return MEXMABatch(
+            clean=clean_packed,
+            masked=clean_packed.with_input_ids(
+                torch.tensor([t for s in masked for t in s], dtype=torch.long)
+            ),
+            labels=torch.tensor(labels, dtype=torch.long),
+            num_pairs=len(mine),
+        )
+
+    # ------------------------------------------------------------------ loss
+    def forward(
+        self, backbone: Backbone, batch: MEXMABatch, dist: DistContext | None = None
+    ) -> ObjectiveOutput:
+        dist = dist or DistContext()
+        cfg = self.config
+        n = batch.num_pairs
+        hidden_clean = backbone(batch.clean)
+        sentences = backbone.sentence_embedding(hidden_clean, batch.clean)
+        s_a, s_b = sentences[:n], sentences[n:]
+
+        grad_mode = contextlib.nullcontext() if cfg.token_gradients else torch.no_grad()
+        with grad_mode:
+            hidden_masked = backbone(batch.masked)
+        # Masked A is rebuilt with S_B in position 0, masked B with S_A.
+        token_losses, positions = self.head(
+            hidden_masked,
+            torch.cat([s_b, s_a]),
+            batch.masked,
+            batch.labels,
+            backbone.word_embeddings.weight,
+            backbone.attention,
+        )
+        a_tokens = int(batch.clean.cu_seqlens[n])
+        from_a = positions < a_tokens
+        sums = torch.stack([token_losses[from_a].sum(), token_losses[~from_a].sum()])
+        counts = dist.all_reduce_sum(torch.tensor([from_a.sum(), (~from_a).sum()], dtype=torch.float32))
+        mlm_local = (sums / counts.to(sums.device)).sum()  # this process's share of CE_A + CE_B
+
+        local_terms = cfg.beta * mlm_local
+        global_terms = torch.zeros((), device=sentences.device)
+        if cfg.alignment == "mse":
+            sq_sum, numel = self.mse(s_a, s_b)
+            align_local = sq_sum / dist.all_reduce_sum(torch.tensor(float(numel))).item()
+            local_terms = local_terms + cfg.alpha * align_local
+            align_value = align_local
+        else:
+            align_global = self.infonce(dist.all_gather_with_grad(s_a), dist.all_gather_with_grad(s_b))
+            global_terms = global_terms + cfg.alpha * align_global
+            align_value = align_global / dist.world_size  # summed over processes when logged
+        koleo_value = torch.zeros((), device=sentences.device)
+        if cfg.koleo:
+            koleo_global = self.koleo(dist.all_gather_with_grad(s_a)) + self.koleo(
+                dist.all_gather_with_grad(s_b)
+            )
+            global_terms = global_terms + cfg.gamma * koleo_global
+            koleo_value = koleo_global / dist.world_size
+
+        loss = dist.world_size * local_terms + global_terms
+        logged = dist.all_reduce_sum(
+            torch.stack([align_value.detach(), mlm_local.detach(), koleo_value.detach()])
+        )
+        align, mlm, koleo = (float(x) for x in logged)
+        metrics = {
+            "loss": cfg.alpha * align + cfg.beta * mlm + (cfg.gamma * koleo if cfg.koleo else 0.0),
+            "align": align,
+            "mlm": mlm,
+            "koleo": koleo,
+        }
+        return ObjectiveOutput(
+            loss=loss,
+            metrics=metrics,
+            num_tokens=batch.clean.num_tokens,
+            extras={"hidden_clean": hidden_clean, "hidden_masked": hidden_masked, "s_a": s_a, "s_b": s_b},
+        )
+
+
+def build_objective(name: str, backbone: Backbone, options: dict | None = None) -> Objective:
+    """Objectives by recipe name; later objectives (EMS, EMMA-X, contrastive) register here."""
+    options = dict(options or {})
+    if name == "mexma":
+        return MEXMAObjective(backbone, MEXMAConfig(**options))
+    raise ValueError(f"unknown objective {name!r}; available: mexma")

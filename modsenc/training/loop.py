@@ -1,0 +1,204 @@
+"""The training loop: gradient accumulation, clipping, mixed precision on GPU, logging,
+atomic checkpoints and exact resumption. Model, objective and data come in as components."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from modsenc.backbone.encoder import Backbone
+from modsenc.data.batching import BatchStream
+from modsenc.objectives.base import Objective, ObjectiveOutput, TokenizedPair
+from modsenc.training.checkpoint import (
+    latest_checkpoint,
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from modsenc.training.distributed import DistContext
+from modsenc.utils.io import atomic_write_text
+
+
+@dataclass
+class LoopConfig:
+    max_steps: int
+    grad_accum: int = 1
+    max_grad_norm: float | None = 1.0
+    log_every: int = 10
+    checkpoint_every: int = 100
+    keep_checkpoints: int = 2
+    seed: int = 0
+    mixed_precision: str = "auto"  # auto: bf16 autocast on CUDA, fp32 elsewhere; "no" to disable
+
+
+class TrainModule(nn.Module):
+    """Backbone + objective as one module, so DDP sees (and syncs) every trained parameter."""
+
+    def __init__(self, backbone: Backbone, objective: Objective, dist: DistContext) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.objective = objective
+        self.dist = dist
+
+    def forward(self, batch: Any) -> ObjectiveOutput:
+        return self.objective(self.backbone, batch, self.dist)
+
+
+StepCallback = Callable[[int, dict[str, float]], None]
+
+
+class MetricsLog:
+    """Metrics as JSON lines. On resume, entries past the checkpoint's step are dropped, so the
+    log reads as one uninterrupted run."""
+
+    def __init__(self, path: Path, enabled: bool) -> None:
+        self.path = path
+        self.enabled = enabled
+
+    def truncate_after(self, step: int) -> None:
+        if not (self.enabled and self.path.exists()):
+            return
+        kept = [line for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        kept = [line for line in kept if json.loads(line).get("step", 0) <= step]
+        atomic_write_text(self.path, "".join(line + "\n" for line in kept))
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.enabled:
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+
+
+def _autocast(device: torch.device, mode: str) -> contextlib.AbstractContextManager:
+    if device.type == "cuda" and mode in ("auto", "bf16"):
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def train_loop(
+    module: TrainModule,
+    ddp_module: nn.Module,
+    examples: Sequence[TokenizedPair],
+    stream: BatchStream,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    config: LoopConfig,
+    run_dir: Path,
+    dist: DistContext,
+    resume: bool = False,
+    callbacks: Sequence[StepCallback] = (),
+) -> dict[str, float]:
+    """Train until ``config.max_steps`` optimizer steps; returns the last logged metrics."""
+    device = module.backbone.device
+    log = MetricsLog(run_dir / "metrics.jsonl", enabled=dist.is_main)
+    step = 0
+    if resume:
+        checkpoint = latest_checkpoint(run_dir)
+        if checkpoint is None:
+            raise FileNotFoundError(
+                f"--resume: no checkpoint under {run_dir / 'checkpoints'}; start without --resume"
+            )
+        step, model_state, state = load_checkpoint(checkpoint)
+        module.load_state_dict(model_state)
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        set_rng_state(state["rng"])
+        stream = BatchStream.from_state(stream.sampler, state["data"])
+        log.truncate_after(step)
+        if dist.is_main:
+            tqdm.write(f"resumed from {checkpoint} at step {step}")
+
+    module.train()
+    iterator = iter(stream)
+    bar = tqdm(
+        total=config.max_steps, initial=step, desc="train", disable=not dist.is_main, dynamic_ncols=True
+    )
+    last: dict[str, float] = {}
+    window_tokens, window_start = 0, time.perf_counter()
+    sums: dict[str, float] = {}
+    window_steps = 0
+    while step < config.max_steps:
+        step_metrics: dict[str, float] = {}
+        for micro in range(config.grad_accum):
+            item = next(iterator)
+            rng = np.random.default_rng([config.seed, step, micro])  # masks independent of resume point
+            batch = module.objective.collate(
+                [examples[i] for i in item.indices], rng, module.backbone, dist.rank, dist.world_size
+            ).to(device)
+            sync = micro == config.grad_accum - 1 or not dist.is_distributed
+            with (
+                contextlib.nullcontext() if sync else ddp_module.no_sync(),
+                _autocast(device, config.mixed_precision),
+            ):
+                out = ddp_module(batch)
+                (out.loss / config.grad_accum).backward()
+            window_tokens += out.num_tokens
+            for key, value in out.metrics.items():
+                step_metrics[key] = step_metrics.get(key, 0.0) + value / config.grad_accum
+        if not all(math.isfinite(v) for v in step_metrics.values()):
+            raise FloatingPointError(
+                f"non-finite loss at step {step + 1}: {step_metrics}; lower the learning rate"
+            )
+        grad_norm = (
+            torch.nn.utils.clip_grad_norm_(module.parameters(), config.max_grad_norm)
+            if config.max_grad_norm
+            else torch.tensor(0.0)
+        )
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        step += 1
+        window_steps += 1
+        for key, value in step_metrics.items():
+            sums[key] = sums.get(key, 0.0) + value
+        bar.update(1)
+
+        if step % config.log_every == 0 or step == config.max_steps:
+            elapsed = time.perf_counter() - window_start
+            tokens = float(dist.all_reduce_sum(torch.tensor(float(window_tokens))))
+            last = {key: value / window_steps for key, value in sums.items()}
+            last.update(
+                step=step,
+                lr=scheduler.get_last_lr()[0],
+                grad_norm=float(grad_norm),
+                tokens_per_s=tokens / max(elapsed, 1e-9),
+                epoch=item.epoch,
+            )
+            log.write(last)
+            bar.set_postfix(
+                {k: f"{last[k]:.3f}" for k in ("loss", "align", "mlm", "koleo") if k in last}
+                | {"tok/s": f"{last['tokens_per_s']:.0f}"}
+            )
+            sums, window_steps, window_tokens, window_start = {}, 0, 0, time.perf_counter()
+
+        if step % config.checkpoint_every == 0 or step == config.max_steps:
+            if dist.is_main:
+                save_checkpoint(
+                    run_dir,
+                    step,
+                    module.state_dict(),
+                    {
+                        "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict(),
+                        "rng": rng_state(),
+                        "data": iterator.state_dict(),
+                    },
+                    keep=config.keep_checkpoints,
+                )
+            if dist.is_distributed:
+                torch.distributed.barrier()
+        for callback in callbacks:
+            callback(step, step_metrics)
+    bar.close()
+    return last

