@@ -160,14 +160,17 @@ class MEXMAObjective(Objective):
         a_tokens = int(batch.clean.cu_seqlens[n])
         from_a = positions < a_tokens
         sums = torch.stack([token_losses[from_a].sum(), token_losses[~from_a].sum()])
-        counts = dist.all_reduce_sum(torch.tensor([from_a.sum(), (~from_a).sum()], dtype=torch.float32))
+        # Built on the loss's device: NCCL has no collectives for CPU tensors.
+        counts = dist.all_reduce_sum(torch.stack([from_a.sum(), (~from_a).sum()]).float())
         mlm_local = (sums / counts.to(sums.device)).sum()  # this process's share of CE_A + CE_B
 
         local_terms = cfg.beta * mlm_local
         global_terms = torch.zeros((), device=sentences.device)
         if cfg.alignment == "mse":
             sq_sum, numel = self.mse(s_a, s_b)
-            align_local = sq_sum / dist.all_reduce_sum(torch.tensor(float(numel))).item()
+            align_local = (
+                sq_sum / dist.all_reduce_sum(torch.tensor(float(numel), device=sq_sum.device)).item()
+            )
             local_terms = local_terms + cfg.alpha * align_local
             align_value = align_local
         else:

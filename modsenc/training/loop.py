@@ -166,7 +166,7 @@ def train_loop(
 
         if step % config.log_every == 0 or step == config.max_steps:
             elapsed = time.perf_counter() - window_start
-            tokens = float(dist.all_reduce_sum(torch.tensor(float(window_tokens))))
+            tokens = float(dist.all_reduce_sum(torch.tensor(float(window_tokens), device=device)))
             last = {key: value / window_steps for key, value in sums.items()}
             last.update(
                 step=step,

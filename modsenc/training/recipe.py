@@ -29,7 +29,8 @@ def find_recipe(name_or_path: str | os.PathLike) -> Path:
         searched.append(str(directory))
     available = sorted({p.stem for d in RECIPE_DIRS if d.is_dir() for p in d.glob("*.yaml")})
     raise FileNotFoundError(
-        f"no recipe named {name_or_path!r} (looked in {', '.join(searched)}); available: {', '.join(available)}"
+        f"no recipe named {name_or_path!r} (looked in {', '.join(searched)}); "
+        f"available: {', '.join(available)}"
     )
 
 
