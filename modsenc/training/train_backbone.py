@@ -31,12 +31,21 @@ from modsenc.training.loop import LoopConfig, TrainModule, train_loop
 from modsenc.training.optim import build_optimizer, build_scheduler
 
 
-def resolve_data_spec(spec: Any) -> Any:
-    """``demo:parallel.tsv`` names a packaged demo file; other strings are paths ($VARS expanded)."""
+def resolve_data_spec(spec: Any, recipe_path: str | None = None) -> Any:
+    """``demo:parallel.tsv`` names a packaged demo file; other strings are paths ($VARS expanded).
+
+    A relative path is taken from the working directory, or else from the repository holding the
+    recipe (so ``../shared/data/...`` in ``recipes/*.yaml`` works from any directory).
+    """
     if isinstance(spec, str):
         if spec.startswith("demo:"):
             return demo_path(spec.removeprefix("demo:"))
-        return Path(os.path.expanduser(os.path.expandvars(spec)))
+        path = Path(os.path.expanduser(os.path.expandvars(spec)))
+        if not path.is_absolute() and not path.exists() and recipe_path:
+            beside_repo = Path(recipe_path).resolve().parents[1] / path
+            if beside_repo.exists():
+                return beside_repo
+        return path
     return spec
 
 
@@ -121,7 +130,7 @@ def run(
 
     data_cfg = recipe["data"]
     pivot = data_cfg.get("pivot", "en")
-    specs = [resolve_data_spec(s) for s in data_cfg["parallel"]]
+    specs = [resolve_data_spec(s, recipe.get("_recipe_path")) for s in data_cfg["parallel"]]
     corpora = [load_parallel(s) for s in specs]
     pairs = english_centric_pairs(corpora, pivot=pivot, languages=data_cfg.get("languages"))
     if not pairs:

@@ -1,0 +1,71 @@
+"""The command line: help, overrides, and clear errors for bad input (no traceback)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from modsenc.cli import main
+
+
+@pytest.fixture()
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def test_help_lists_commands_and_options(runner: CliRunner) -> None:
+    result = runner.invoke(main, ["--help"])
+    assert result.exit_code == 0
+    assert "train-backbone" in result.output
+    result = runner.invoke(main, ["train-backbone", "--help"])
+    assert result.exit_code == 0
+    for option in ("--recipe", "--output", "--resume", "--max-steps", "--set"):
+        assert option in result.output
+
+
+def test_unknown_recipe_lists_available(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(main, ["train-backbone", "--recipe", "nope", "--output", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "no recipe named 'nope'" in result.output
+    assert "cpu-small" in result.output and "demo" in result.output
+
+
+def test_unknown_override_key_is_an_error(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(
+        main, ["train-backbone", "--output", str(tmp_path), "--set", "training.max_stepz=3"]
+    )
+    assert result.exit_code == 1
+    assert "unknown key 'training.max_stepz'" in result.output
+    assert "max_steps" in result.output  # the keys that do exist are listed
+
+
+def test_missing_data_file_is_named(runner: CliRunner, tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.tsv"
+    result = runner.invoke(
+        main, ["train-backbone", "--output", str(tmp_path / "out"), "--set", f"data.parallel=[{missing}]"]
+    )
+    assert result.exit_code == 1
+    assert str(missing) in result.output
+    assert "Traceback" not in result.output
+
+
+def test_ragged_data_file_names_file_and_line(runner: CliRunner, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("en\tde\nHello.\tHallo.\nOne field only\nBye.\tTschüss.\n", encoding="utf-8")
+    result = runner.invoke(
+        main, ["train-backbone", "--output", str(tmp_path / "out"), "--set", f"data.parallel=[{bad}]"]
+    )
+    assert result.exit_code == 1
+    assert f"{bad}, line 3" in result.output
+
+
+def test_corpus_without_pivot_language_is_an_error(runner: CliRunner, tmp_path: Path) -> None:
+    data = tmp_path / "de-fr.tsv"
+    data.write_text("de\tfr\nHallo.\tBonjour.\n", encoding="utf-8")
+    result = runner.invoke(
+        main, ["train-backbone", "--output", str(tmp_path / "out"), "--set", f"data.parallel=[{data}]"]
+    )
+    assert result.exit_code == 1
+    assert str(data) in result.output and "en" in result.output
