@@ -444,6 +444,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"({os.cpu_count()} logical cores), python {platform.python_version()}"
     )
 
+    load_start = os.getloadavg()
+    print(f"load average at start (1/5/15 min): {load_start[0]:.2f} {load_start[1]:.2f} {load_start[2]:.2f}")
+    if load_start[0] > 0.5:
+        print(
+            "WARNING: other processes are using the CPU; the timings (modsenc's many small ops "
+            "most of all: an OpenMP team waits for its slowest thread) will be noisy"
+        )
+
     data_dir = a.data_dir.resolve()
     pairs, sentences, files = load_pairs(data_dir)
     tokenizer, tok_dir, cached = cached_tokenizer(sentences, files, a.vocab, a.tokenizer_sentences, a.seed)
@@ -581,7 +589,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"{pad['random_per_language']:.1%} (A and B padded separately); bucketed batches "
         f"{pad['bucketed_2bs']:.1%} / {pad['bucketed_per_language']:.1%}; modsenc packs: 0% padding"
     )
-    print(f"matmul peak {peak:.1f} GFLOP/s before the timed steps, {peak_after:.1f} after")
+    print(
+        f"matmul peak {peak:.1f} GFLOP/s before the timed steps, {peak_after:.1f} after; "
+        f"1-min load average {load_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at the end "
+        "(this process alone adds about 1 per busy thread)"
+    )
     if base_name:
         for impl in impls:
             r = results["modsenc"]["tokens_per_s"] / results[f"hf-{impl}"]["tokens_per_s"]
@@ -606,6 +618,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "padding_share_if_padded": pad,
         "matmul_gflops": peak,
         "matmul_gflops_after": peak_after,
+        "loadavg_start": load_start,
+        "loadavg_end": os.getloadavg(),
         "equivalence_check_losses": check,
         "arms": results,
         "baseline": f"hf-{base_name}" if base_name else None,

@@ -20,7 +20,7 @@ from modsenc.data.readers import english_centric_pairs, read_parallel_tsv
 from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
 from modsenc.training.distributed import DistContext
 from modsenc.training.loop import TrainModule
-from tests.training.conftest import write_tiny_parallel
+from tests.training.conftest import tiny_recipe, write_tiny_parallel
 
 pytestmark = pytest.mark.slow
 
@@ -29,16 +29,9 @@ def _build(tokenizer_dir: Path, objective_options: dict, dist_ctx: DistContext) 
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-    config = {
-        "model_type": "xlm-roberta",
-        "hidden_size": 32,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "intermediate_size": 64,
-        "max_position_embeddings": 40,
-        "hidden_dropout_prob": 0.0,  # dropout masks would differ between the two set-ups
-        "attention_probs_dropout_prob": 0.0,
-    }
+    config = tiny_recipe(Path("unused.tsv"))["model"]["config"]
+    # Dropout masks would differ between the two set-ups.
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     backbone = Backbone.from_config(config, tokenizer, attention="sdpa", seed=0)
     torch.manual_seed(1)
     objective = MEXMAObjective(
