@@ -6,14 +6,14 @@ for a padding token, because there is none: sequences never attend across each o
 
 - ``xformers``: ``memory_efficient_attention`` with a ``BlockDiagonalMask`` (CUDA), as in the
   MEXMA paper (appendix A.1).
-- ``sdpa``: PyTorch ``scaled_dot_product_attention`` run once per group of equal-length
-  sequences (any device; the CPU path). With length-bucketed batches most groups are large.
+- ``sdpa``: PyTorch ``scaled_dot_product_attention`` run once per run of equal-length
+  sequences (any device; the CPU path). Sequences are ordered by length first, so with
+  length-bucketed batches there are few, large runs.
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from typing import Protocol
 
 import torch
@@ -29,31 +29,39 @@ class AttentionBackend(Protocol):
 
 
 class SdpaVarlenAttention:
-    """Exact attention per sequence, batching sequences that share a length."""
+    """Exact attention per sequence; each run of consecutive equal-length sequences is one call.
+
+    The packed encoder orders sequences by length before its layers (``run_packed_layers``), so a
+    run is a contiguous slice that is viewed, not gathered, as a (sequences, length) rectangle:
+    no copies, and no scatter in the backward pass.
+    """
 
     name = "sdpa"
 
     def __call__(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seqlens: list[int], dropout_p: float = 0.0
     ) -> torch.Tensor:
-        total, heads, dim = q.shape
-        starts = [0]
-        for n in seqlens[:-1]:
-            starts.append(starts[-1] + n)
-        by_length: dict[int, list[int]] = defaultdict(list)
-        for start, n in zip(starts, seqlens):
-            by_length[n].append(start)
+        _, heads, dim = q.shape
+        outputs = []
+        start = 0
+        for length, count in _runs(seqlens):
+            stop = start + length * count
+            q_r, k_r, v_r = (x[start:stop].view(count, length, heads, dim).transpose(1, 2) for x in (q, k, v))
+            o = F.scaled_dot_product_attention(q_r, k_r, v_r, dropout_p=dropout_p)
+            outputs.append(o.transpose(1, 2).reshape(length * count, heads, dim))
+            start = stop
+        return outputs[0] if len(outputs) == 1 else torch.cat(outputs)
 
-        out = torch.empty_like(q)
-        for n, group_starts in by_length.items():
-            # Token indices of the group's sequences, (group * n,): gathered into one rectangle.
-            offsets = torch.tensor(group_starts, device=q.device)[:, None]
-            index = (offsets + torch.arange(n, device=q.device)).reshape(-1)
-            rect = (len(group_starts), n, heads, dim)
-            q_g, k_g, v_g = (x.index_select(0, index).view(rect).transpose(1, 2) for x in (q, k, v))
-            o = F.scaled_dot_product_attention(q_g, k_g, v_g, dropout_p=dropout_p)
-            out = out.index_copy(0, index, o.transpose(1, 2).reshape(-1, heads, dim))
-        return out
+
+def _runs(seqlens: list[int]) -> list[tuple[int, int]]:
+    """(length, count) for each run of consecutive equal lengths."""
+    runs: list[tuple[int, int]] = []
+    for n in seqlens:
+        if runs and runs[-1][0] == n:
+            runs[-1] = (n, runs[-1][1] + 1)
+        else:
+            runs.append((n, 1))
+    return runs
 
 
 class XFormersAttention:

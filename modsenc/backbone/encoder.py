@@ -48,9 +48,29 @@ def packed_layer_forward(
 def run_packed_layers(
     layers: Sequence[nn.Module], hidden: torch.Tensor, seqlens: list[int], attention: AttentionBackend
 ) -> torch.Tensor:
+    """Run layers on a packed batch, with sequences reordered by length for the duration.
+
+    Ordering once per stack (one gather in, one out) lets the attention backend treat every run of
+    equal-length sequences as a contiguous rectangle in every layer.
+    """
+    order = sorted(range(len(seqlens)), key=seqlens.__getitem__)
+    if order == list(range(len(seqlens))):
+        for layer in layers:
+            hidden = packed_layer_forward(layer, hidden, seqlens, attention)
+        return hidden
+    starts = [0]
+    for n in seqlens[:-1]:
+        starts.append(starts[-1] + n)
+    permutation = torch.cat([torch.arange(starts[i], starts[i] + seqlens[i]) for i in order]).to(
+        hidden.device
+    )
+    sorted_lengths = [seqlens[i] for i in order]
+    hidden = hidden.index_select(0, permutation)
     for layer in layers:
-        hidden = packed_layer_forward(layer, hidden, seqlens, attention)
-    return hidden
+        hidden = packed_layer_forward(layer, hidden, sorted_lengths, attention)
+    inverse = torch.empty_like(permutation)
+    inverse[permutation] = torch.arange(permutation.numel(), device=permutation.device)
+    return hidden.index_select(0, inverse)
 
 
 class Backbone(nn.Module):
@@ -165,9 +185,15 @@ class Backbone(nn.Module):
     # ----------------------------------------------------------------- tokenisation
     def tokenize(self, texts: Sequence[str], max_length: int | None = None) -> list[list[int]]:
         limit = min(max_length or self.max_length, self.max_length)
-        return self.tokenizer(list(texts), truncation=True, max_length=limit, add_special_tokens=True)[
-            "input_ids"
-        ]
+        encoded = self.tokenizer(
+            list(texts),
+            truncation=True,
+            max_length=limit,
+            add_special_tokens=True,
+            return_attention_mask=False,  # packed batches need no mask; halves memory on big corpora
+            return_token_type_ids=False,
+        )
+        return encoded["input_ids"]
 
     def pack(self, sequences: Sequence[Sequence[int]]) -> PackedBatch:
         return PackedBatch.from_ids(sequences, self.position_offset).to(self.device)
