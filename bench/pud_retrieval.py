@@ -32,7 +32,7 @@ def main() -> None:
 
     backbone = Backbone.from_pretrained(args.backbone).eval()
     corpus = read_parallel_tsv(args.pud)
-    english = backbone.encode(corpus.columns["en"], normalize_embeddings=True)
+    english = backbone.encode(corpus.columns["en"], normalize_embeddings=True, show_progress_bar=False)
     gold = np.arange(len(english))
     print(f"{args.backbone} on {args.pud.name} ({len(english)} sentences)")
     print("| lang | P@1 xx->en | mean cosine of non-translations |")
@@ -40,7 +40,7 @@ def main() -> None:
     for lang in corpus.languages:
         if lang == "en":
             continue
-        other = backbone.encode(corpus.columns[lang], normalize_embeddings=True)
+        other = backbone.encode(corpus.columns[lang], normalize_embeddings=True, show_progress_bar=False)
         similarity = other @ english.T
         p_at_1 = float((similarity.argmax(axis=1) == gold).mean())
         off_diagonal = (similarity.sum() - np.trace(similarity)) / (similarity.size - len(gold))
