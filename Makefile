@@ -19,7 +19,7 @@ $(BIN)/.installed: pyproject.toml
 install: $(BIN)/.installed
 
 demo: install
-	$(BIN)/modsenc train-backbone --output $(RUN_DIR)/backbone
+	$(BIN)/modsenc train-backbone --output $(RUN_DIR)
 
 test: install
 	$(BIN)/python -m pytest -q tests

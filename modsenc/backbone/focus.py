@@ -17,17 +17,21 @@ import torch
 
 
 @contextlib.contextmanager
-def _cache_home(cache_dir: Path) -> Iterator[None]:
-    """deepfocus caches its fastText models under $XDG_CACHE_HOME: keep them in the run's folder."""
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(cache_dir)
+def _cache_in(cache_dir: Path) -> Iterator[None]:
+    """Keep deepfocus's caches (tokenised text, fastText models) inside the run's folder.
+
+    deepfocus reads $XDG_CACHE_HOME once, at import, into ``fasttext_embs.CACHE_DIR``; setting the
+    variable later has no effect (tested in tests/backbone/test_focus.py), so the module constant
+    itself is pointed at ``cache_dir`` for the duration of the call.
+    """
+    from deepfocus import fasttext_embs  # noqa: PLC0415
+
+    previous = fasttext_embs.CACHE_DIR
+    fasttext_embs.CACHE_DIR = cache_dir.resolve()
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop("XDG_CACHE_HOME", None)
-        else:
-            os.environ["XDG_CACHE_HOME"] = old
+        fasttext_embs.CACHE_DIR = previous
 
 
 def focus_embeddings(
@@ -56,7 +60,7 @@ def focus_embeddings(
         raise ValueError(f"FOCUS reads .txt/.json/.jsonl target text, got {target_text_path}")
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    with _cache_home(cache_dir):
+    with _cache_in(cache_dir):
         embeddings = FOCUS(
             target_tokenizer=target_tokenizer,
             source_tokenizer=source_tokenizer,
