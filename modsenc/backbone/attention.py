@@ -37,6 +37,7 @@ class SdpaVarlenAttention:
     """
 
     name = "sdpa"
+    sorts_by_length = True  # ask run_packed_layers to order sequences by length first
 
     def __call__(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, seqlens: list[int], dropout_p: float = 0.0

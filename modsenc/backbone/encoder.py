@@ -48,29 +48,25 @@ def packed_layer_forward(
 def run_packed_layers(
     layers: Sequence[nn.Module], hidden: torch.Tensor, seqlens: list[int], attention: AttentionBackend
 ) -> torch.Tensor:
-    """Run layers on a packed batch, with sequences reordered by length for the duration.
+    """Run layers on a packed batch.
 
-    Ordering once per stack (one gather in, one out) lets the attention backend treat every run of
-    equal-length sequences as a contiguous rectangle in every layer.
+    For backends that attend per run of equal lengths (``sorts_by_length``), sequences are ordered
+    by length once for the whole stack, so every layer's attention sees contiguous rectangles.
     """
     order = sorted(range(len(seqlens)), key=seqlens.__getitem__)
-    if order == list(range(len(seqlens))):
+    if not getattr(attention, "sorts_by_length", False) or order == list(range(len(seqlens))):
         for layer in layers:
             hidden = packed_layer_forward(layer, hidden, seqlens, attention)
         return hidden
-    starts = [0]
-    for n in seqlens[:-1]:
-        starts.append(starts[-1] + n)
-    permutation = torch.cat([torch.arange(starts[i], starts[i] + seqlens[i]) for i in order]).to(
-        hidden.device
-    )
+    pieces = hidden.split(seqlens)
     sorted_lengths = [seqlens[i] for i in order]
-    hidden = hidden.index_select(0, permutation)
+    hidden = torch.cat([pieces[i] for i in order])
     for layer in layers:
         hidden = packed_layer_forward(layer, hidden, sorted_lengths, attention)
-    inverse = torch.empty_like(permutation)
-    inverse[permutation] = torch.arange(permutation.numel(), device=permutation.device)
-    return hidden.index_select(0, inverse)
+    restored: list[torch.Tensor] = [None] * len(order)  # type: ignore[list-item]
+    for i, piece in zip(order, hidden.split(sorted_lengths)):
+        restored[i] = piece
+    return torch.cat(restored)
 
 
 class Backbone(nn.Module):

@@ -157,31 +157,33 @@ class MEXMAObjective(Objective):
             backbone.word_embeddings.weight,
             backbone.attention,
         )
-        a_tokens = int(batch.clean.cu_seqlens[n])
+        a_tokens = sum(batch.clean.seqlens[:n])  # host-side: no device sync
         from_a = positions < a_tokens
         sums = torch.stack([token_losses[from_a].sum(), token_losses[~from_a].sum()])
-        # Built on the loss's device: NCCL has no collectives for CPU tensors.
-        counts = dist.all_reduce_sum(torch.stack([from_a.sum(), (~from_a).sum()]).float())
-        mlm_local = (sums / counts.to(sums.device)).sum()  # this process's share of CE_A + CE_B
+        sq_sum, numel = self.mse(s_a, s_b)
+        # One all-reduce for every global count: masked tokens of A, of B, and alignment elements.
+        counts = dist.all_reduce_sum(
+            torch.stack([from_a.sum(), (~from_a).sum(), torch.tensor(numel, device=from_a.device)]).float()
+        )
+        # clamp: a side whose sentences are all special tokens has nothing masked (and sums to 0).
+        mlm_local = (sums / counts[:2].clamp_min(1)).sum()  # this process's share of CE_A + CE_B
 
         local_terms = cfg.beta * mlm_local
         global_terms = torch.zeros((), device=sentences.device)
+        needs_gather = cfg.alignment == "infonce" or cfg.koleo
+        all_a = dist.all_gather_with_grad(s_a) if needs_gather else s_a
+        all_b = dist.all_gather_with_grad(s_b) if needs_gather else s_b
         if cfg.alignment == "mse":
-            sq_sum, numel = self.mse(s_a, s_b)
-            align_local = (
-                sq_sum / dist.all_reduce_sum(torch.tensor(float(numel), device=sq_sum.device)).item()
-            )
+            align_local = sq_sum / counts[2]
             local_terms = local_terms + cfg.alpha * align_local
             align_value = align_local
         else:
-            align_global = self.infonce(dist.all_gather_with_grad(s_a), dist.all_gather_with_grad(s_b))
+            align_global = self.infonce(all_a, all_b)
             global_terms = global_terms + cfg.alpha * align_global
             align_value = align_global / dist.world_size  # summed over processes when logged
         koleo_value = torch.zeros((), device=sentences.device)
         if cfg.koleo:
-            koleo_global = self.koleo(dist.all_gather_with_grad(s_a)) + self.koleo(
-                dist.all_gather_with_grad(s_b)
-            )
+            koleo_global = self.koleo(all_a) + self.koleo(all_b)
             global_terms = global_terms + cfg.gamma * koleo_global
             koleo_value = koleo_global / dist.world_size
 

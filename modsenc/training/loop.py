@@ -74,6 +74,12 @@ class MetricsLog:
         kept = [line for line in kept if json.loads(line).get("step", 0) <= step]
         atomic_write_text(self.path, "".join(line + "\n" for line in kept))
 
+    def last(self) -> dict[str, Any]:
+        if not self.path.exists():
+            return {}
+        lines = [line for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return json.loads(lines[-1]) if lines else {}
+
     def write(self, record: dict[str, Any]) -> None:
         if self.enabled:
             with self.path.open("a", encoding="utf-8") as f:
@@ -128,7 +134,12 @@ def train_loop(
     window_tokens, window_start = 0, time.perf_counter()
     sums: dict[str, float] = {}
     window_steps = 0
+    if step >= config.max_steps:
+        last = log.last()  # resumed a finished run: nothing to train, keep its final metrics
     while step < config.max_steps:
+        # Dropout's generator is re-seeded from (seed, step, rank) every step, so a resumed run
+        # (and every rank of a data-parallel one) replays exactly the randomness it would have used.
+        torch.manual_seed(int(np.random.SeedSequence([config.seed, step, dist.rank]).generate_state(1)[0]))
         step_metrics: dict[str, float] = {}
         for micro in range(config.grad_accum):
             item = next(iterator)

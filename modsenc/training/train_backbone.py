@@ -41,8 +41,9 @@ def resolve_data_spec(spec: Any, recipe_path: str | None = None) -> Any:
         if spec.startswith("demo:"):
             return demo_path(spec.removeprefix("demo:"))
         path = Path(os.path.expanduser(os.path.expandvars(spec)))
-        if not path.is_absolute() and not path.exists() and recipe_path:
-            beside_repo = Path(recipe_path).resolve().parents[1] / path
+        recipe_dir = Path(recipe_path).resolve().parent if recipe_path else None
+        if not path.is_absolute() and not path.exists() and recipe_dir and recipe_dir.name == "recipes":
+            beside_repo = recipe_dir.parent / path
             if beside_repo.exists():
                 return beside_repo
         return path
@@ -126,6 +127,12 @@ def run(
         raise FileExistsError(
             f"{run_dir} already holds checkpoints: pass --resume to continue, or choose another --output"
         )
+    batch_size = int(train_cfg["batch_size"])
+    if batch_size < max(2, dist.world_size):
+        raise ValueError(
+            f"training.batch_size={batch_size}: a global batch needs at least 2 pairs (KoLeo and "
+            f"in-batch terms compare sentences) and one pair per process ({dist.world_size})"
+        )
     seed_everything(seed)
 
     data_cfg = recipe["data"]
@@ -155,11 +162,8 @@ def run(
     module = TrainModule(backbone, objective, dist)
     ddp_module = DistributedDataParallel(module) if dist.is_distributed else module
 
-    max_length = int(recipe["model"].get("max_length") or backbone.max_length)
-    examples = objective.prepare(pairs, backbone, max_length)
-    sampler = LengthBucketBatchSampler(
-        [ex.length for ex in examples], int(train_cfg["batch_size"]), seed=seed, drop_last=True
-    )
+    examples = objective.prepare(pairs, backbone, backbone.max_length)
+    sampler = LengthBucketBatchSampler([ex.length for ex in examples], batch_size, seed=seed, drop_last=True)
     loop_cfg = LoopConfig(
         max_steps=int(train_cfg["max_steps"]),
         grad_accum=int(train_cfg.get("grad_accum", 1)),
