@@ -15,6 +15,12 @@ def runner() -> CliRunner:
     return CliRunner()
 
 
+def _train_on(runner: CliRunner, tmp_path: Path, data: Path):
+    return runner.invoke(
+        main, ["train-backbone", "--output", str(tmp_path / "out"), "--set", f"data.parallel=[{data}]"]
+    )
+
+
 def test_help_lists_commands_and_options(runner: CliRunner) -> None:
     result = runner.invoke(main, ["--help"])
     assert result.exit_code == 0
@@ -43,9 +49,7 @@ def test_unknown_override_key_is_an_error(runner: CliRunner, tmp_path: Path) -> 
 
 def test_missing_data_file_is_named(runner: CliRunner, tmp_path: Path) -> None:
     missing = tmp_path / "nowhere.tsv"
-    result = runner.invoke(
-        main, ["train-backbone", "--output", str(tmp_path / "out"), "--set", f"data.parallel=[{missing}]"]
-    )
+    result = _train_on(runner, tmp_path, missing)
     assert result.exit_code == 1
     assert str(missing) in result.output
     assert "Traceback" not in result.output
@@ -54,9 +58,7 @@ def test_missing_data_file_is_named(runner: CliRunner, tmp_path: Path) -> None:
 def test_ragged_data_file_names_file_and_line(runner: CliRunner, tmp_path: Path) -> None:
     bad = tmp_path / "bad.tsv"
     bad.write_text("en\tde\nHello.\tHallo.\nOne field only\nBye.\tTschüss.\n", encoding="utf-8")
-    result = runner.invoke(
-        main, ["train-backbone", "--output", str(tmp_path / "out"), "--set", f"data.parallel=[{bad}]"]
-    )
+    result = _train_on(runner, tmp_path, bad)
     assert result.exit_code == 1
     assert f"{bad}, line 3" in result.output
 
@@ -64,8 +66,6 @@ def test_ragged_data_file_names_file_and_line(runner: CliRunner, tmp_path: Path)
 def test_corpus_without_pivot_language_is_an_error(runner: CliRunner, tmp_path: Path) -> None:
     data = tmp_path / "de-fr.tsv"
     data.write_text("de\tfr\nHallo.\tBonjour.\n", encoding="utf-8")
-    result = runner.invoke(
-        main, ["train-backbone", "--output", str(tmp_path / "out"), "--set", f"data.parallel=[{data}]"]
-    )
+    result = _train_on(runner, tmp_path, data)
     assert result.exit_code == 1
     assert str(data) in result.output and "en" in result.output

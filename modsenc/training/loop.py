@@ -67,18 +67,21 @@ class MetricsLog:
         self.path = path
         self.enabled = enabled
 
+    def records(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        return [
+            json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()
+        ]
+
     def truncate_after(self, step: int) -> None:
-        if not (self.enabled and self.path.exists()):
-            return
-        kept = [line for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        kept = [line for line in kept if json.loads(line).get("step", 0) <= step]
-        atomic_write_text(self.path, "".join(line + "\n" for line in kept))
+        if self.enabled and self.path.exists():
+            kept = [r for r in self.records() if r.get("step", 0) <= step]
+            atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in kept))
 
     def last(self) -> dict[str, Any]:
-        if not self.path.exists():
-            return {}
-        lines = [line for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return json.loads(lines[-1]) if lines else {}
+        records = self.records()
+        return records[-1] if records else {}
 
     def write(self, record: dict[str, Any]) -> None:
         if self.enabled:

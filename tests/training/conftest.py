@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import socket
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,13 @@ WORDS = {
         " "
     ),
 }
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on, for a process group's rendezvous."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def write_tiny_parallel(path: Path, rows: int = 96, seed: int = 0) -> Path:

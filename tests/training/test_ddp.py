@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ from modsenc.data.readers import english_centric_pairs, read_parallel_tsv
 from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
 from modsenc.training.distributed import DistContext
 from modsenc.training.loop import TrainModule
-from tests.training.conftest import tiny_recipe, write_tiny_parallel
+from tests.training.conftest import free_port, tiny_recipe, write_tiny_parallel
 
 pytestmark = pytest.mark.slow
 
@@ -66,12 +65,6 @@ def _examples(module: TrainModule, data: Path) -> list:
     return module.objective.prepare(pairs, module.backbone, 32)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize(
     ("objective_options", "batch_size"),
     [
@@ -93,7 +86,7 @@ def test_two_process_gloo_matches_single_process(
     examples = _examples(single, data)[:batch_size]
     expected = _grads(single, examples, 1, 0, single)
 
-    mp.spawn(_worker, args=(_free_port(), str(tmp_path), objective_options, batch_size), nprocs=2, join=True)
+    mp.spawn(_worker, args=(free_port(), str(tmp_path), objective_options, batch_size), nprocs=2, join=True)
     got = load_file(tmp_path / "ddp_grads.safetensors")
 
     assert got.keys() == expected.keys()

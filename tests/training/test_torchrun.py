@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,15 +13,9 @@ import pytest
 import yaml
 from transformers import AutoModel
 
-from tests.training.conftest import tiny_recipe
+from tests.training.conftest import free_port, tiny_recipe
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_torchrun_two_processes_trains_and_saves(tmp_path: Path, tiny_data: Path) -> None:
@@ -32,7 +25,7 @@ def test_torchrun_two_processes_trains_and_saves(tmp_path: Path, tiny_data: Path
     )
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or "torchrun"
     cmd = [
-        torchrun, "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port", str(_free_port()),
+        torchrun, "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
         "-m", "modsenc.cli", "train-backbone", "--recipe", str(recipe_path),
         "--output", str(tmp_path / "out"),
     ]  # fmt: skip
