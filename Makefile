@@ -18,8 +18,13 @@ $(BIN)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
+# The main job on the embedded demo corpus: a tiny backbone, then the English pivot's and
+# Uzbek's modules (recipes/add-language.yaml defaults), in a zoo inside the run folder.
 demo: install
+	rm -rf $(RUN_DIR)
 	$(BIN)/modsenc train-backbone --output $(RUN_DIR)
+	$(BIN)/modsenc add-language en --backbone $(RUN_DIR)/backbone --zoo $(RUN_DIR)/zoo --work-dir $(RUN_DIR)/work/en
+	$(BIN)/modsenc add-language uz --zoo $(RUN_DIR)/zoo --work-dir $(RUN_DIR)/work/uz
 
 test: install
 	$(BIN)/python -m pytest -q tests

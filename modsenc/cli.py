@@ -77,5 +77,119 @@ def train_backbone(recipe, output_dir, resume, max_steps, batch_size, lr, seed, 
     click.echo(f"backbone written to {final}")
 
 
+@main.command("add-language")
+@click.argument("lang")
+@click.option(
+    "--backbone",
+    "backbone_dir",
+    type=click.Path(file_okay=False),
+    help="Backbone directory (from train-backbone). Needed the first time a zoo is used: it is copied "
+    "into ZOO/backbone, and later runs check that it matches.",
+)
+@click.option(
+    "--zoo",
+    "zoo_dir",
+    default="adapters_zoo",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Zoo folder: the bundle goes to ZOO/LANG, the language is added to ZOO/index.json.",
+)
+@click.option(
+    "--recipe",
+    default="add-language",
+    show_default=True,
+    help="Recipe name in recipes/ (add-language: demo corpus; add-language-cpu: ../shared/data) "
+    "or a YAML path.",
+)
+@click.option(
+    "--mono",
+    multiple=True,
+    help="Monolingual text (one sentence per line), or a TSV whose LANG column is used. Repeatable.",
+)
+@click.option(
+    "--paraphrase", multiple=True, help="Paraphrase TSV (pair_id lang anchor positive negative). Repeatable."
+)
+@click.option("--parallel", multiple=True, help="Parallel TSV with pivot and LANG columns. Repeatable.")
+@click.option(
+    "--dev-sts",
+    multiple=True,
+    help="STS TSV (lang1 lang2 sentence1 sentence2 score) scored after each stage.",
+)
+@click.option(
+    "--stages",
+    help="Comma-separated subset of vocab,la,se,cla (default: se for the pivot, all for others); "
+    "e.g. se,cla for the paper's 'w/o LA' ablation, vocab,la,cla for 'w/o SE'.",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False),
+    help="Where stages and checkpoints are kept [default: runs/add-language/LANG].",
+)
+@click.option(
+    "--resume", is_flag=True, help="Reuse finished stages whose config is unchanged; continue a killed one."
+)
+@click.option("--overwrite", is_flag=True, help="Discard an earlier run in the work dir and start over.")
+@click.option("--seed", type=int, help="Override the recipe's seed.")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override any recipe key, e.g. --set cla.variant=pp.",
+)
+def add_language(
+    lang,
+    backbone_dir,
+    zoo_dir,
+    recipe,
+    mono,
+    paraphrase,
+    parallel,
+    dev_sts,
+    stages,
+    work_dir,
+    resume,
+    overwrite,
+    seed,
+    overrides,
+) -> None:
+    """Specialise the frozen backbone for language LANG (an ISO 639-1 code such as uz).
+
+    Trains, in order, a tokenizer with FOCUS-initialised embeddings, a LoRA language adapter (MLM),
+    a LoRA sentence-encoding adapter (paraphrases) and, for every language but the pivot, a
+    cross-lingual alignment adapter, then installs them as one bundle in ZOO/LANG. The backbone
+    and the other languages' bundles are never modified.
+
+    \b
+    modsenc add-language en --backbone runs/demo/backbone
+    modsenc add-language uz
+    """
+    from modsenc.training.add_language import run  # noqa: PLC0415
+    from modsenc.training.recipe import load_recipe  # noqa: PLC0415
+
+    extra = list(overrides) + ([f"seed={seed}"] if seed is not None else [])
+    try:
+        config = load_recipe(recipe, extra)
+        for key, values in (("mono", mono), ("paraphrase", paraphrase), ("parallel", parallel)):
+            if values:
+                config.setdefault("data", {})[key] = list(values)
+        if dev_sts:
+            config.setdefault("dev", {})["sts"] = list(dev_sts)
+        stage_list = [s.strip() for s in stages.split(",") if s.strip()] if stages else None
+        target = run(
+            lang,
+            config,
+            zoo_dir,
+            backbone_dir=backbone_dir,
+            work_dir=work_dir,
+            stages=stage_list,
+            resume=resume,
+            overwrite=overwrite,
+        )
+    except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+    click.echo(f"{lang} bundle written to {target}")
+
+
 if __name__ == "__main__":
     sys.exit(main())

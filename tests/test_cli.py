@@ -69,3 +69,34 @@ def test_corpus_without_pivot_language_is_an_error(runner: CliRunner, tmp_path: 
     result = _train_on(runner, tmp_path, data)
     assert result.exit_code == 1
     assert str(data) in result.output and "en" in result.output
+
+
+def test_add_language_help_and_errors(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(main, ["add-language", "--help"])
+    assert result.exit_code == 0
+    for option in ("--backbone", "--zoo", "--mono", "--paraphrase", "--parallel", "--stages", "--resume"):
+        assert option in result.output
+    result = runner.invoke(main, ["add-language", "../uz", "--zoo", str(tmp_path / "zoo")])
+    assert result.exit_code == 1 and "invalid language code '../uz'" in result.output
+    assert "Traceback" not in result.output
+    result = runner.invoke(
+        main, ["add-language", "uz", "--zoo", str(tmp_path / "zoo"), "--work-dir", str(tmp_path / "w")]
+    )
+    assert result.exit_code == 1
+    assert "run `modsenc add-language en` first" in result.output
+    result = runner.invoke(main, ["add-language", "en", "--zoo", str(tmp_path / "zoo"), "--stages", "se,foo"])
+    assert result.exit_code == 1 and "unknown stage(s) ['foo']" in result.output
+    result = runner.invoke(
+        main,
+        [
+            "add-language",
+            "en",
+            "--zoo",
+            str(tmp_path / "zoo"),
+            "--work-dir",
+            str(tmp_path / "w2"),
+            "--paraphrase",
+            str(tmp_path / "missing.tsv"),
+        ],
+    )
+    assert result.exit_code == 1 and "missing.tsv: no such file" in result.output

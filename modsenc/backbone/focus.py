@@ -45,13 +45,16 @@ def focus_embeddings(
     fasttext_min_count: int = 10,
     fuzzy_match: bool = True,
     seed: int = 42,
+    processes: int = 1,
 ) -> torch.Tensor:
     """Embeddings (len(target_tokenizer), dim) for ``target_tokenizer``.
 
     ``target_text_path`` must be a ``.txt`` file (or ``.json``/``.jsonl`` with a ``text`` field):
     deepfocus reads nothing else. ``fuzzy_match`` also matches tokens that differ only in case or
     word-boundary marker (``▁word`` vs ``word``, ``##ing``), which is what lets a cased SentencePiece
-    vocabulary reuse an uncased WordPiece model's vectors.
+    vocabulary reuse an uncased WordPiece model's vectors. ``processes`` is also fastText's thread
+    count: with more than one thread fastText is not deterministic, so the default of 1 keeps a
+    rerun (and a resumed ``add-language``) bit-identical.
     """
     from deepfocus import FOCUS  # noqa: PLC0415 - heavy import, only needed here
 
@@ -73,6 +76,7 @@ def focus_embeddings(
             exact_match_all=True,
             fuzzy_match_all=fuzzy_match,
             seed=seed,
+            processes=processes,
             verbosity="silent",
         )
     if embeddings.shape[0] != len(target_tokenizer):

@@ -98,6 +98,30 @@ def padding_waste(lengths: Sequence[int], batches: Sequence[Sequence[int]]) -> f
     return 0.0 if padded == 0 else (padded - real) / padded
 
 
+class AlternatingBatchSampler:
+    """Batches that alternate between two datasets stored one after the other (indices of the
+    second are offset by ``offset``): A, B, A, B, ... Each batch holds one dataset only, so a
+    batch has one kind of example (e.g. paraphrase pairs vs translation pairs). The shorter
+    dataset's batches repeat so that the alternation lasts the whole of the longer one.
+    """
+
+    def __init__(
+        self, first: LengthBucketBatchSampler, second: LengthBucketBatchSampler, offset: int
+    ) -> None:
+        self.first, self.second, self.offset = first, second, offset
+
+    def __len__(self) -> int:
+        return 2 * max(len(self.first), len(self.second))
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        a = self.first.batches(epoch)
+        b = [[i + self.offset for i in batch] for batch in self.second.batches(epoch)]
+        out: list[list[int]] = []
+        for i in range(max(len(a), len(b))):
+            out += [a[i % len(a)], b[i % len(b)]]
+        return out
+
+
 class StreamItem(NamedTuple):
     epoch: int
     batch: int  # index of the batch within its epoch

@@ -41,6 +41,8 @@ class LoopConfig:
     keep_checkpoints: int = 2
     seed: int = 0
     mixed_precision: str = "auto"  # auto: bf16 autocast on CUDA, fp32 elsewhere; "no" to disable
+    # Checkpoint only trainable parameters (adapter stages: the frozen backbone is already on disk).
+    trainable_only: bool = False
 
 
 class TrainModule(nn.Module):
@@ -89,6 +91,28 @@ class MetricsLog:
                 f.write(json.dumps(record) + "\n")
 
 
+_SHOWN = ("loss", "align", "mlm", "koleo", "mlm_accuracy", "paraphrase_acc", "parallel_loss")
+
+
+def _model_state(module: nn.Module, trainable_only: bool) -> dict[str, torch.Tensor]:
+    if not trainable_only:
+        return module.state_dict()
+    return {k: v.detach() for k, v in module.state_dict(keep_vars=True).items() if v.requires_grad}
+
+
+def _load_model_state(module: nn.Module, state: dict[str, torch.Tensor], trainable_only: bool) -> None:
+    if not trainable_only:
+        module.load_state_dict(state)
+        return
+    expected = set(_model_state(module, True))
+    if set(state) != expected:
+        raise ValueError(
+            f"checkpoint holds {len(state)} trainable tensors, the model expects {len(expected)}: "
+            f"missing {sorted(expected - set(state))[:3]}, unexpected {sorted(set(state) - expected)[:3]}"
+        )
+    module.load_state_dict(state, strict=False)
+
+
 def _autocast(device: torch.device, mode: str) -> contextlib.AbstractContextManager:
     if device.type == "cuda" and mode in ("auto", "bf16"):
         return torch.autocast("cuda", dtype=torch.bfloat16)
@@ -110,6 +134,8 @@ def train_loop(
 ) -> dict[str, float]:
     """Train until ``config.max_steps`` optimizer steps; returns the last logged metrics."""
     device = module.backbone.device
+    if dist.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
     log = MetricsLog(run_dir / "metrics.jsonl", enabled=dist.is_main)
     step = 0
     if resume:
@@ -119,7 +145,7 @@ def train_loop(
                 f"--resume: no checkpoint under {run_dir / 'checkpoints'}; start without --resume"
             )
         step, model_state, state = load_checkpoint(checkpoint)
-        module.load_state_dict(model_state)
+        _load_model_state(module, model_state, config.trainable_only)
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         set_rng_state(state["rng"])
@@ -136,7 +162,7 @@ def train_loop(
     last: dict[str, float] = {}
     window_tokens, window_start = 0, time.perf_counter()
     sums: dict[str, float] = {}
-    window_steps = 0
+    counts: dict[str, int] = {}  # a metric may appear on some steps only (alternating batch kinds)
     if step >= config.max_steps:
         last = log.last()  # resumed a finished run: nothing to train, keep its final metrics
     while step < config.max_steps:
@@ -173,15 +199,15 @@ def train_loop(
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        window_steps += 1
         for key, value in step_metrics.items():
             sums[key] = sums.get(key, 0.0) + value
+            counts[key] = counts.get(key, 0) + 1
         bar.update(1)
 
         if step % config.log_every == 0 or step == config.max_steps:
             elapsed = time.perf_counter() - window_start
             tokens = float(dist.all_reduce_sum(torch.tensor(float(window_tokens), device=device)))
-            last = {key: value / window_steps for key, value in sums.items()}
+            last = {key: value / counts[key] for key, value in sums.items()}
             last.update(
                 step=step,
                 lr=scheduler.get_last_lr()[0],
@@ -191,17 +217,17 @@ def train_loop(
             )
             log.write(last)
             bar.set_postfix(
-                {k: f"{last[k]:.3f}" for k in ("loss", "align", "mlm", "koleo") if k in last}
-                | {"tok/s": f"{last['tokens_per_s']:.0f}"}
+                {k: f"{last[k]:.3f}" for k in _SHOWN if k in last} | {"tok/s": f"{last['tokens_per_s']:.0f}"}
             )
-            sums, window_steps, window_tokens, window_start = {}, 0, 0, time.perf_counter()
+            sums, counts, window_tokens = {}, {}, 0
+            window_start = time.perf_counter()
 
         if step % config.checkpoint_every == 0 or step == config.max_steps:
             if dist.is_main:
                 save_checkpoint(
                     run_dir,
                     step,
-                    module.state_dict(),
+                    _model_state(module, config.trainable_only),
                     {
                         "optimizer": optimizer.state_dict(),
                         "scheduler": scheduler.state_dict(),

@@ -1,0 +1,1 @@
+"""Evaluation of sentence encoders: STS, paraphrase retrieval (more metrics follow in issue 5)."""

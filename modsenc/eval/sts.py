@@ -1,0 +1,75 @@
+"""Semantic textual similarity: Spearman x100 between cosine similarity and gold scores.
+
+The file format is that of ``../shared/data/eval-dev/sts``: a TSV with the header
+``lang1 lang2 sentence1 sentence2 score``; each ``(lang1, lang2)`` group is one test set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from modsenc.data.errors import DataFormatError
+from modsenc.data.readers import _check_file, _no_rows, _read_table, is_language_code
+
+STS_COLUMNS = ["lang1", "lang2", "sentence1", "sentence2", "score"]
+
+# An encoder for one language: texts -> (n, dim) array.
+EncodeFn = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class STSPair:
+    lang1: str
+    lang2: str
+    sentence1: str
+    sentence2: str
+    score: float
+
+
+def read_sts_tsv(path: str | os.PathLike) -> list[STSPair]:
+    _check_file(path)
+    header_line, header, rows = _read_table(path)
+    if header != STS_COLUMNS:
+        raise DataFormatError(
+            path, header_line, f"expected the header {' '.join(STS_COLUMNS)}, got {' '.join(header)}"
+        )
+    pairs = []
+    for lineno, (lang1, lang2, s1, s2, score) in rows:
+        for code in (lang1, lang2):
+            if not is_language_code(code):
+                raise DataFormatError(path, lineno, f"{code!r} is not a language code")
+        try:
+            value = float(score)
+        except ValueError:
+            raise DataFormatError(path, lineno, f"score {score!r} is not a number") from None
+        pairs.append(STSPair(lang1, lang2, s1, s2, value))
+    if not pairs:
+        raise _no_rows(path)
+    return pairs
+
+
+def spearman_x100(a: np.ndarray, b: np.ndarray, gold: Sequence[float]) -> float:
+    """Spearman x100 of row-wise cosine(a, b) against ``gold``."""
+    a = a / np.linalg.norm(a, axis=1, keepdims=True).clip(1e-12)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True).clip(1e-12)
+    return float(spearmanr((a * b).sum(axis=1), np.asarray(gold)).statistic * 100)
+
+
+def evaluate_sts(
+    pairs: Sequence[STSPair], encoders: dict[str, EncodeFn], lang_pairs: Sequence[tuple[str, str]]
+) -> dict[str, float]:
+    """Spearman x100 per language pair (``"en-uz"``); ``encoders[lang]`` embeds that language."""
+    results = {}
+    for lang1, lang2 in lang_pairs:
+        subset = [p for p in pairs if (p.lang1, p.lang2) == (lang1, lang2)]
+        if not subset:
+            raise ValueError(f"no {lang1}-{lang2} pairs in the STS data")
+        a = encoders[lang1]([p.sentence1 for p in subset])
+        b = encoders[lang2]([p.sentence2 for p in subset])
+        results[f"{lang1}-{lang2}"] = spearman_x100(a, b, [p.score for p in subset])
+    return results

@@ -1,0 +1,270 @@
+"""A frozen backbone plus per-language modules that can be switched per batch.
+
+Per language ``xx`` there can be:
+
+* ``vocab``: its own tokenizer and input-embedding matrix (FOCUS-initialised, then trained with
+  the LA); switching language swaps the embedding module, which costs nothing;
+* ``la`` and ``se``: two peft LoRA adapters named ``xx_la`` and ``xx_se``. When both are active
+  peft *adds* their deltas (``W x + B_la A_la x + B_se A_se x``), which is what the paper stacks;
+  adapters' ``Stack`` would chain them instead (shown in tests/modules/test_modular.py);
+* ``cla``: an adapters-library parallel bottleneck adapter named ``xx_cla``.
+
+``adapters.init`` runs first, on the raw Hugging Face model: it wraps plain ``nn.Linear`` layers,
+and peft then wraps those in turn. Both libraries' layers are called from the backbone's packed
+forward (``query``/``key``/``value`` and the ``output`` modules), so the modules work on every
+attention backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import adapters
+import torch
+from adapters import ParBnConfig
+from peft import LoraConfig, PeftModel, get_peft_model
+from safetensors.torch import load_file, save_file
+from torch import nn
+from transformers import AutoTokenizer
+
+from modsenc.backbone.encoder import Backbone
+from modsenc.modules.bundle import BUNDLE_MANIFEST, EMBEDDINGS_FILE, TOKENIZER_DIR
+
+MODULE_KINDS = ("vocab", "la", "se", "cla")
+LORA_KINDS = ("la", "se")
+
+
+class _NoInactiveAdapterWarning(logging.Filter):
+    # adapters warns on every forward of a language that has no CLA (the pivot, or mode="mono"):
+    # that is the intended state here, not a mistake.
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "none are activated" not in record.getMessage()
+
+
+logging.getLogger("adapters.model_mixin").addFilter(_NoInactiveAdapterWarning())
+
+
+def module_name(lang: str, kind: str) -> str:
+    """Adapter names inside the libraries: ``uz_la``, ``uz_se``, ``uz_cla``.
+
+    No dots: peft keys adapters in ModuleDicts.
+    """
+    return f"{lang}_{kind}"
+
+
+class ModularBackbone(nn.Module):
+    def __init__(self, backbone: Backbone) -> None:
+        super().__init__()
+        backbone.requires_grad_(False)
+        adapters.init(backbone.model)
+        self.backbone = backbone
+        self.base_tokenizer = backbone.tokenizer
+        self.base_embeddings = backbone.word_embeddings
+        self.language_embeddings = nn.ModuleDict()
+        self.tokenizers: dict[str, Any] = {}
+        self.loaded: dict[str, set[str]] = {}
+        self.active: tuple[str, tuple[str, ...]] | None = None
+        # Held outside the module tree: PeftModel wraps ``backbone`` itself, so registering it would
+        # list every backbone weight twice in state_dict().
+        self.__dict__["peft"] = None
+        # One forward at a time: activating a language mutates shared layers.
+        self.lock = threading.RLock()
+
+    @property
+    def peft(self) -> PeftModel | None:
+        return self.__dict__["peft"]
+
+    # ----------------------------------------------------------------- adding modules
+    def _mark(self, lang: str, kind: str) -> None:
+        self.loaded.setdefault(lang, set()).add(kind)
+        self.active = None
+
+    def add_vocabulary(self, lang: str, tokenizer: Any, weight: torch.Tensor) -> nn.Embedding:
+        if weight.shape != (len(tokenizer), self.backbone.hidden_size):
+            raise ValueError(
+                f"{lang} embeddings must be ({len(tokenizer)}, {self.backbone.hidden_size}), "
+                f"got {tuple(weight.shape)}"
+            )
+        embedding = nn.Embedding(len(tokenizer), weight.shape[1], padding_idx=tokenizer.pad_token_id)
+        with torch.no_grad():
+            embedding.weight.copy_(weight)
+        embedding.requires_grad_(False)
+        self.language_embeddings[lang] = embedding.to(self.backbone.device)
+        self.tokenizers[lang] = tokenizer
+        self._mark(lang, "vocab")
+        return embedding
+
+    def add_lora(self, lang: str, kind: str, config: LoraConfig) -> None:
+        name = module_name(lang, kind)
+        if self.peft is None:
+            self.__dict__["peft"] = get_peft_model(self.backbone, config, adapter_name=name)
+        else:
+            self.peft.add_adapter(name, config)
+        self._mark(lang, kind)
+
+    def load_lora(self, lang: str, kind: str, path: str | Path) -> None:
+        name = module_name(lang, kind)
+        if self.peft is None:
+            self.__dict__["peft"] = PeftModel.from_pretrained(self.backbone, str(path), adapter_name=name)
+        else:
+            self.peft.load_adapter(str(path), adapter_name=name)
+        self._mark(lang, kind)
+
+    def save_lora(self, lang: str, kind: str, path: str | Path) -> None:
+        """``adapter_config.json`` + ``adapter_model.safetensors`` in ``path`` (peft's format)."""
+        name = module_name(lang, kind)
+        with tempfile.TemporaryDirectory(dir=Path(path).parent) as tmp:
+            self.peft.save_pretrained(tmp, selected_adapters=[name], save_embedding_layers=False)
+            shutil.move(str(Path(tmp) / name), str(path))
+
+    def add_alignment(self, lang: str, config: ParBnConfig) -> None:
+        self.backbone.model.add_adapter(module_name(lang, "cla"), config=config)
+        self._mark(lang, "cla")
+
+    def load_alignment(self, lang: str, path: str | Path) -> None:
+        self.backbone.model.load_adapter(str(path), load_as=module_name(lang, "cla"), use_safetensors=True)
+        self._mark(lang, "cla")
+
+    def save_alignment(self, lang: str, path: str | Path) -> None:
+        """adapters' format: ``adapter_config.json`` + ``adapter_model.safetensors``."""
+        self.backbone.model.save_adapter(str(path), module_name(lang, "cla"), use_safetensors=True)
+
+    def load_bundle(self, bundle_dir: str | Path, lang: str, kinds: Iterable[str] | None = None) -> set[str]:
+        """Load a bundle's modules (all, or ``kinds``); on any error nothing of ``lang`` stays loaded."""
+        bundle_dir = Path(bundle_dir)
+        manifest = json.loads((bundle_dir / BUNDLE_MANIFEST).read_text(encoding="utf-8"))
+        wanted = [k for k in MODULE_KINDS if k in manifest["modules"] and (kinds is None or k in set(kinds))]
+        if lang in self.loaded:
+            self.remove_language(lang)
+        try:
+            for kind in wanted:
+                if kind == "vocab":
+                    tokenizer = AutoTokenizer.from_pretrained(bundle_dir / TOKENIZER_DIR)
+                    weight = load_file(bundle_dir / EMBEDDINGS_FILE)["weight"]
+                    self.add_vocabulary(lang, tokenizer, weight)
+                elif kind in LORA_KINDS:
+                    self.load_lora(lang, kind, bundle_dir / kind)
+                else:
+                    self.load_alignment(lang, bundle_dir / kind)
+        except Exception:
+            with contextlib.suppress(Exception):
+                self.remove_language(lang)
+            raise
+        return set(wanted)
+
+    def save_vocabulary(self, lang: str, directory: str | Path) -> None:
+        """``tokenizer/`` and ``embeddings.safetensors`` of ``lang`` into ``directory``."""
+        directory = Path(directory)
+        self.tokenizers[lang].save_pretrained(directory / TOKENIZER_DIR)
+        weight = self.language_embeddings[lang].weight.detach().cpu().contiguous()
+        save_file({"weight": weight}, directory / EMBEDDINGS_FILE)
+
+    def remove_language(self, lang: str) -> None:
+        """Drop every module of ``lang`` (frees its memory)."""
+        self.loaded.pop(lang, None)
+        self.active = None
+        self.activate(None)  # peft refuses to delete an active adapter
+        if self.peft is not None:
+            for kind in LORA_KINDS:
+                if module_name(lang, kind) in self.peft.peft_config:
+                    self.peft.delete_adapter(module_name(lang, kind))
+        if module_name(lang, "cla") in self.backbone.model.adapters_config:
+            self.backbone.model.delete_adapter(module_name(lang, "cla"))
+        if lang in self.language_embeddings:
+            del self.language_embeddings[lang]
+        self.tokenizers.pop(lang, None)
+
+    # ----------------------------------------------------------------- switching
+    def modules_of(self, lang: str) -> set[str]:
+        return set(self.loaded.get(lang, set()))
+
+    def activate(self, lang: str | None, kinds: Iterable[str] | None = None) -> None:
+        """Route the next forward passes through ``lang``'s modules (all loaded ones, or ``kinds``).
+
+        ``lang=None`` (or no modules) runs the bare backbone.
+        """
+        available = self.modules_of(lang) if lang else set()
+        wanted = available if kinds is None else set(kinds)
+        unknown = wanted - set(MODULE_KINDS)
+        if unknown:
+            raise ValueError(f"unknown module kinds {sorted(unknown)}; choose from {MODULE_KINDS}")
+        missing = wanted - available
+        if missing:
+            raise KeyError(
+                f"language {lang!r} has no {sorted(missing)} module loaded (loaded: {sorted(available)})"
+            )
+        key = (lang or "", tuple(sorted(wanted)))
+        if key == self.active:
+            return
+        model = self.backbone.model
+        if "vocab" in wanted:
+            model.set_input_embeddings(self.language_embeddings[lang])
+            self.backbone.tokenizer = self.tokenizers[lang]
+        else:
+            model.set_input_embeddings(self.base_embeddings)
+            self.backbone.tokenizer = self.base_tokenizer
+        loras = [module_name(lang, k) for k in LORA_KINDS if k in wanted]
+        if self.peft is not None:
+            if loras:
+                self.peft.base_model.enable_adapter_layers()
+                self.peft.base_model.set_adapter(loras, inference_mode=True)
+            else:
+                self.peft.base_model.disable_adapter_layers()
+        model.set_active_adapters(module_name(lang, "cla") if "cla" in wanted else None)
+        self.active = key
+
+    def set_trainable(self, lang: str, kinds: Sequence[str]) -> list[nn.Parameter]:
+        """Freeze everything, then unfreeze ``lang``'s ``kinds``; returns the trainable parameters."""
+        self.requires_grad_(False)
+        self.backbone.requires_grad_(False)
+        params: list[nn.Parameter] = []
+        for kind in kinds:
+            params.extend(self.module_parameters(lang, kind))
+        for p in params:
+            p.requires_grad_(True)
+        return params
+
+    def module_parameters(self, lang: str, kind: str) -> list[nn.Parameter]:
+        if kind not in self.modules_of(lang):
+            raise KeyError(f"language {lang!r} has no {kind!r} module loaded")
+        if kind == "vocab":
+            return list(self.language_embeddings[lang].parameters())
+        name = module_name(lang, kind)
+        marker = f".{name}."
+        return [p for n, p in self.backbone.named_parameters() if marker in f".{n}."]
+
+    def parameter_count(self, lang: str, kind: str) -> int:
+        return sum(p.numel() for p in self.module_parameters(lang, kind))
+
+    def backbone_parameter_count(self) -> int:
+        """Parameters of the bare backbone (its own embedding matrix included, modules excluded)."""
+        modules = {
+            id(p)
+            for lang in self.loaded
+            for kind in self.loaded[lang]
+            for p in self.module_parameters(lang, kind)
+        }
+        own = {id(p): p for p in self.backbone.parameters() if id(p) not in modules}
+        own.update({id(p): p for p in self.base_embeddings.parameters()})
+        return sum(p.numel() for p in own.values())
+
+    # ----------------------------------------------------------------- encoding
+    def encode(
+        self,
+        sentences: str | Sequence[str],
+        lang: str | None,
+        kinds: Iterable[str] | None = None,
+        **kwargs: Any,
+    ):
+        """Encode through ``lang``'s modules (sentence-transformers conventions, see ``Backbone.encode``)."""
+        with self.lock:
+            self.activate(lang, kinds)
+            return self.backbone.encode(sentences, **kwargs)

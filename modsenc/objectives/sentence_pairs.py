@@ -1,0 +1,147 @@
+"""Sentence-pair objectives for the SE and CLA adapters, with sentence-transformers' losses.
+
+* ``paraphrase`` batches (anchor, positive[, hard negative]): ``MultipleNegativesRankingLoss``
+  (in-batch negatives, cosine similarity, scale 20). Negatives, where a pair has one, join the
+  candidate pool of every anchor.
+* ``parallel`` batches (sentence, translation): ``CosineSimilarityLoss`` with target 1.
+
+The anchor side is either text run through the trained model (SE: monolingual paraphrases) or a
+fixed vector (CLA: the frozen English pivot's embedding, computed once through its own modules).
+The losses are used through their ``compute_loss_from_embeddings``: the embeddings come from the
+packed backbone, so the losses hold no model (``model=None``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from sentence_transformers.sentence_transformer.losses import (
+    CosineSimilarityLoss,
+    MultipleNegativesRankingLoss,
+)
+
+from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.packing import PackedBatch
+from modsenc.objectives.base import Objective, ObjectiveOutput
+from modsenc.training.distributed import DistContext
+
+KINDS = ("paraphrase", "parallel")
+
+
+@dataclass
+class SentencePairExample:
+    kind: str  # "paraphrase" (MNRL) or "parallel" (cosine)
+    positive_ids: list[int]
+    anchor_ids: list[int] | None = None  # text anchor, encoded by the trained model
+    anchor_vector: torch.Tensor | None = None  # or a fixed target vector
+    negative_ids: list[int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if (self.anchor_ids is None) == (self.anchor_vector is None):
+            raise ValueError("give exactly one of anchor_ids and anchor_vector")
+
+    @property
+    def length(self) -> int:
+        lengths = [len(self.positive_ids)]
+        if self.anchor_ids is not None:
+            lengths.append(len(self.anchor_ids))
+        if self.negative_ids is not None:
+            lengths.append(len(self.negative_ids))
+        return max(lengths)
+
+
+@dataclass
+class SentencePairBatch:
+    kind: str
+    texts: PackedBatch  # [anchors (if text)] + positives + negatives, in that order
+    num_pairs: int
+    num_negatives: int
+    text_anchors: bool
+    anchor_vectors: torch.Tensor | None
+
+    def to(self, device: torch.device | str) -> SentencePairBatch:
+        vectors = self.anchor_vectors.to(device) if self.anchor_vectors is not None else None
+        return SentencePairBatch(
+            self.kind, self.texts.to(device), self.num_pairs, self.num_negatives, self.text_anchors, vectors
+        )
+
+
+class SentencePairObjective(Objective):
+    name = "sentence_pairs"
+
+    def __init__(self, scale: float = 20.0) -> None:
+        super().__init__()
+        self.scale = scale
+        self.mnrl = MultipleNegativesRankingLoss(model=None, scale=scale)
+        self.cosine = CosineSimilarityLoss(model=None)
+
+    def config_dict(self) -> dict:
+        return {
+            "scale": self.scale,
+            "paraphrase_loss": "MultipleNegativesRankingLoss",
+            "parallel_loss": "CosineSimilarityLoss",
+        }
+
+    def collate(
+        self,
+        examples: Sequence[SentencePairExample],
+        rng: np.random.Generator,
+        backbone: Backbone,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> SentencePairBatch:
+        kinds = {ex.kind for ex in examples}
+        if len(kinds) != 1:
+            raise ValueError(f"a batch must hold one kind of pair, got {sorted(kinds)}")
+        text_anchors = examples[0].anchor_ids is not None
+        if any((ex.anchor_ids is not None) != text_anchors for ex in examples):
+            raise ValueError("a batch must not mix text anchors and vector anchors")
+        sequences: list[list[int]] = []
+        if text_anchors:
+            sequences += [ex.anchor_ids for ex in examples]
+        sequences += [ex.positive_ids for ex in examples]
+        negatives = [ex.negative_ids for ex in examples if ex.negative_ids is not None]
+        sequences += negatives
+        vectors = None if text_anchors else torch.stack([ex.anchor_vector for ex in examples])
+        return SentencePairBatch(
+            kind=kinds.pop(),
+            texts=PackedBatch.from_ids(sequences, backbone.position_offset),
+            num_pairs=len(examples),
+            num_negatives=len(negatives),
+            text_anchors=text_anchors,
+            anchor_vectors=vectors,
+        )
+
+    def forward(self, backbone: Backbone, batch: SentencePairBatch, dist: DistContext) -> ObjectiveOutput:
+        vectors = backbone.sentence_embedding(backbone(batch.texts), batch.texts)
+        n = batch.num_pairs
+        if batch.text_anchors:
+            anchors, vectors = vectors[:n], vectors[n:]
+        else:
+            anchors = batch.anchor_vectors
+        positives, negatives = vectors[:n], vectors[n:]
+        if batch.kind == "paraphrase":
+            embeddings = [anchors, positives] + ([negatives] if batch.num_negatives else [])
+            loss = self.mnrl.compute_loss_from_embeddings(embeddings, None)
+        else:
+            loss = self.cosine.compute_loss_from_embeddings(
+                [anchors, positives], torch.ones(n, device=anchors.device)
+            )
+        with torch.no_grad():
+            sims = F.normalize(anchors.float(), dim=-1) @ F.normalize(positives.float(), dim=-1).T
+            accuracy = (sims.argmax(-1) == torch.arange(n, device=sims.device)).float().mean()
+        return ObjectiveOutput(
+            loss=loss,
+            metrics={
+                "loss": loss.item(),
+                f"{batch.kind}_loss": loss.item(),
+                f"{batch.kind}_acc": float(accuracy),
+            },
+            num_tokens=batch.texts.num_tokens,
+        )

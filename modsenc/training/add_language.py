@@ -1,0 +1,669 @@
+"""Recipe entry point for ``modsenc add-language LANG``: specialise the frozen backbone for one language.
+
+Stages (Huang et al., 2025), each trained with everything else frozen:
+
+    vocab  a SentencePiece tokenizer for LANG + FOCUS-initialised embeddings (deepfocus)
+    la     language adapter: LoRA on q/k/v + the embeddings, masked language modelling
+    se     sentence-encoding adapter: LoRA on all linears, stacked (additively) on the LA, MNRL
+    cla    cross-lingual alignment: a parallel bottleneck adapter (adapters' ParBnConfig) that maps
+           LANG onto the frozen pivot's embeddings (paraphrase MNRL, parallel cosine, or both)
+
+Work happens in ``--work-dir`` (default ``runs/add-language/LANG``): every stage writes its
+module to ``WORK/STAGE/module`` when it finishes, with a key that hashes its configuration, the
+data and the stages before it. ``--resume`` reuses finished stages whose key still matches and
+continues a killed stage from its last checkpoint; so changing only ``cla.variant`` retrains only
+the CLA. The bundle is then installed into the zoo in one atomic step. Nothing here writes to
+the backbone or to another language's bundle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file
+from transformers import AutoTokenizer
+
+from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.focus import focus_embeddings
+from modsenc.backbone.manifest import library_versions
+from modsenc.backbone.tokenizer import train_sentencepiece
+from modsenc.data.batching import AlternatingBatchSampler, BatchStream, LengthBucketBatchSampler
+from modsenc.data.readers import ParaphrasePair, load_monolingual, load_parallel, load_paraphrases
+from modsenc.eval.retrieval import precision_at_1
+from modsenc.eval.sts import evaluate_sts, read_sts_tsv
+from modsenc.modules.bundle import EMBEDDINGS_FILE, TOKENIZER_DIR, Zoo, check_language_code, detect_script
+from modsenc.modules.configs import alignment_adapter_config, language_adapter_config, sentence_adapter_config
+from modsenc.modules.modular import ModularBackbone
+from modsenc.objectives.mlm import MaskedLanguageModeling, MLMConfig
+from modsenc.objectives.sentence_pairs import SentencePairExample, SentencePairObjective
+from modsenc.training.checkpoint import latest_checkpoint
+from modsenc.training.distributed import init_distributed
+from modsenc.training.loop import LoopConfig, TrainModule, train_loop
+from modsenc.training.optim import build_optimizer, build_scheduler
+from modsenc.training.train_backbone import file_record, resolve_data_spec, seed_everything
+from modsenc.utils.io import atomic_directory, atomic_write_json
+
+STAGES = ("vocab", "la", "se", "cla")
+CLA_VARIANTS = ("pp", "pl", "jt")
+
+
+# --------------------------------------------------------------------------------------------- data
+@dataclass
+class LanguageData:
+    """Everything one language's stages train on; ``dev_*`` pairs are held out of training."""
+
+    lang: str
+    pivot: str
+    mono: list[str] = field(default_factory=list)
+    paraphrases: list[ParaphrasePair] = field(default_factory=list)  # LANG-LANG
+    crosslingual: list[tuple[str, str, str | None]] = field(
+        default_factory=list
+    )  # (pivot anchor, LANG pos, LANG neg)
+    parallel: list[tuple[str, str]] = field(default_factory=list)  # (pivot sentence, LANG translation)
+    dev_paraphrases: list[ParaphrasePair] = field(default_factory=list)
+    dev_crosslingual: list[tuple[str, str]] = field(default_factory=list)  # (pivot anchor, LANG positive)
+    files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "mono_sentences": len(self.mono),
+            "paraphrase_pairs": len(self.paraphrases),
+            "crosslingual_paraphrase_pairs": len(self.crosslingual),
+            "parallel_pairs": len(self.parallel),
+            "dev_paraphrase_pairs": len(self.dev_paraphrases),
+            "dev_crosslingual_pairs": len(self.dev_crosslingual),
+        }
+
+
+def _substitute(spec: Any, lang: str) -> Any:
+    if isinstance(spec, str):
+        return spec.replace("{lang}", lang)
+    if isinstance(spec, dict):
+        return {k: _substitute(v, lang) for k, v in spec.items()}
+    if isinstance(spec, list):
+        return [_substitute(v, lang) for v in spec]
+    return spec
+
+
+def _records(specs: list[Any], counts: list[int]) -> list[dict[str, Any]]:
+    out = []
+    for spec, count in zip(specs, counts):
+        path = spec.get("path") if isinstance(spec, dict) else spec
+        record = file_record(Path(path)) if path is not None and Path(path).is_file() else {"spec": str(spec)}
+        if isinstance(spec, dict):
+            record["column"] = spec.get("column")
+        record["count"] = count
+        out.append(record)
+    return out
+
+
+def load_language_data(
+    lang: str, pivot: str, data_cfg: dict[str, Any], recipe_path: str | None
+) -> LanguageData:
+    def resolve(key: str) -> list[Any]:
+        specs = []
+        for spec in _substitute(list(data_cfg.get(key) or []), lang):
+            if key == "mono" and isinstance(spec, str) and spec.endswith(".tsv"):
+                spec = {"path": spec, "column": lang}  # a parallel/paraphrase TSV: its LANG column
+            if isinstance(spec, dict) and "path" in spec:
+                spec = {**spec, "path": resolve_data_spec(spec["path"], recipe_path)}
+            else:
+                spec = resolve_data_spec(spec, recipe_path)
+            specs.append(spec)
+        return specs
+
+    data = LanguageData(lang=lang, pivot=pivot)
+    mono_specs = resolve("mono")
+    mono_counts = []
+    for spec in mono_specs:
+        sentences = load_monolingual(spec)
+        mono_counts.append(len(sentences))
+        data.mono.extend(sentences)
+    data.files["mono"] = _records(mono_specs, mono_counts)
+
+    para_specs = resolve("paraphrase")
+    para_counts, pivot_rows = [], {}
+    all_pairs: list[ParaphrasePair] = []
+    for spec in para_specs:
+        rows = load_paraphrases(spec)
+        mine = [p for p in rows if p.lang == lang]
+        para_counts.append(len(mine))
+        all_pairs.extend(mine)
+        pivot_rows.update({p.pair_id: p for p in rows if p.lang == pivot})
+    data.files["paraphrase"] = _records(para_specs, para_counts)
+    # Hold out the last pair ids (sorted, so the split is stable) for dev retrieval metrics.
+    dev_size = int(data_cfg.get("dev_pairs", 0))
+    dev_ids = set(sorted({p.pair_id for p in all_pairs})[-dev_size:]) if dev_size else set()
+    for p in all_pairs:
+        if p.pair_id in dev_ids:
+            data.dev_paraphrases.append(p)
+            if lang != pivot and p.pair_id in pivot_rows:
+                data.dev_crosslingual.append((pivot_rows[p.pair_id].anchor, p.positive))
+        else:
+            data.paraphrases.append(p)
+            if lang != pivot and p.pair_id in pivot_rows:
+                data.crosslingual.append((pivot_rows[p.pair_id].anchor, p.positive, p.negative))
+
+    par_specs = resolve("parallel") if lang != pivot else []
+    par_counts = []
+    dev_texts = {p.anchor for p in data.dev_paraphrases} | {p.positive for p in data.dev_paraphrases}
+    for spec in par_specs:
+        corpus = load_parallel(spec)
+        if lang not in corpus.columns or pivot not in corpus.columns:
+            raise ValueError(
+                f"{spec}: parallel data needs columns {pivot!r} and {lang!r}, has {corpus.languages}"
+            )
+        pairs = [
+            (a, b)
+            for a, b in zip(corpus.columns[pivot], corpus.columns[lang])
+            if a and b and b not in dev_texts
+        ]
+        par_counts.append(len(pairs))
+        data.parallel.extend(pairs)
+    data.files["parallel"] = _records(par_specs, par_counts)
+    return data
+
+
+# --------------------------------------------------------------------------------------------- stages
+def _stage_key(previous: str, stage: str, recipe: dict[str, Any], data: LanguageData) -> str:
+    payload = {
+        "previous": previous,
+        "stage": stage,
+        "config": recipe.get(stage, {}),
+        "training": recipe.get("training", {}),
+        "seed": recipe.get("seed", 0),
+        "max_length": recipe.get("max_length"),
+        "data": data.files,
+        "dev_pairs": recipe.get("data", {}).get("dev_pairs"),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _steps(cfg: dict[str, Any], batches_per_epoch: int) -> int:
+    if cfg.get("epochs") is not None:
+        return max(1, round(float(cfg["epochs"]) * batches_per_epoch))
+    return int(cfg["max_steps"])
+
+
+def _train(
+    modular: ModularBackbone,
+    objective: torch.nn.Module,
+    examples: list[Any],
+    sampler: Any,
+    cfg: dict[str, Any],
+    train_cfg: dict[str, Any],
+    run_dir: Path,
+    resume: bool,
+    seed: int,
+    callbacks: tuple = (),
+) -> dict[str, float]:
+    dist = init_distributed()
+    module = TrainModule(modular.backbone, objective, dist)
+    max_steps = _steps(cfg, len(sampler))
+    loop_cfg = LoopConfig(
+        max_steps=max_steps,
+        max_grad_norm=train_cfg.get("max_grad_norm", 1.0),
+        log_every=int(train_cfg.get("log_every", 10)),
+        checkpoint_every=int(train_cfg.get("checkpoint_every", 100)),
+        keep_checkpoints=int(train_cfg.get("keep_checkpoints", 2)),
+        seed=seed,
+        mixed_precision=str(train_cfg.get("mixed_precision", "auto")),
+        trainable_only=True,
+    )
+    optimizer = build_optimizer(
+        module, lr=float(cfg["lr"]), weight_decay=float(train_cfg.get("weight_decay", 0.01))
+    )
+    warmup = int(float(cfg.get("warmup_ratio", 0.1)) * max_steps)
+    scheduler = build_scheduler(optimizer, cfg.get("scheduler", "linear"), warmup, max_steps)
+    return train_loop(
+        module,
+        module,
+        examples,
+        BatchStream(sampler),
+        optimizer,
+        scheduler,
+        loop_cfg,
+        run_dir,
+        dist,
+        resume=resume and latest_checkpoint(run_dir) is not None,
+        callbacks=callbacks,
+    )
+
+
+class AddLanguage:
+    """One ``add-language`` run: the components are built in ``__init__``, ``run()`` trains and installs."""
+
+    def __init__(
+        self,
+        lang: str,
+        recipe: dict[str, Any],
+        zoo_dir: str | Path,
+        backbone_dir: str | Path | None = None,
+        work_dir: str | Path | None = None,
+        stages: list[str] | None = None,
+        resume: bool = False,
+        overwrite: bool = False,
+        callbacks: tuple = (),
+    ) -> None:
+        self.lang = check_language_code(lang)
+        self.callbacks = callbacks  # (stage, step, metrics) -> None, called after every training step
+        self.recipe = recipe
+        self.pivot = check_language_code(recipe.get("pivot", "en"))
+        self.seed = int(recipe.get("seed", 0))
+        self.zoo = Zoo(zoo_dir)
+        self.stages = self._resolve_stages(stages)
+        self.work = Path(work_dir or Path("runs") / "add-language" / lang)
+        self.resume = resume
+        if self.work.exists() and any(self.work.iterdir()) and not (resume or overwrite):
+            raise FileExistsError(
+                f"{self.work} holds an earlier run of add-language {lang}: pass --resume to reuse "
+                "its finished "
+                "stages (and continue a killed one), or --overwrite to start over"
+            )
+        if overwrite and self.work.exists():
+            shutil.rmtree(self.work)
+        self.work.mkdir(parents=True, exist_ok=True)
+        if "cla" in self.stages and self.pivot not in self.zoo.languages():
+            raise FileNotFoundError(
+                f"the cla stage aligns {lang} to the pivot {self.pivot!r}, which is not installed in "
+                f"{self.zoo.root}: "
+                f"run `modsenc add-language {self.pivot}` first"
+            )
+        # Data errors first: they are the most likely, and cost nothing to find.
+        self.data = load_language_data(
+            self.lang, self.pivot, recipe.get("data", {}), recipe.get("_recipe_path")
+        )
+        self._check_data()
+        self.backbone_dir = self.zoo.install_backbone(backbone_dir)
+        if recipe.get("training", {}).get("num_threads"):
+            torch.set_num_threads(int(recipe["training"]["num_threads"]))
+        backbone = Backbone.from_pretrained(
+            self.backbone_dir, attention=recipe.get("attention", "auto"), max_length=recipe.get("max_length")
+        )
+        self.modular = ModularBackbone(backbone)
+        self.pivot_kinds: set[str] = set()
+        if self.lang != self.pivot and self.pivot in self.zoo.languages():
+            self._check_fingerprint(self.pivot)
+            self.pivot_kinds = self.modular.load_bundle(self.zoo.bundle_dir(self.pivot), self.pivot)
+            self.pivot_kinds.discard("cla")
+        self.sts = [
+            read_sts_tsv(resolve_data_spec(p, recipe.get("_recipe_path")))
+            for p in recipe.get("dev", {}).get("sts") or []
+        ]
+
+    def _resolve_stages(self, stages: list[str] | None) -> list[str]:
+        if stages is None:
+            stages = self.recipe.get("stages") or (["se"] if self.lang == self.pivot else list(STAGES))
+        unknown = [s for s in stages if s not in STAGES]
+        if unknown:
+            raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
+        if self.lang == self.pivot and "cla" in stages:
+            raise ValueError(
+                f"{self.lang} is the pivot: it has no cla stage (other languages are aligned to it)"
+            )
+        if not stages:
+            raise ValueError("no stages to run")
+        return [s for s in STAGES if s in stages]  # always in pipeline order
+
+    def _check_data(self) -> None:
+        need = {
+            "vocab": ("mono", self.data.mono),
+            "la": ("mono", self.data.mono),
+            "se": ("paraphrase", self.data.paraphrases),
+        }
+        for stage, (what, items) in need.items():
+            if stage in self.stages and not items:
+                raise ValueError(
+                    f"stage {stage} needs {self.lang} {what} data; none found (pass --{what} FILE)"
+                )
+        if "cla" in self.stages:
+            variant = self.recipe["cla"].get("variant", "jt")
+            if variant not in CLA_VARIANTS:
+                raise ValueError(f"cla.variant must be one of {CLA_VARIANTS}, got {variant!r}")
+            if variant in ("pp", "jt") and not self.data.crosslingual:
+                raise ValueError(
+                    f"cla variant {variant} needs {self.pivot}-{self.lang} paraphrase pairs "
+                    "(rows of both languages "
+                    "sharing a pair_id in --paraphrase files)"
+                )
+            if variant in ("pl", "jt") and not self.data.parallel:
+                raise ValueError(
+                    f"cla variant {variant} needs parallel data with {self.pivot} and {self.lang} columns"
+                )
+
+    def _check_fingerprint(self, lang: str) -> None:
+        theirs = self.zoo.read_manifest(lang)["backbone"]["fingerprint"]
+        if theirs != self.zoo.backbone_fingerprint():
+            raise ValueError(
+                f"the {lang} bundle in {self.zoo.root} was built for another backbone; rebuild it"
+            )
+
+    # ----------------------------------------------------------------------------------------- evaluation
+    def _encoder(self, lang: str, kinds: set[str]):
+        return lambda texts: self.modular.encode(list(texts), lang, kinds, batch_size=64)
+
+    def evaluate(self, kinds: set[str]) -> dict[str, Any]:
+        """Dev metrics with LANG's ``kinds`` loaded.
+
+        Monolingual tasks run without the CLA, cross-lingual ones with it (as in the paper).
+        """
+        mono_kinds, pivot_kinds = kinds - {"cla"}, (self.pivot_kinds if kinds else set())
+        mono, cross = self._encoder(self.lang, mono_kinds), self._encoder(self.lang, kinds)
+        metrics: dict[str, Any] = {}
+        dev = self.data.dev_paraphrases
+        if dev:
+            metrics["paraphrase_p@1"] = precision_at_1(
+                mono([p.anchor for p in dev]), mono([p.positive for p in dev])
+            )
+        if self.data.dev_crosslingual:
+            anchors = self._encoder(self.pivot, pivot_kinds)([a for a, _ in self.data.dev_crosslingual])
+            metrics["crosslingual_p@1"] = precision_at_1(
+                anchors, cross([b for _, b in self.data.dev_crosslingual])
+            )
+        for pairs in self.sts:
+            present = {(p.lang1, p.lang2) for p in pairs}
+            wanted = [(self.lang, self.lang)] + ([(self.pivot, self.lang)] if self.lang != self.pivot else [])
+            wanted = [lp for lp in wanted if lp in present]
+            encoders = {self.lang: mono}
+            results = evaluate_sts(pairs, encoders, [lp for lp in wanted if lp == (self.lang, self.lang)])
+            if (self.pivot, self.lang) in wanted:
+                encoders = {self.pivot: self._encoder(self.pivot, pivot_kinds), self.lang: cross}
+                results.update(evaluate_sts(pairs, encoders, [(self.pivot, self.lang)]))
+            metrics.setdefault("sts_spearman", {}).update(results)
+        return metrics
+
+    # ----------------------------------------------------------------------------------------- stages
+    def _stage_vocab(self, out: Path) -> dict[str, float]:
+        cfg = self.recipe.get("vocab", {})
+        tokenizer = train_sentencepiece(
+            self.data.mono, out / TOKENIZER_DIR, vocab_size=int(cfg.get("vocab_size", 8000))
+        )
+        text_path = self.work / "vocab" / "focus" / "corpus.txt"
+        text_path.parent.mkdir(parents=True, exist_ok=True)
+        text_path.write_text("\n".join(self.data.mono) + "\n", encoding="utf-8")
+        weight = focus_embeddings(
+            self.modular.base_tokenizer,
+            self.modular.base_embeddings.weight,
+            tokenizer,
+            text_path,
+            cache_dir=self.work / "vocab" / "focus" / "cache",
+            fasttext_dim=int(cfg.get("fasttext_dim", 100)),
+            fasttext_epochs=int(cfg.get("fasttext_epochs", 3)),
+            fasttext_min_count=int(cfg.get("fasttext_min_count", 10)),
+            seed=self.seed,
+        )
+        self.modular.add_vocabulary(self.lang, tokenizer, weight)
+        self.modular.save_vocabulary(self.lang, out)
+        return {"vocab_size": float(len(tokenizer))}
+
+    def _stage_la(self, out: Path, run_dir: Path) -> dict[str, float]:
+        cfg = self.recipe["la"]
+        self.modular.add_lora(
+            self.lang,
+            "la",
+            language_adapter_config(cfg.get("r", 8), cfg.get("alpha", 16), cfg.get("dropout", 0.1)),
+        )
+        kinds = {"la"} | ({"vocab"} & self.modular.modules_of(self.lang))
+        self.modular.activate(self.lang, kinds)
+        self.modular.set_trainable(self.lang, sorted(kinds))
+        objective = MaskedLanguageModeling(
+            self.modular.backbone, MLMConfig(mask_ratio=float(cfg.get("mask_ratio", 0.15)))
+        )
+        examples = objective.prepare_texts(
+            self.data.mono, self.modular.backbone, self.modular.backbone.max_length
+        )
+        sampler = LengthBucketBatchSampler(
+            [e.length for e in examples], int(cfg["batch_size"]), seed=self.seed
+        )
+        metrics = _train(
+            self.modular,
+            objective,
+            examples,
+            sampler,
+            cfg,
+            self.recipe.get("training", {}),
+            run_dir,
+            self.resume,
+            self.seed,
+            self._callbacks(run_dir),
+        )
+        self.modular.save_lora(self.lang, "la", out / "la")
+        if "vocab" in kinds:
+            self.modular.save_vocabulary(self.lang, out)
+        return metrics
+
+    def _stage_se(self, out: Path, run_dir: Path) -> dict[str, float]:
+        cfg = self.recipe["se"]
+        self.modular.add_lora(
+            self.lang,
+            "se",
+            sentence_adapter_config(cfg.get("r", 8), cfg.get("alpha", 16), cfg.get("dropout", 0.1)),
+        )
+        self.modular.activate(self.lang, self.modular.modules_of(self.lang))
+        self.modular.set_trainable(self.lang, ["se"])
+        tokenize = self.modular.backbone.tokenize
+        pairs = self.data.paraphrases
+        anchors, positives = tokenize([p.anchor for p in pairs]), tokenize([p.positive for p in pairs])
+        negatives = dict(
+            zip(
+                [i for i, p in enumerate(pairs) if p.negative],
+                tokenize([p.negative for p in pairs if p.negative]),
+            )
+        )
+        examples = [
+            SentencePairExample(
+                "paraphrase", positives[i], anchor_ids=anchors[i], negative_ids=negatives.get(i)
+            )
+            for i in range(len(pairs))
+        ]
+        objective = SentencePairObjective(scale=float(cfg.get("scale", 20.0)))
+        sampler = LengthBucketBatchSampler(
+            [e.length for e in examples],
+            int(cfg["batch_size"]),
+            seed=self.seed,
+            drop_last=len(examples) > int(cfg["batch_size"]),
+        )
+        metrics = _train(
+            self.modular,
+            objective,
+            examples,
+            sampler,
+            cfg,
+            self.recipe.get("training", {}),
+            run_dir,
+            self.resume,
+            self.seed,
+            self._callbacks(run_dir),
+        )
+        self.modular.save_lora(self.lang, "se", out / "se")
+        return metrics
+
+    def _stage_cla(self, out: Path, run_dir: Path) -> dict[str, float]:
+        cfg = self.recipe["cla"]
+        variant = cfg.get("variant", "jt")
+        encode_pivot = self._encoder(self.pivot, self.pivot_kinds)
+        self.modular.add_alignment(self.lang, alignment_adapter_config(**(cfg.get("adapter") or {})))
+        self.modular.activate(self.lang, self.modular.modules_of(self.lang))
+        tokenize = self.modular.backbone.tokenize
+
+        def vectors(texts: list[str]) -> torch.Tensor:
+            # The pivot's side is frozen: its embeddings are computed once, through its own modules.
+            return torch.as_tensor(encode_pivot(texts))
+
+        paraphrase: list[SentencePairExample] = []
+        parallel: list[SentencePairExample] = []
+        if variant in ("pp", "jt"):
+            items = self.data.crosslingual
+            targets = vectors([a for a, _, _ in items])
+            self.modular.activate(self.lang, self.modular.modules_of(self.lang))
+            positives = tokenize([b for _, b, _ in items])
+            neg_index = [i for i, (_, _, n) in enumerate(items) if n]
+            negatives = dict(zip(neg_index, tokenize([items[i][2] for i in neg_index])))
+            paraphrase = [
+                SentencePairExample(
+                    "paraphrase", positives[i], anchor_vector=targets[i], negative_ids=negatives.get(i)
+                )
+                for i in range(len(items))
+            ]
+        if variant in ("pl", "jt"):
+            items = self.data.parallel
+            targets = vectors([a for a, _ in items])
+            self.modular.activate(self.lang, self.modular.modules_of(self.lang))
+            translations = tokenize([b for _, b in items])
+            parallel = [
+                SentencePairExample("parallel", translations[i], anchor_vector=targets[i])
+                for i in range(len(items))
+            ]
+        self.modular.activate(self.lang, self.modular.modules_of(self.lang))
+        self.modular.set_trainable(self.lang, ["cla"])
+        batch_size = int(cfg["batch_size"])
+
+        def sampler_for(examples: list[SentencePairExample]) -> LengthBucketBatchSampler:
+            return LengthBucketBatchSampler(
+                [e.length for e in examples], batch_size, seed=self.seed, drop_last=len(examples) > batch_size
+            )
+
+        if variant == "jt":
+            sampler = AlternatingBatchSampler(
+                sampler_for(paraphrase), sampler_for(parallel), offset=len(paraphrase)
+            )
+        else:
+            sampler = sampler_for(paraphrase or parallel)
+        objective = SentencePairObjective(scale=float(cfg.get("scale", 20.0)))
+        metrics = _train(
+            self.modular,
+            objective,
+            paraphrase + parallel,
+            sampler,
+            cfg,
+            self.recipe.get("training", {}),
+            run_dir,
+            self.resume,
+            self.seed,
+            self._callbacks(run_dir),
+        )
+        self.modular.save_alignment(self.lang, out / "cla")
+        return metrics
+
+    def _callbacks(self, run_dir: Path) -> tuple:
+        stage = run_dir.parent.name
+        return tuple(lambda step, metrics, cb=cb: cb(stage, step, metrics) for cb in self.callbacks)
+
+    def _load_stage(self, stage: str, out: Path) -> None:
+        """Bring a finished stage's module back (``--resume``) instead of training it again."""
+        if (out / EMBEDDINGS_FILE).exists():  # vocab, or la (which also trains the embeddings)
+            tokenizer = AutoTokenizer.from_pretrained(out / TOKENIZER_DIR)
+            self.modular.add_vocabulary(self.lang, tokenizer, load_file(out / EMBEDDINGS_FILE)["weight"])
+        if stage in ("la", "se"):
+            self.modular.load_lora(self.lang, stage, out / stage)
+        if stage == "cla":
+            self.modular.load_alignment(self.lang, out / "cla")
+
+    # ----------------------------------------------------------------------------------------- run
+    def run(self) -> Path:
+        started = time.time()
+        seconds: dict[str, float] = {}
+        stage_metrics: dict[str, Any] = {}
+        dev: dict[str, Any] = {"backbone": self.evaluate(set())}
+        print(f"[{self.lang}] dev, backbone alone: {json.dumps(dev['backbone'])}")
+        key = self.zoo.backbone_fingerprint()
+        for index, stage in enumerate(self.stages):
+            key = _stage_key(key, stage, self.recipe, self.data)
+            stage_dir = self.work / stage
+            out, done_file = stage_dir / "module", stage_dir / "done.json"
+            done = json.loads(done_file.read_text()) if done_file.exists() else None
+            if self.resume and done and done["key"] == key and out.exists():
+                print(f"[{self.lang}] stage {stage}: finished earlier, reusing {out}")
+                self._load_stage(stage, out)
+                stage_metrics[stage], seconds[stage] = done["metrics"], done["seconds"]
+            else:
+                if stage_dir.exists() and not (self.resume and _read_key(stage_dir) == key):
+                    shutil.rmtree(stage_dir)  # a stale stage (other config or data): start it over
+                stage_dir.mkdir(parents=True, exist_ok=True)
+                atomic_write_json(stage_dir / "key.json", {"key": key})
+                print(f"[{self.lang}] stage {stage} ({index + 1}/{len(self.stages)})")
+                t0 = time.time()
+                seed_everything(self.seed + index)
+                with atomic_directory(out) as tmp:
+                    if stage == "vocab":
+                        metrics = self._stage_vocab(tmp)
+                    else:
+                        metrics = getattr(self, f"_stage_{stage}")(tmp, stage_dir / "run")
+                seconds[stage] = round(time.time() - t0, 1)
+                stage_metrics[stage] = metrics
+                atomic_write_json(done_file, {"key": key, "metrics": metrics, "seconds": seconds[stage]})
+            loaded = self.modular.modules_of(self.lang)
+            if stage in ("se", "cla") or stage == self.stages[-1]:
+                dev[stage] = self.evaluate(loaded)
+                print(f"[{self.lang}] dev after {stage}: {json.dumps(dev[stage])}")
+        target = self.install(dev, stage_metrics, seconds, time.time() - started)
+        print(f"[{self.lang}] bundle written to {target} in {time.time() - started:.0f} s")
+        return target
+
+    def install(
+        self, dev: dict[str, Any], stage_metrics: dict[str, Any], seconds: dict[str, float], wall: float
+    ) -> Path:
+        files: dict[str, Path] = {}
+        modules: dict[str, Any] = {}
+        backbone_params = self.modular.backbone_parameter_count()
+        loaded = self.modular.modules_of(self.lang)
+        for stage in self.stages:
+            out = self.work / stage / "module"
+            if (out / EMBEDDINGS_FILE).exists():
+                files[EMBEDDINGS_FILE] = out / EMBEDDINGS_FILE
+                files[TOKENIZER_DIR] = out / TOKENIZER_DIR
+            if stage in ("la", "se", "cla"):
+                files[stage] = out / stage
+        for kind in sorted(loaded):
+            count = self.modular.parameter_count(self.lang, kind)
+            modules[kind] = {
+                "path": EMBEDDINGS_FILE if kind == "vocab" else kind,
+                "parameters": count,
+                "percent_of_backbone": round(100 * count / backbone_params, 3),
+            }
+        if "vocab" in modules:
+            modules["vocab"]["tokenizer"] = TOKENIZER_DIR
+            modules["vocab"]["vocab_size"] = len(self.modular.tokenizers[self.lang])
+        manifest = {
+            "format": "modsenc-bundle/1",
+            "language": self.lang,
+            "script": detect_script(self.data.mono or [p.anchor for p in self.data.paraphrases]),
+            "pivot": self.pivot,
+            "is_pivot": self.lang == self.pivot,
+            "backbone": {"fingerprint": self.zoo.backbone_fingerprint(), "parameters": backbone_params},
+            "modules": modules,
+            "stages": self.stages,
+            "cla_variant": self.recipe.get("cla", {}).get("variant") if "cla" in self.stages else None,
+            "data": {"files": self.data.files, "counts": self.data.counts()},
+            "training": {k: v for k, v in self.recipe.items() if not k.startswith("_")},
+            "recipe_path": self.recipe.get("_recipe_path"),
+            "stage_metrics": stage_metrics,
+            "stage_seconds": seconds,
+            "dev_metrics": dev,
+            "wall_seconds": round(wall, 1),
+            "versions": library_versions() | _module_library_versions(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        return self.zoo.write_bundle(self.lang, files, manifest)
+
+
+def _read_key(stage_dir: Path) -> str | None:
+    path = stage_dir / "key.json"
+    return json.loads(path.read_text())["key"] if path.exists() else None
+
+
+def _module_library_versions() -> dict[str, str]:
+    import importlib.metadata  # noqa: PLC0415
+
+    return {name: importlib.metadata.version(name) for name in ("peft", "adapters", "sentence-transformers")}
+
+
+def run(lang: str, recipe: dict[str, Any], zoo_dir: str | Path, **options: Any) -> Path:
+    return AddLanguage(lang, recipe, zoo_dir, **options).run()

@@ -1,0 +1,202 @@
+"""``add-language`` end to end on the demo corpus and a tiny backbone: bundles, manifest, index,
+isolation of the backbone and the other languages, stage reuse, resume after a kill, bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file
+
+from modsenc.modules.bundle import Zoo
+from modsenc.training.add_language import run
+from tests.modules.conftest import fast_recipe
+
+pytestmark = pytest.mark.slow
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def zoo_with_en_uz(tiny_backbone_dir, tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("zoo")
+    run("en", fast_recipe(), root / "zoo", backbone_dir=tiny_backbone_dir, work_dir=root / "work-en")
+    run("uz", fast_recipe(), root / "zoo", work_dir=root / "work-uz")
+    return root / "zoo", root
+
+
+def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
+    zoo_dir, _ = zoo_with_en_uz
+    zoo = Zoo(zoo_dir)
+    assert zoo.languages() == ["en", "uz"]
+    assert _hashes(zoo.backbone_dir) == _hashes(tiny_backbone_dir)  # an exact copy
+
+    en = zoo.read_manifest("en")
+    assert en["is_pivot"] and en["stages"] == ["se"] and sorted(en["modules"]) == ["se"]
+
+    uz = zoo.read_manifest("uz")
+    assert uz["language"] == "uz" and uz["script"] == "Latn" and uz["pivot"] == "en"
+    assert uz["stages"] == ["vocab", "la", "se", "cla"] and uz["cla_variant"] == "jt"
+    assert uz["backbone"]["fingerprint"] == zoo.backbone_fingerprint()
+    assert sorted(uz["modules"]) == ["cla", "la", "se", "vocab"]
+    # Module sizes: LA = 2 layers x 3 (q,k,v) x r(in + out) = 2*3*8*(32+32); SE adds the three "dense" layers.
+    assert uz["modules"]["la"]["parameters"] == 2 * 3 * 8 * (32 + 32)
+    assert uz["modules"]["se"]["parameters"] == 2 * 8 * (3 * (32 + 32) + (32 + 32) + (32 + 64) + (64 + 32))
+    # ParBn defaults: reduction factor 2 -> bottleneck 16, down (32*16+16) + up (16*32+32) per layer.
+    assert uz["modules"]["cla"]["parameters"] == 2 * (32 * 16 + 16 + 16 * 32 + 32)
+    total = uz["backbone"]["parameters"]
+    assert uz["modules"]["la"]["percent_of_backbone"] == round(100 * 3072 / total, 3)
+    vocab = uz["modules"]["vocab"]
+    assert vocab["parameters"] == vocab["vocab_size"] * 32
+    counts = uz["data"]["counts"]
+    assert counts == {
+        "mono_sentences": 320,
+        "paraphrase_pairs": 135,
+        "crosslingual_paraphrase_pairs": 135,
+        "parallel_pairs": 320,
+        "dev_paraphrase_pairs": 15,
+        "dev_crosslingual_pairs": 15,
+    }
+    assert all(len(f["sha256"]) == 64 for f in uz["data"]["files"]["mono"])
+    assert set(uz["dev_metrics"]) == {"backbone", "se", "cla"}
+    assert {"paraphrase_p@1", "crosslingual_p@1"} <= set(uz["dev_metrics"]["cla"])
+    assert {"peft", "adapters", "torch", "transformers"} <= set(uz["versions"])
+    files = sorted(p.name for p in zoo.bundle_dir("uz").iterdir())
+    assert files == ["cla", "embeddings.safetensors", "la", "modsenc_bundle.json", "se", "tokenizer"]
+    index = json.loads((zoo_dir / "index.json").read_text())
+    assert index["languages"]["uz"]["modules"] == ["cla", "la", "se", "vocab"]
+    assert index["backbone"]["fingerprint"] == zoo.backbone_fingerprint()
+
+
+def test_adding_or_retraining_a_language_leaves_everything_else_bit_identical(zoo_with_en_uz) -> None:
+    zoo_dir, root = zoo_with_en_uz
+    backbone_before = _hashes(zoo_dir / "backbone")
+    en_before = _hashes(zoo_dir / "en")
+    uz_before = _hashes(zoo_dir / "uz")
+
+    # Retrain uz from scratch with another seed: only uz changes.
+    run("uz", fast_recipe(seed="5"), zoo_dir, work_dir=root / "work-uz", overwrite=True)
+    assert _hashes(zoo_dir / "backbone") == backbone_before
+    assert _hashes(zoo_dir / "en") == en_before
+    uz_after = _hashes(zoo_dir / "uz")
+    assert uz_after["embeddings.safetensors"] != uz_before["embeddings.safetensors"]
+
+    # Add kk (no kk paraphrases in the demo corpus: vocabulary, LA and a parallel-only CLA).
+    run(
+        "kk",
+        fast_recipe(**{"cla.variant": "pl"}),
+        zoo_dir,
+        work_dir=root / "work-kk",
+        stages=["vocab", "la", "cla"],
+    )
+    assert _hashes(zoo_dir / "backbone") == backbone_before
+    assert _hashes(zoo_dir / "en") == en_before
+    assert _hashes(zoo_dir / "uz") == uz_after
+    assert Zoo(zoo_dir).languages() == ["en", "kk", "uz"]
+    assert Zoo(zoo_dir).read_manifest("kk")["script"] == "Cyrl"
+
+
+def test_resume_retrains_only_the_stages_whose_config_changed(tiny_backbone_dir, tmp_path) -> None:
+    run("en", fast_recipe(), tmp_path / "zoo", backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w-en")
+    run("uz", fast_recipe(), tmp_path / "zoo", work_dir=tmp_path / "w-uz")
+    before = {s: _hashes(tmp_path / "w-uz" / s / "module") for s in ("vocab", "la", "se", "cla")}
+    run("uz", fast_recipe(**{"cla.variant": "pp"}), tmp_path / "zoo", work_dir=tmp_path / "w-uz", resume=True)
+    after = {s: _hashes(tmp_path / "w-uz" / s / "module") for s in ("vocab", "la", "se", "cla")}
+    for stage in ("vocab", "la", "se"):
+        assert after[stage] == before[stage], stage
+    assert after["cla"] != before["cla"]
+    assert Zoo(tmp_path / "zoo").read_manifest("uz")["cla_variant"] == "pp"
+
+
+SCRIPT = """
+import json, os, signal, sys
+from modsenc.training.add_language import run
+from tests.modules.conftest import fast_recipe
+zoo, work, backbone, resume, kill_at = sys.argv[1:4] + [sys.argv[4] == "1", int(sys.argv[5])]
+def killer(stage, step, metrics):
+    if stage == "la" and step == kill_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+recipe = fast_recipe(**{"la.max_steps": "6"})
+run("uz", recipe, zoo, backbone_dir=backbone, work_dir=work, stages=["vocab", "la"], resume=resume,
+    callbacks=(killer,))
+"""
+
+
+def _add(
+    tmp: Path, name: str, backbone: Path, resume: bool = False, kill_at: int = 0
+) -> subprocess.CompletedProcess:
+    args = [
+        sys.executable,
+        "-c",
+        SCRIPT,
+        str(tmp / name / "zoo"),
+        str(tmp / name / "work"),
+        str(backbone),
+        "1" if resume else "0",
+        str(kill_at),
+    ]
+    return subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[2])
+
+
+def test_a_killed_stage_resumes_from_its_checkpoint(tiny_backbone_dir, tmp_path) -> None:
+    straight = _add(tmp_path, "straight", tiny_backbone_dir)
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    killed = _add(tmp_path, "killed", tiny_backbone_dir, kill_at=3)
+    assert killed.returncode == -signal.SIGKILL
+    assert not (tmp_path / "killed" / "zoo" / "uz").exists()  # nothing half-installed
+    checkpoints = sorted(
+        p.name for p in (tmp_path / "killed" / "work" / "la" / "run" / "checkpoints").iterdir()
+    )
+    assert checkpoints == ["step-000002"]
+    resumed = _add(tmp_path, "killed", tiny_backbone_dir, resume=True)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    out = resumed.stdout + resumed.stderr
+    assert "stage vocab: finished earlier" in out and "resumed from" in out
+    for name in ("la/adapter_model.safetensors", "embeddings.safetensors"):
+        a = load_file(tmp_path / "straight" / "zoo" / "uz" / name)
+        b = load_file(tmp_path / "killed" / "zoo" / "uz" / name)
+        assert a.keys() == b.keys()
+        worst = max(float((a[k] - b[k]).abs().max()) for k in a)
+        assert worst <= 1e-6, (name, worst)
+
+
+def test_bad_input_gets_a_clear_error(tiny_backbone_dir, tmp_path) -> None:
+    with pytest.raises(ValueError, match="invalid language code '../uz'"):
+        run("../uz", fast_recipe(), tmp_path / "zoo", backbone_dir=tiny_backbone_dir)
+    with pytest.raises(FileNotFoundError, match="run `modsenc add-language en` first"):
+        run("uz", fast_recipe(), tmp_path / "zoo", backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w1")
+    with pytest.raises(ValueError, match="unknown stage"):
+        run(
+            "uz",
+            fast_recipe(),
+            tmp_path / "zoo",
+            backbone_dir=tiny_backbone_dir,
+            work_dir=tmp_path / "w2",
+            stages=["mlm"],
+        )
+    with pytest.raises(ValueError, match="pivot: it has no cla stage"):
+        run(
+            "en",
+            fast_recipe(),
+            tmp_path / "zoo",
+            backbone_dir=tiny_backbone_dir,
+            work_dir=tmp_path / "w3",
+            stages=["cla"],
+        )
+    with pytest.raises(FileNotFoundError, match="pass --backbone"):
+        run("en", fast_recipe(), tmp_path / "empty-zoo", work_dir=tmp_path / "w4")
+    (tmp_path / "w5").mkdir()
+    (tmp_path / "w5" / "leftover").write_text("x")
+    with pytest.raises(FileExistsError, match="--resume"):
+        run("en", fast_recipe(), tmp_path / "zoo", backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w5")

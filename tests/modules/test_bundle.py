@@ -1,0 +1,92 @@
+"""The zoo on disk: language codes, script detection, backbone installation, atomic bundles."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from modsenc.modules import bundle as bundle_module
+from modsenc.modules.bundle import Zoo, check_language_code, detect_script
+
+
+@pytest.mark.parametrize("code", ["uz", "en", "kk"])
+def test_valid_codes_pass(code: str) -> None:
+    assert check_language_code(code) == code
+
+
+@pytest.mark.parametrize("code", ["../uz", "UZ", "uzb", "", "u", "uz/", ".."])
+def test_path_like_or_malformed_codes_are_rejected(code: str) -> None:
+    with pytest.raises(ValueError, match="invalid language code"):
+        check_language_code(code)
+
+
+def test_detect_script() -> None:
+    assert detect_script(["Onam kasalxonada ishlaydi."]) == "Latn"
+    assert detect_script(["Менің анам ауруханада жұмыс істейді."]) == "Cyrl"
+    assert detect_script(["123 !?"]) == "Zyyy"
+    assert detect_script(["Salom", "Привет мир и всё"]) == "Cyrl"  # majority of letters
+
+
+def test_install_backbone_copies_once_and_refuses_another(tiny_backbone_dir: Path, tmp_path: Path) -> None:
+    zoo = Zoo(tmp_path / "zoo")
+    with pytest.raises(FileNotFoundError, match="pass --backbone"):
+        zoo.install_backbone(None)
+    zoo.install_backbone(tiny_backbone_dir)
+    assert (
+        zoo.backbone_fingerprint()
+        == json.loads((tiny_backbone_dir / "modsenc_backbone.json").read_text())["fingerprint"]
+    )
+    assert zoo.install_backbone(None) == zoo.backbone_dir  # later runs need no --backbone
+    other = tmp_path / "other"
+    shutil.copytree(tiny_backbone_dir, other)
+    manifest = json.loads((other / "modsenc_backbone.json").read_text())
+    manifest["fingerprint"] = "0" * 64
+    (other / "modsenc_backbone.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="built on another backbone"):
+        zoo.install_backbone(other)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(FileNotFoundError, match="modsenc_backbone.json not found"):
+        Zoo(tmp_path / "zoo2").install_backbone(plain)
+
+
+def test_a_crash_while_writing_a_bundle_keeps_the_old_one(tmp_path: Path, monkeypatch) -> None:
+    zoo = Zoo(tmp_path / "zoo")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.bin").write_text("old a")
+    (src / "b.bin").write_text("old b")
+    zoo.write_bundle("uz", {"a.bin": src / "a.bin", "b.bin": src / "b.bin"}, {"modules": {"se": {}}})
+    (src / "a.bin").write_text("new a")
+    (src / "b.bin").write_text("new b")
+
+    real_copy = shutil.copy2
+    calls = []
+
+    def failing_copy(source, target, *args, **kwargs):
+        calls.append(source)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return real_copy(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(bundle_module.shutil, "copy2", failing_copy)
+    with pytest.raises(OSError, match="disk full"):
+        zoo.write_bundle("uz", {"a.bin": src / "a.bin", "b.bin": src / "b.bin"}, {"modules": {"la": {}}})
+    bundle = zoo.bundle_dir("uz")
+    assert (bundle / "a.bin").read_text() == "old a" and (bundle / "b.bin").read_text() == "old b"
+    assert zoo.read_manifest("uz")["modules"] == {"se": {}}
+    assert zoo.read_index()["languages"]["uz"]["modules"] == ["se"]
+    assert sorted(p.name for p in zoo.root.iterdir()) == [".lock", "index.json", "uz"]  # no leftovers
+
+
+def test_missing_and_corrupt_manifests_name_the_fix(tmp_path: Path) -> None:
+    zoo = Zoo(tmp_path)
+    with pytest.raises(FileNotFoundError, match="run `modsenc add-language kk`"):
+        zoo.read_manifest("kk")
+    (tmp_path / "kk").mkdir()
+    (tmp_path / "kk" / "modsenc_bundle.json").write_text("{broken")
+    with pytest.raises(ValueError, match="corrupt"):
+        zoo.read_manifest("kk")
