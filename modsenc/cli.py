@@ -191,5 +191,120 @@ def add_language(
     click.echo(f"{lang} bundle written to {target}")
 
 
+@main.command("encode")
+@click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
+@click.option(
+    "--lang",
+    default="auto",
+    show_default=True,
+    help="Language code of every line, or auto to detect per line.",
+)
+@click.option(
+    "--input",
+    "input_path",
+    default="-",
+    show_default=True,
+    help="Text file, one sentence per line ('-': stdin).",
+)
+@click.option(
+    "--output",
+    "output_path",
+    required=True,
+    help="FILE.npy (float32 matrix) or FILE.jsonl (text, lang, embedding).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["cross", "mono"]),
+    default="cross",
+    show_default=True,
+    help="cross: with the alignment adapters (cross-lingual tasks); mono: without.",
+)
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(min=1),
+    default=10000,
+    show_default=True,
+    help="Lines read and encoded at a time (memory stays bounded on large inputs).",
+)
+@click.option("--normalize", is_flag=True, help="L2-normalise the embeddings.")
+@click.option("--device", default=None, help="cpu, cuda, cuda:1 ... [default: cuda if available]")
+def encode(zoo_dir, lang, input_path, output_path, mode, batch_size, chunk_size, normalize, device) -> None:
+    """Embed sentences with the zoo's modules, routing each line to its language.
+
+    \b
+    modsenc encode --zoo adapters_zoo --input sentences.txt --output vectors.npy
+    cat uz.txt | modsenc encode --lang uz --output uz.jsonl
+    """
+    from modsenc.routing.cli_encode import encode_file  # noqa: PLC0415
+
+    try:
+        count = encode_file(
+            zoo_dir,
+            input_path,
+            output_path,
+            lang=lang,
+            mode=mode,
+            batch_size=batch_size,
+            chunk_size=chunk_size,
+            normalize=normalize,
+            device=device,
+        )
+    except (FileNotFoundError, KeyError, ValueError, TypeError) as err:
+        raise click.ClickException(str(err).strip("'\"")) from err
+    click.echo(f"{count} sentences encoded to {output_path}", err=True)
+
+
+@main.group("zoo")
+def zoo_group() -> None:
+    """Inspect a zoo of language bundles."""
+
+
+@zoo_group.command("list")
+@click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
+def zoo_list(zoo_dir) -> None:
+    """Installed languages with their modules and size."""
+    from modsenc.routing.cli_encode import zoo_table  # noqa: PLC0415
+
+    try:
+        click.echo(zoo_table(zoo_dir))
+    except (FileNotFoundError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+
+
+@zoo_group.command("info")
+@click.argument("lang")
+@click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
+def zoo_info(lang, zoo_dir) -> None:
+    """Module sizes, training data and dev metrics of one language's bundle."""
+    from modsenc.routing.cli_encode import bundle_info  # noqa: PLC0415
+
+    try:
+        click.echo(bundle_info(zoo_dir, lang))
+    except (FileNotFoundError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+
+
+@main.command("export")
+@click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
+@click.option("--lang", required=True, help="Language whose modules are merged into the exported model.")
+@click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--mode", type=click.Choice(["cross", "mono"]), default="cross", show_default=True)
+def export(zoo_dir, lang, output_dir, mode) -> None:
+    """Write a standalone sentence-transformers model for one language (modules merged).
+
+    `SentenceTransformer(OUTPUT)` loads it without modsenc and gives the same embeddings as
+    ModularEncoder. A cross-mode export needs a CLA whose activation is the backbone FFN's
+    (train it with --set 'cla.adapter={non_linearity: gelu}'); otherwise export --mode mono.
+    """
+    from modsenc.modules.export import export_sentence_transformer  # noqa: PLC0415
+
+    try:
+        target = export_sentence_transformer(zoo_dir, lang, output_dir, mode=mode)
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+    click.echo(f"{lang} ({mode}) exported to {target}")
+
+
 if __name__ == "__main__":
     sys.exit(main())

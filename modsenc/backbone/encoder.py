@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -179,17 +180,30 @@ class Backbone(nn.Module):
         self.tokenizer = tokenizer
 
     # ----------------------------------------------------------------- tokenisation
-    def tokenize(self, texts: Sequence[str], max_length: int | None = None) -> list[list[int]]:
+    def tokenize(
+        self, texts: Sequence[str], max_length: int | None = None, warn_truncated: bool = False
+    ) -> list[list[int]]:
+        """Token ids with special tokens, cut to ``max_length`` (keeping the closing special token)."""
         limit = min(max_length or self.max_length, self.max_length)
         encoded = self.tokenizer(
             list(texts),
             truncation=True,
-            max_length=limit,
+            max_length=limit + 1,  # one extra token tells a cut sentence from one of exactly `limit`
             add_special_tokens=True,
             return_attention_mask=False,  # packed batches need no mask; halves memory on big corpora
             return_token_type_ids=False,
-        )
-        return encoded["input_ids"]
+        )["input_ids"]
+        cut = 0
+        for i, ids in enumerate(encoded):
+            if len(ids) > limit:
+                encoded[i] = ids[: limit - 1] + ids[-1:]
+                cut += 1
+        if cut and warn_truncated:
+            warnings.warn(
+                f"{cut} of {len(encoded)} sentences are longer than {limit} tokens and were truncated",
+                stacklevel=3,
+            )
+        return encoded
 
     def pack(self, sequences: Sequence[Sequence[int]]) -> PackedBatch:
         return PackedBatch.from_ids(sequences, self.position_offset).to(self.device)
@@ -236,7 +250,7 @@ class Backbone(nn.Module):
         show = show_progress_bar if show_progress_bar is not None else len(texts) > 10 * batch_size
         for start in tqdm(range(0, len(texts), batch_size), desc="encode", disable=not show):
             idx = order[start : start + batch_size]
-            batch = self.pack(self.tokenize([texts[i] for i in idx]))
+            batch = self.pack(self.tokenize([texts[i] for i in idx], warn_truncated=True))
             emb = self.sentence_embedding(self(batch), batch).float()
             if normalize_embeddings:
                 emb = torch.nn.functional.normalize(emb, dim=-1)

@@ -43,6 +43,7 @@ from modsenc.modules.configs import alignment_adapter_config, language_adapter_c
 from modsenc.modules.modular import ModularBackbone
 from modsenc.objectives.mlm import MaskedLanguageModeling, MLMConfig
 from modsenc.objectives.sentence_pairs import SentencePairExample, SentencePairObjective
+from modsenc.routing.langid import LANGID_FILE, CharNgramProfile
 from modsenc.training.checkpoint import latest_checkpoint
 from modsenc.training.distributed import init_distributed
 from modsenc.training.loop import LoopConfig, TrainModule, train_loop
@@ -631,8 +632,18 @@ class AddLanguage:
         if "vocab" in modules:
             modules["vocab"]["tokenizer"] = TOKENIZER_DIR
             modules["vocab"]["vocab_size"] = len(self.modular.tokenizers[self.lang])
+        # What the router needs to recognise this language, from this language's text alone.
+        langid_texts = self.data.mono or [t for p in self.data.paraphrases for t in (p.anchor, p.positive)]
+        langid_path = self.work / LANGID_FILE
+        CharNgramProfile.build(self.lang, langid_texts).save(langid_path)
+        files[LANGID_FILE] = langid_path
         manifest = {
             "format": "modsenc-bundle/1",
+            "router": {
+                "langid": LANGID_FILE,
+                "kind": "char-ngram-naive-bayes",
+                "sentences": len(langid_texts),
+            },
             "language": self.lang,
             "script": detect_script(self.data.mono or [p.anchor for p in self.data.paraphrases]),
             "pivot": self.pivot,

@@ -73,7 +73,15 @@ def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
     assert {"paraphrase_p@1", "crosslingual_p@1"} <= set(uz["dev_metrics"]["cla"])
     assert {"peft", "adapters", "torch", "transformers"} <= set(uz["versions"])
     files = sorted(p.name for p in zoo.bundle_dir("uz").iterdir())
-    assert files == ["cla", "embeddings.safetensors", "la", "modsenc_bundle.json", "se", "tokenizer"]
+    assert files == [
+        "cla",
+        "embeddings.safetensors",
+        "la",
+        "langid.json",
+        "modsenc_bundle.json",
+        "se",
+        "tokenizer",
+    ]
     index = json.loads((zoo_dir / "index.json").read_text())
     assert index["languages"]["uz"]["modules"] == ["cla", "la", "se", "vocab"]
     assert index["backbone"]["fingerprint"] == zoo.backbone_fingerprint()

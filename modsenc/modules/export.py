@@ -1,0 +1,126 @@
+"""Export one language as a standalone sentence-transformers model (modules merged into the weights).
+
+* the language's tokenizer and embedding matrix replace the backbone's;
+* the LA and SE LoRAs are merged by peft (``merge_and_unload``: W + B A scaled, for every active adapter);
+* the CLA (mode ``cross``) is a parallel bottleneck beside each feed-forward block:
+  ``FFN(x) + s * up(act(down(x)))``. adapters merges only LoRA-type adapters, so modsenc merges it
+  itself, exactly, when ``act`` is the backbone's own FFN activation: the bottleneck then *is* ``r``
+  extra FFN neurons, i.e. ``intermediate.dense`` gains the rows of ``down`` and ``output.dense`` the
+  columns of ``s * up``. With another activation (adapters' default is ReLU; BERT's FFN uses GELU)
+  there is no exact merge, and the export refuses ``mode="cross"`` rather than approximate.
+
+The result is a plain BERT / XLM-R model with CLS pooling that ``SentenceTransformer(DIR)`` loads.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import torch
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+from transformers import AutoModel
+from transformers.activations import get_activation
+
+from modsenc.backbone.encoder import Backbone
+from modsenc.modules.bundle import Zoo, check_language_code
+from modsenc.modules.modular import ModularBackbone, module_name
+from modsenc.utils.io import atomic_directory
+
+
+def _merge_parallel_adapter(layer: torch.nn.Module, adapter: torch.nn.Module, hidden_act: str) -> None:
+    """Fold a parallel bottleneck into the FFN of ``layer`` (in place) by widening it."""
+    down, act = adapter.adapter_down[0], adapter.adapter_down[1]
+    up = adapter.adapter_up
+    adapter_act = type(act.f).__name__
+    ffn_act = type(get_activation(hidden_act)).__name__
+    if not (adapter.residual_before_ln and adapter.original_ln_after and not adapter.original_ln_before):
+        raise ValueError("only ParBnConfig's layout (added before the FFN's LayerNorm) can be merged")
+    if adapter_act != ffn_act:
+        raise ValueError(
+            f"the CLA uses {adapter_act}, the backbone's FFN {ffn_act}: no exact merge exists. "
+            "Export with mode='mono', or train the CLA with cla.adapter.non_linearity set to "
+            "the FFN's activation"
+        )
+    scaling = float(adapter.scaling)
+    inter, out = layer.intermediate.dense, layer.output.dense
+    wide_in = torch.nn.Linear(inter.in_features, inter.out_features + down.out_features)
+    wide_out = torch.nn.Linear(out.in_features + up.in_features, out.out_features)
+    with torch.no_grad():
+        wide_in.weight.copy_(torch.cat([inter.weight, down.weight]))
+        wide_in.bias.copy_(torch.cat([inter.bias, down.bias]))
+        wide_out.weight.copy_(torch.cat([out.weight, scaling * up.weight], dim=1))
+        wide_out.bias.copy_(out.bias + scaling * up.bias)
+    layer.intermediate.dense, layer.output.dense = wide_in, wide_out
+
+
+def export_sentence_transformer(
+    zoo_dir: str | os.PathLike, lang: str, output_dir: str | os.PathLike, mode: str = "cross"
+) -> Path:
+    """Write ``lang``'s encoder (``mode`` "cross" with its CLA, "mono" without) to ``output_dir``."""
+    lang = check_language_code(lang)
+    if mode not in ("cross", "mono"):
+        raise ValueError(f"mode must be 'cross' or 'mono', got {mode!r}")
+    zoo = Zoo(zoo_dir)
+    manifest = zoo.read_manifest(lang)
+    if manifest["backbone"]["fingerprint"] != zoo.backbone_fingerprint():
+        raise ValueError(f"the {lang} bundle was built for another backbone than {zoo.backbone_dir}")
+    backbone = Backbone.from_pretrained(zoo.backbone_dir, attention="sdpa")
+    modular = ModularBackbone(backbone)
+    kinds = modular.load_bundle(zoo.bundle_dir(lang), lang)
+    if mode == "mono":
+        kinds.discard("cla")
+    modular.activate(lang, kinds)
+    model = backbone.model
+    config = copy.deepcopy(model.config)
+
+    if modular.peft is not None and kinds & {"la", "se"}:
+        modular.peft.merge_and_unload()  # merges the active LoRAs into the linear weights
+    if "cla" in kinds:
+        name = module_name(lang, "cla")
+        for layer in model.encoder.layer:
+            _merge_parallel_adapter(layer, layer.output.adapters[name], config.hidden_act)
+        config.intermediate_size = model.encoder.layer[0].intermediate.dense.out_features
+
+    # Copy into a plain Hugging Face model: no adapter classes, no peft, standard parameter names.
+    embeddings = model.get_input_embeddings().weight.detach()
+    config.vocab_size = embeddings.shape[0]
+    tokenizer = backbone.tokenizer
+    config.pad_token_id = tokenizer.pad_token_id
+    # With a (never used) pooler, sentence-transformers loads the model without a "newly
+    # initialised weights" warning; CLS pooling reads the token states, not the pooler.
+    torch.manual_seed(0)
+    plain = AutoModel.from_config(config)
+    state = {
+        k.replace(".base_layer.", "."): v
+        for k, v in model.state_dict().items()
+        # adapters' own bookkeeping (bottlenecks, a prompt-tuning reference to the embeddings)
+        if ".adapters." not in k and "lora_" not in k and not k.startswith("prompt_tuning.")
+    }
+    missing, unexpected = plain.load_state_dict(state, strict=False)
+    missing = [k for k in missing if not k.startswith("pooler.")]
+    if missing or unexpected:
+        raise RuntimeError(
+            f"export: parameters did not map onto {config.model_type}: {missing[:3]} {unexpected[:3]}"
+        )
+
+    output_dir = Path(output_dir)
+    with atomic_directory(output_dir) as tmp:
+        hf_dir = tmp / "hf"
+        plain.save_pretrained(hf_dir, safe_serialization=True)
+        tokenizer.save_pretrained(hf_dir)
+        transformer = Transformer(str(hf_dir), max_seq_length=backbone.max_length)
+        pooling = Pooling(config.hidden_size, pooling_mode="cls")
+        model_card = f"modsenc export: language {lang}, mode {mode}, modules {sorted(kinds)}"
+        st = SentenceTransformer(modules=[transformer, pooling], device="cpu")
+        st.save(str(tmp / "model"), model_name=f"modsenc-{lang}-{mode}", create_model_card=False)
+        for item in (tmp / "model").iterdir():
+            item.rename(tmp / item.name)
+        (tmp / "model").rmdir()
+        import shutil  # noqa: PLC0415
+
+        shutil.rmtree(hf_dir)
+        (tmp / "README.md").write_text(model_card + "\n", encoding="utf-8")
+    return output_dir

@@ -1,0 +1,171 @@
+"""What ``modsenc encode`` and ``modsenc zoo`` do, as plain functions (the CLI only parses options).
+
+``encode_file`` streams: it reads ``chunk_size`` lines at a time, so memory holds one chunk of text
+and one of vectors whatever the input size. Row ``i`` of the output is line ``i`` of the input
+(empty lines included: they are encoded as empty text). The output appears atomically when done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from modsenc.data.errors import DataFormatError
+from modsenc.modules.bundle import Zoo, check_language_code
+from modsenc.utils.io import _fsync_dir
+
+
+def _lines(path: Path) -> Iterator[str]:
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                yield raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as err:
+                raise DataFormatError(path, number, f"not valid UTF-8 ({err.reason})") from None
+
+
+def _count_lines(path: Path) -> int:
+    with path.open("rb") as handle:
+        return sum(1 for _ in handle)
+
+
+def _chunks(path: Path, size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for line in _lines(path):
+        chunk.append(line)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def encode_file(
+    zoo_dir: str | os.PathLike,
+    input_path: str,
+    output_path: str | os.PathLike,
+    lang: str = "auto",
+    mode: str = "cross",
+    batch_size: int = 32,
+    chunk_size: int = 10000,
+    normalize: bool = False,
+    device: str | None = None,
+) -> int:
+    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415 - heavy import
+
+    output_path = Path(output_path)
+    if output_path.suffix not in (".npy", ".jsonl"):
+        raise ValueError(f"--output must end in .npy or .jsonl, got {output_path}")
+    if lang != "auto":
+        check_language_code(lang)
+    with tempfile.TemporaryDirectory() as scratch:
+        if input_path == "-":
+            source = Path(scratch) / "stdin.txt"
+            with source.open("wb") as spool:
+                shutil.copyfileobj(sys.stdin.buffer, spool)
+        else:
+            source = Path(input_path)
+            if not source.is_file():
+                raise FileNotFoundError(f"{input_path}: no such input file")
+        total = _count_lines(source)
+        encoder = ModularEncoder.from_pretrained(zoo_dir, device=device)
+        dim = encoder.get_sentence_embedding_dimension()
+        output_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = output_path.with_name(f".{output_path.name}.tmp")
+        bar = tqdm(total=total, desc="encode", unit="sent", disable=total < 1000)
+        written = 0
+        try:
+            if output_path.suffix == ".npy":
+                matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(total, dim))
+                for chunk in _chunks(source, chunk_size):
+                    vectors = encoder.encode(
+                        chunk, lang=lang, batch_size=batch_size, normalize_embeddings=normalize, mode=mode
+                    )
+                    matrix[written : written + len(chunk)] = vectors
+                    written += len(chunk)
+                    bar.update(len(chunk))
+                matrix.flush()
+                del matrix
+            else:
+                with tmp.open("w", encoding="utf-8") as out:
+                    for chunk in _chunks(source, chunk_size):
+                        vectors, langs = encoder.encode(
+                            chunk,
+                            lang=lang,
+                            batch_size=batch_size,
+                            normalize_embeddings=normalize,
+                            mode=mode,
+                            return_languages=True,
+                        )
+                        for text, code, vector in zip(chunk, langs, vectors):
+                            out.write(
+                                json.dumps({"text": text, "lang": code, "embedding": vector.tolist()}) + "\n"
+                            )
+                        written += len(chunk)
+                        bar.update(len(chunk))
+                    out.flush()
+                    os.fsync(out.fileno())
+            os.replace(tmp, output_path)
+            _fsync_dir(output_path.parent)
+        finally:
+            bar.close()
+            if tmp.exists():
+                tmp.unlink()
+    return written
+
+
+def zoo_table(zoo_dir: str | os.PathLike) -> str:
+    zoo = Zoo(zoo_dir)
+    if not zoo.index_path.exists():
+        raise FileNotFoundError(f"{zoo_dir} is not a modsenc zoo (no index.json)")
+    rows = ["lang  script  pivot  modules               size (MB)  created"]
+    for lang in zoo.languages():
+        manifest = zoo.read_manifest(lang)
+        size = sum(p.stat().st_size for p in zoo.bundle_dir(lang).rglob("*") if p.is_file()) / 2**20
+        modules = ",".join(k for k in ("vocab", "la", "se", "cla") if k in manifest["modules"])
+        rows.append(
+            f"{lang:<5} {manifest['script']:<7} {'yes' if manifest['is_pivot'] else 'no':<6} "
+            f"{modules:<21} {size:>9.1f}  {manifest['created']}"
+        )
+    backbone = zoo.read_index().get("backbone") or {}
+    rows.append(f"backbone: {zoo.backbone_dir} (fingerprint {str(backbone.get('fingerprint'))[:12]})")
+    return "\n".join(rows)
+
+
+def bundle_info(zoo_dir: str | os.PathLike, lang: str) -> str:
+    manifest = Zoo(zoo_dir).read_manifest(check_language_code(lang))
+    lines = [
+        f"language {manifest['language']} ({manifest['script']}), pivot {manifest['pivot']}"
+        + (" (this is the pivot)" if manifest["is_pivot"] else ""),
+        f"stages: {', '.join(manifest['stages'])}"
+        + (f" (CLA variant {manifest['cla_variant']})" if manifest.get("cla_variant") else ""),
+        "modules:",
+    ]
+    for kind, info in sorted(manifest["modules"].items()):
+        lines.append(
+            f"  {kind:<6} {info['parameters']:>12,} parameters  "
+            f"{info['percent_of_backbone']:6.2f}% of backbone"
+        )
+    lines.append("data:")
+    for kind, files in manifest["data"]["files"].items():
+        for record in files:
+            column = f" [{record['column']}]" if record.get("column") else ""
+            lines.append(
+                f"  {kind:<10} {record.get('path', record.get('spec'))}{column}: {record['count']} rows"
+            )
+    lines.append("dev metrics:")
+    for stage, metrics in manifest["dev_metrics"].items():
+        lines.append(f"  after {stage}: {json.dumps(metrics)}")
+    lines.append(
+        f"built {manifest['created']} in {manifest['wall_seconds']:.0f} s with "
+        + ", ".join(f"{k} {v}" for k, v in manifest["versions"].items())
+    )
+    return "\n".join(lines)

@@ -1,0 +1,241 @@
+"""``ModularEncoder``: the backbone once, each language's modules on demand, a router in front.
+
+    encoder = ModularEncoder.from_pretrained("adapters_zoo", languages=["en", "uz"])
+    vectors = encoder.encode(["Hello!", "Salom!"])            # languages detected
+    vectors = encoder.encode(texts, lang="uz", mode="mono")    # monolingual task: no CLA
+
+A mixed batch is grouped by language, every group runs through its own modules, and the vectors
+come back in input order. Bundles load on first use (or eagerly for ``languages=[...]``); with
+``max_languages`` or ``max_memory_mb`` the least recently used language is unloaded to make room.
+One lock serialises module switching and forward passes, so several threads may call ``encode``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.manifest import fingerprint
+from modsenc.modules.bundle import Zoo, check_language_code
+from modsenc.modules.modular import ModularBackbone
+from modsenc.routing.langid import (
+    LANGID_FILE,
+    CharNgramProfile,
+    Detection,
+    Detector,
+    LanguageRouter,
+    ProfileDetector,
+)
+
+MODES = ("cross", "mono")
+
+
+def _bundle_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+class ModularEncoder:
+    def __init__(
+        self,
+        zoo: Zoo,
+        modular: ModularBackbone,
+        router: LanguageRouter,
+        max_languages: int | None = None,
+        max_memory_mb: float | None = None,
+    ) -> None:
+        self.zoo = zoo
+        self.modular = modular
+        self.router = router
+        self.max_languages = max_languages
+        self.max_memory_mb = max_memory_mb
+        self.installed = zoo.languages()
+        self._sizes: OrderedDict[str, int] = OrderedDict()  # loaded languages, least recently used first
+        self._lock = modular.lock
+        self._fingerprint = zoo.backbone_fingerprint()
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | os.PathLike,
+        languages: Sequence[str] | None = None,
+        device: str | torch.device | None = None,
+        attention: str = "auto",
+        max_length: int | None = None,
+        max_languages: int | None = None,
+        max_memory_mb: float | None = None,
+        fallback: str | None = None,
+        detector: Detector | None = None,
+        min_confidence: float = 0.5,
+        verify_backbone: bool = True,
+    ) -> ModularEncoder:
+        """Open a zoo (``path``: a folder written by ``modsenc add-language``).
+
+        ``languages`` are loaded now (others on first use). ``fallback`` receives sentences the
+        detector is unsure about (default: the pivot). ``detector`` replaces the bundles' own
+        language profiles (e.g. ``FastTextDetector("glotlid.bin")``). ``verify_backbone`` re-hashes
+        the backbone's weights against its manifest, so a corrupt copy fails here, not later.
+        """
+        zoo = Zoo(path)
+        if not zoo.backbone_dir.is_dir():
+            raise FileNotFoundError(
+                f"{path} is not a modsenc zoo: no backbone/ (build one with `modsenc add-language`)"
+            )
+        installed = zoo.languages()
+        if not installed:
+            raise FileNotFoundError(f"no languages installed in {path}; run `modsenc add-language LANG`")
+        wanted = [check_language_code(lang) for lang in (languages or [])]
+        for lang in wanted:
+            if lang not in installed:
+                raise KeyError(
+                    f"language {lang!r} is not installed in {path} (installed: {', '.join(installed)})"
+                )
+        if verify_backbone and fingerprint(zoo.backbone_dir) != zoo.backbone_fingerprint():
+            raise ValueError(
+                f"{zoo.backbone_dir}: weights do not match their manifest's fingerprint (corrupt copy?)"
+            )
+        index = zoo.read_index()["languages"]
+        pivots = [lang for lang in installed if index[lang].get("is_pivot")]
+        fallback = check_language_code(fallback) if fallback else (pivots[0] if pivots else installed[0])
+        if detector is None:
+            profiles = {}
+            for lang in installed:
+                profile_path = zoo.bundle_dir(lang) / LANGID_FILE
+                if profile_path.exists():
+                    profiles[lang] = CharNgramProfile.load(profile_path)
+            detector = ProfileDetector(profiles)
+        router = LanguageRouter(detector, installed, fallback, min_confidence)
+        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        backbone = Backbone.from_pretrained(zoo.backbone_dir, attention=attention, max_length=max_length).to(
+            device
+        )
+        backbone.eval()
+        encoder = cls(zoo, ModularBackbone(backbone), router, max_languages, max_memory_mb)
+        for lang in wanted:
+            encoder.load_language(lang)
+        return encoder
+
+    # ----------------------------------------------------------------- module management
+    @property
+    def loaded_languages(self) -> list[str]:
+        """Loaded languages, least recently used first."""
+        return list(self._sizes)
+
+    def load_language(self, lang: str) -> None:
+        lang = check_language_code(lang)
+        with self._lock:
+            if lang in self._sizes:
+                self._sizes.move_to_end(lang)
+                return
+            if lang not in self.installed:
+                raise KeyError(
+                    f"language {lang!r} is not installed in {self.zoo.root} "
+                    f"(installed: {', '.join(self.installed)})"
+                )
+            manifest = self.zoo.read_manifest(lang)
+            if manifest.get("backbone", {}).get("fingerprint") != self._fingerprint:
+                raise ValueError(
+                    f"the {lang} bundle in {self.zoo.root} was built for another backbone "
+                    "(fingerprint mismatch); "
+                    f"rebuild it with `modsenc add-language {lang}`"
+                )
+            size = _bundle_bytes(self.zoo.bundle_dir(lang))
+            self._make_room(size)
+            self.modular.load_bundle(self.zoo.bundle_dir(lang), lang)
+            self.modular.to(self.modular.backbone.device)
+            self.modular.eval()
+            self._sizes[lang] = size
+
+    def unload_language(self, lang: str) -> None:
+        with self._lock:
+            if self._sizes.pop(lang, None) is not None:
+                self.modular.remove_language(lang)
+
+    def _make_room(self, incoming: int) -> None:
+        while self._sizes:
+            too_many = self.max_languages is not None and len(self._sizes) + 1 > self.max_languages
+            too_big = (
+                self.max_memory_mb is not None
+                and (sum(self._sizes.values()) + incoming) / 2**20 > self.max_memory_mb
+            )
+            if not (too_many or too_big):
+                return
+            self.unload_language(next(iter(self._sizes)))
+
+    # ----------------------------------------------------------------- routing
+    def detect_languages(self, sentences: Sequence[str]) -> list[Detection]:
+        return self.router.route(list(sentences))
+
+    def _languages_for(self, texts: list[str], lang: str | Sequence[str] | None) -> list[str]:
+        if lang is None or lang == "auto":
+            return [d.lang for d in self.router.route(texts)]
+        if isinstance(lang, str):
+            return [check_language_code(lang)] * len(texts)
+        langs = list(lang)
+        if len(langs) != len(texts):
+            raise ValueError(f"lang has {len(langs)} codes for {len(texts)} sentences; give one per sentence")
+        return [check_language_code(code) for code in langs]
+
+    # ----------------------------------------------------------------- encoding
+    def encode(
+        self,
+        sentences: str | Sequence[str],
+        lang: str | Sequence[str] | None = None,
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+        normalize_embeddings: bool = False,
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        mode: str = "cross",
+        return_languages: bool = False,
+    ) -> Any:
+        """sentence-transformers-style ``encode`` through each sentence's language modules.
+
+        ``lang``: one code for all, one code per sentence, or ``None``/``"auto"`` to detect.
+        ``mode="cross"`` uses the CLA adapters (cross-lingual tasks), ``"mono"`` leaves them out.
+        Empty strings are encoded like any text (special tokens only) and routed to the fallback
+        when detecting. Sentences longer than the model's maximum length are truncated, with a
+        warning. With ``return_languages`` the result is ``(embeddings, languages)``.
+        """
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        single = isinstance(sentences, str)
+        texts = [sentences] if single else list(sentences)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"sentence {i} is {type(text).__name__}, expected str")
+        languages = self._languages_for(texts, lang)
+        dim = self.modular.backbone.hidden_size
+        out = torch.empty(len(texts), dim)
+        groups: dict[str, list[int]] = {}
+        for i, code in enumerate(languages):
+            groups.setdefault(code, []).append(i)
+        for code, index in groups.items():
+            with self._lock:
+                self.load_language(code)
+                kinds = self.modular.modules_of(code) - ({"cla"} if mode == "mono" else set())
+                vectors = self.modular.encode(
+                    [texts[i] for i in index],
+                    code,
+                    kinds,
+                    batch_size=batch_size,
+                    show_progress_bar=show_progress_bar,
+                    normalize_embeddings=normalize_embeddings,
+                    convert_to_tensor=True,
+                )
+            out[torch.as_tensor(index)] = vectors.float().cpu()
+        result: Any = out[0] if single else out
+        if not (convert_to_tensor or not convert_to_numpy):
+            result = result.numpy()
+        if return_languages:
+            return result, (languages[0] if single else languages)
+        return result
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return self.modular.backbone.hidden_size

@@ -1,0 +1,96 @@
+"""modsenc encode / zoo list / zoo info / export from the command line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from modsenc.cli import main
+from modsenc.routing.encoder import ModularEncoder
+from tests.routing.conftest import HELD_OUT
+
+pytestmark = pytest.mark.slow
+
+
+def test_encode_to_npy_and_jsonl_in_chunks(zoo_dir, tmp_path) -> None:
+    lines = [HELD_OUT["uz"][0], HELD_OUT["en"][0], "", HELD_OUT["kk"][0], HELD_OUT["uz"][1]]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    runner = CliRunner()
+    npy = tmp_path / "out.npy"
+    result = runner.invoke(
+        main,
+        ["encode", "--zoo", str(zoo_dir), "--input", str(source), "--output", str(npy), "--chunk-size", "2"],
+    )
+    assert result.exit_code == 0, result.output
+    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu").encode(lines)
+    np.testing.assert_allclose(np.load(npy), expected, atol=1e-5)
+
+    jsonl = tmp_path / "out.jsonl"
+    result = runner.invoke(
+        main,
+        ["encode", "--zoo", str(zoo_dir), "--output", str(jsonl), "--lang", "uz", "--mode", "mono"],
+        input="\n".join(lines[:2]) + "\n",
+    )
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
+    assert [r["text"] for r in rows] == lines[:2] and [r["lang"] for r in rows] == ["uz", "uz"]
+    assert len(rows[0]["embedding"]) == 32
+
+
+def test_encode_errors_name_the_problem(zoo_dir, tmp_path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(
+        main,
+        [
+            "encode",
+            "--zoo",
+            str(zoo_dir),
+            "--input",
+            str(tmp_path / "none.txt"),
+            "--output",
+            str(tmp_path / "o.npy"),
+        ],
+    )
+    assert result.exit_code == 1 and "none.txt: no such input file" in result.output
+    result = runner.invoke(
+        main, ["encode", "--zoo", str(zoo_dir), "--output", str(tmp_path / "o.csv")], input="x\n"
+    )
+    assert result.exit_code == 1 and "must end in .npy or .jsonl" in result.output
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\n\xff\xfe broken\n")
+    result = runner.invoke(
+        main, ["encode", "--zoo", str(zoo_dir), "--input", str(bad), "--output", str(tmp_path / "o.npy")]
+    )
+    assert result.exit_code == 1 and "bad.txt, line 2: not valid UTF-8" in result.output
+    assert not (tmp_path / "o.npy").exists() and not list(tmp_path.glob(".o.npy*"))
+
+
+def test_zoo_list_info_and_export(zoo_dir, tmp_path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["zoo", "list", "--zoo", str(zoo_dir)])
+    assert result.exit_code == 0
+    rows = {line.split()[0]: line.split() for line in result.output.splitlines()[1:-1]}
+    assert sorted(rows) == ["de", "en", "kk", "uz"]
+    assert (
+        rows["uz"][1:4] == ["Latn", "no", "vocab,la,se,cla"]
+        and rows["kk"][1] == "Cyrl"
+        and rows["en"][2] == "yes"
+    )
+    result = runner.invoke(main, ["zoo", "info", "uz", "--zoo", str(zoo_dir)])
+    assert result.exit_code == 0 and "stages: vocab, la, se, cla (CLA variant jt)" in result.output
+    assert "% of backbone" in result.output and "after cla:" in result.output
+    result = runner.invoke(main, ["zoo", "info", "fr", "--zoo", str(zoo_dir)])
+    assert result.exit_code == 1 and "no bundle for 'fr'" in result.output
+    result = runner.invoke(
+        main, ["export", "--zoo", str(zoo_dir), "--lang", "kk", "--output", str(tmp_path / "kk")]
+    )
+    assert result.exit_code == 1 and "no exact merge exists" in result.output
+    result = runner.invoke(
+        main,
+        ["export", "--zoo", str(zoo_dir), "--lang", "kk", "--mode", "mono", "--output", str(tmp_path / "kk")],
+    )
+    assert result.exit_code == 0 and (tmp_path / "kk" / "modules.json").exists()

@@ -1,0 +1,54 @@
+"""export: a standalone sentence-transformers model with the modules merged, same embeddings."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+
+from modsenc.modules.export import export_sentence_transformer
+from modsenc.modules.modular import ModularBackbone
+from modsenc.routing.encoder import ModularEncoder
+from tests.routing.conftest import HELD_OUT
+
+pytestmark = pytest.mark.slow
+
+TEXTS = HELD_OUT["uz"] + ["Salom", "Bugun havo juda issiq va quyoshli, biz parkka boramiz."]
+
+
+@pytest.mark.parametrize(("lang", "mode"), [("uz", "cross"), ("uz", "mono"), ("kk", "mono"), ("en", "cross")])
+def test_export_round_trip(zoo_dir, tmp_path, lang, mode) -> None:
+    out = export_sentence_transformer(zoo_dir, lang, tmp_path / "model", mode=mode)
+    assert (out / "modules.json").exists() and (out / "model.safetensors").exists()
+    assert not list(out.rglob("*.bin"))
+    st = SentenceTransformer(str(out), device="cpu")
+    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu").encode(TEXTS, lang=lang, mode=mode)
+    np.testing.assert_allclose(st.encode(TEXTS), expected, atol=1e-5)
+
+
+def test_a_relu_cla_cannot_be_merged_exactly(zoo_dir, tmp_path) -> None:
+    with pytest.raises(ValueError, match="no exact merge exists"):
+        export_sentence_transformer(zoo_dir, "kk", tmp_path / "model", mode="cross")
+    assert not (tmp_path / "model").exists()
+
+
+def test_adapters_itself_does_not_merge_a_bottleneck(zoo_dir) -> None:
+    """Why export.py folds the CLA into the FFN itself: adapters' merge_adapter leaves it unmerged."""
+    from modsenc.backbone import Backbone  # noqa: PLC0415
+    from modsenc.modules.bundle import Zoo  # noqa: PLC0415
+
+    zoo = Zoo(zoo_dir)
+    modular = ModularBackbone(Backbone.from_pretrained(zoo.backbone_dir, attention="sdpa")).eval()
+    modular.load_bundle(zoo.bundle_dir("uz"), "uz", kinds=["cla"])
+    with_cla = modular.encode(TEXTS, "uz", ["cla"], convert_to_tensor=True)
+    with contextlib.suppress(
+        ValueError, NotImplementedError, AttributeError
+    ):  # refusing: cannot merge either
+        modular.backbone.model.merge_adapter("uz_cla")
+    modular.activate(None)
+    modular.backbone.model.set_active_adapters(None)
+    without = modular.backbone.encode(TEXTS, convert_to_tensor=True)
+    assert (with_cla - without).abs().max() > 1e-3 and not torch.equal(with_cla, without)
