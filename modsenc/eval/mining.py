@@ -1,0 +1,121 @@
+"""Mining translation pairs from two monolingual collections with LASER's ratio margin.
+
+Both directions are searched with faiss in chunks of queries, so memory holds the two embedding
+matrices, one index and one chunk of results. Above ``exact_limit`` database rows the index is
+approximate (an inverted file over k-means cells, ``IndexIVFFlat``, searching ``nprobe`` cells);
+below it the search is exact. Each sentence's best partner is found in both directions (LASER's
+"max" retrieval); pairs are then taken greedily by score so that no sentence is used twice.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import faiss
+import numpy as np
+from tqdm.auto import tqdm
+
+from modsenc.eval.bitext import l2_normalise
+from modsenc.utils.io import atomic_write_text
+
+
+@dataclass
+class MinedPair:
+    score: float
+    src: int
+    tgt: int
+
+
+def build_index(
+    database: np.ndarray, exact_limit: int = 200_000, nprobe: int = 16, seed: int = 0
+) -> faiss.Index:
+    dim = database.shape[1]
+    if len(database) <= exact_limit:
+        index = faiss.IndexFlatIP(dim)
+    else:
+        nlist = int(4 * math.sqrt(len(database)))  # faiss's rule of thumb: 4-16 x sqrt(n) cells
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        rng = np.random.default_rng(seed)
+        sample = database[rng.choice(len(database), size=min(len(database), 64 * nlist), replace=False)]
+        index.train(sample)
+        index.nprobe = nprobe
+    index.add(database)
+    return index
+
+
+def chunked_knn(
+    queries: np.ndarray, index: faiss.Index, k: int, chunk_size: int, desc: str
+) -> tuple[np.ndarray, np.ndarray]:
+    sims = np.empty((len(queries), k), dtype=np.float32)
+    ids = np.empty((len(queries), k), dtype=np.int64)
+    for start in tqdm(range(0, len(queries), chunk_size), desc=desc, disable=len(queries) <= chunk_size):
+        sims[start : start + chunk_size], ids[start : start + chunk_size] = index.search(
+            queries[start : start + chunk_size], k
+        )
+    return sims, ids
+
+
+def mine(
+    src: np.ndarray,
+    tgt: np.ndarray,
+    k: int = 4,
+    chunk_size: int = 16384,
+    exact_limit: int = 200_000,
+    nprobe: int = 16,
+    threshold: float | None = None,
+) -> list[MinedPair]:
+    """Margin-scored pairs (best first) between the rows of ``src`` and ``tgt``."""
+    src, tgt = l2_normalise(src), l2_normalise(tgt)
+    k = min(k, len(src), len(tgt))
+    fwd_sims, fwd_ids = chunked_knn(
+        src, build_index(tgt, exact_limit, nprobe), k, chunk_size, "search src->tgt"
+    )
+    bwd_sims, bwd_ids = chunked_knn(
+        tgt, build_index(src, exact_limit, nprobe), k, chunk_size, "search tgt->src"
+    )
+    # Approximate search may return -1 for empty cells: those neighbours are ignored.
+    src_mean = np.where(fwd_ids >= 0, fwd_sims, np.nan)
+    tgt_mean = np.where(bwd_ids >= 0, bwd_sims, np.nan)
+    src_mean, tgt_mean = np.nanmean(src_mean, axis=1), np.nanmean(tgt_mean, axis=1)
+
+    def best(
+        sims: np.ndarray, ids: np.ndarray, own: np.ndarray, other: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        safe = np.where(ids >= 0, ids, 0)
+        scores = np.where(ids >= 0, sims / ((own[:, None] + other[safe]) / 2), -np.inf)
+        column = scores.argmax(axis=1)
+        rows = np.arange(len(ids))
+        return safe[rows, column], scores[rows, column]
+
+    fwd_best, fwd_score = best(fwd_sims, fwd_ids, src_mean, tgt_mean)
+    bwd_best, bwd_score = best(bwd_sims, bwd_ids, tgt_mean, src_mean)
+    candidates = np.concatenate(
+        [
+            np.stack([fwd_score, np.arange(len(src)), fwd_best], axis=1),
+            np.stack([bwd_score, bwd_best, np.arange(len(tgt))], axis=1),
+        ]
+    )
+    candidates = candidates[np.isfinite(candidates[:, 0])]
+    candidates = candidates[np.argsort(-candidates[:, 0], kind="stable")]
+    used_src, used_tgt = np.zeros(len(src), bool), np.zeros(len(tgt), bool)
+    pairs: list[MinedPair] = []
+    for score, i, j in candidates:
+        i, j = int(i), int(j)
+        if threshold is not None and score < threshold:
+            break
+        if used_src[i] or used_tgt[j]:
+            continue
+        used_src[i] = used_tgt[j] = True
+        pairs.append(MinedPair(float(score), i, j))
+    return pairs
+
+
+def write_pairs(
+    path: str | os.PathLike, pairs: list[MinedPair], src_texts: list[str], tgt_texts: list[str]
+) -> None:
+    """``score<TAB>src<TAB>tgt`` lines, best first, written atomically."""
+    lines = [f"{p.score:.6f}\t{src_texts[p.src]}\t{tgt_texts[p.tgt]}\n" for p in pairs]
+    atomic_write_text(Path(path), "".join(lines))
