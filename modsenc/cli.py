@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -304,6 +305,83 @@ def export(zoo_dir, lang, output_dir, mode) -> None:
     except (FileNotFoundError, KeyError, ValueError) as err:
         raise click.ClickException(str(err)) from err
     click.echo(f"{lang} ({mode}) exported to {target}")
+
+
+@main.command("eval")
+@click.argument("model")
+@click.option("--bitext", multiple=True, help="Multi-parallel TSV for bitext mining (xsim, P@1). Repeatable.")
+@click.option("--sts", multiple=True, help="STS TSV (lang1 lang2 sentence1 sentence2 score). Repeatable.")
+@click.option(
+    "--pivot", default="en", show_default=True, help="Bitext pairs: pivot-centric, both directions."
+)
+@click.option("--mode", type=click.Choice(["cross", "mono"]), default="cross", show_default=True)
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write all metrics as JSON.")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write Markdown tables.")
+@click.option(
+    "--heatmap", "heatmap_path", type=click.Path(dir_okay=False), help="PNG of xsim error per pair."
+)
+def eval_command(model, bitext, sts, pivot, mode, json_path, markdown_path, heatmap_path) -> None:
+    """Evaluate MODEL: a zoo, a backbone directory, or a sentence-transformers model.
+
+    \b
+    modsenc eval runs/zoo --bitext ../shared/data/eval-dev/bitext/pud.tsv \\
+        --sts ../shared/data/eval-dev/sts/kardes-sts-dev.tsv --markdown results.md --heatmap xsim.png
+    """
+    from modsenc.eval.runner import evaluate, markdown, write_reports  # noqa: PLC0415
+
+    if not bitext and not sts:
+        raise click.UsageError("give at least one --bitext or --sts file")
+    try:
+        results = evaluate(model, bitext=bitext, sts=sts, pivot=pivot, mode=mode)
+        write_reports(results, json_path, markdown_path, heatmap_path)
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+    click.echo(markdown(results))
+
+
+@main.command("mine")
+@click.argument("src", type=click.Path(exists=True, dir_okay=False))
+@click.argument("tgt", type=click.Path(exists=True, dir_okay=False))
+@click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
+@click.option("--src-lang", default="auto", show_default=True)
+@click.option("--tgt-lang", default="auto", show_default=True)
+@click.option(
+    "--output", "output_path", required=True, type=click.Path(dir_okay=False), help="TSV: score src tgt."
+)
+@click.option(
+    "--threshold", type=float, help="Keep pairs with a margin score at least this (LASER used 1.04-1.06)."
+)
+@click.option(
+    "--k", type=click.IntRange(min=1), default=4, show_default=True, help="Neighbours in the margin."
+)
+@click.option(
+    "--exact-limit",
+    type=int,
+    default=200_000,
+    show_default=True,
+    help="Above this many sentences per side, search an approximate IVF index.",
+)
+@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
+def mine_command(
+    src, tgt, zoo_dir, src_lang, tgt_lang, output_path, threshold, k, exact_limit, batch_size
+) -> None:
+    """Mine translation pairs from two monolingual files (one sentence per line), margin-scored."""
+    from modsenc.eval.mining import mine, write_pairs  # noqa: PLC0415
+    from modsenc.routing.cli_encode import _lines  # noqa: PLC0415
+    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+
+    try:
+        encoder = ModularEncoder.from_pretrained(zoo_dir)
+        texts = [[line for line in _lines(Path(p)) if line.strip()] for p in (src, tgt)]
+        vectors = [
+            encoder.encode(t, lang=lang, batch_size=batch_size, show_progress_bar=True)
+            for t, lang in zip(texts, (src_lang, tgt_lang))
+        ]
+        pairs = mine(vectors[0], vectors[1], k=k, exact_limit=exact_limit, threshold=threshold)
+        write_pairs(output_path, pairs, texts[0], texts[1])
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+    click.echo(f"{len(pairs)} pairs written to {output_path}", err=True)
 
 
 if __name__ == "__main__":

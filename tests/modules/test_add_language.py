@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 
 from modsenc.modules.bundle import Zoo
 from modsenc.training.add_language import run
-from tests.modules.conftest import fast_recipe
+from tests._zoo import fast_recipe
 
 pytestmark = pytest.mark.slow
 
@@ -130,7 +130,7 @@ def test_resume_retrains_only_the_stages_whose_config_changed(tiny_backbone_dir,
 SCRIPT = """
 import json, os, signal, sys
 from modsenc.training.add_language import run
-from tests.modules.conftest import fast_recipe
+from tests._zoo import fast_recipe
 zoo, work, backbone, resume, kill_at = sys.argv[1:4] + [sys.argv[4] == "1", int(sys.argv[5])]
 def killer(stage, step, metrics):
     if stage == "la" and step == kill_at:

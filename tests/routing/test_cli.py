@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from modsenc.cli import main
 from modsenc.routing.encoder import ModularEncoder
-from tests.routing.conftest import HELD_OUT
+from tests._zoo import HELD_OUT
 
 pytestmark = pytest.mark.slow
 

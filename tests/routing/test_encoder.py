@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from modsenc.routing.encoder import ModularEncoder
-from tests.routing.conftest import HELD_OUT
+from tests._zoo import HELD_OUT
 
 pytestmark = pytest.mark.slow
 

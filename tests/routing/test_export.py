@@ -12,7 +12,7 @@ from sentence_transformers import SentenceTransformer
 from modsenc.modules.export import export_sentence_transformer
 from modsenc.modules.modular import ModularBackbone
 from modsenc.routing.encoder import ModularEncoder
-from tests.routing.conftest import HELD_OUT
+from tests._zoo import HELD_OUT
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ from modsenc.routing.langid import (
     normalise,
     to_iso1,
 )
-from tests.routing.conftest import HELD_OUT
+from tests._zoo import HELD_OUT
 
 LANGS = ["en", "uz", "kk", "de", "tr"]
 

@@ -1,3 +1,5 @@
+"""Session fixtures shared across test packages: a tiny backbone and a small zoo built from it."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +10,8 @@ from modsenc.backbone import Backbone
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.demo import demo_path
 from modsenc.data.readers import read_parallel_tsv
-from modsenc.training.recipe import load_recipe
+from modsenc.training.add_language import run
+from tests._zoo import fast_recipe
 from tests.backbone._tiny import tiny_config
 
 
@@ -24,19 +27,16 @@ def tiny_backbone_dir(tmp_path_factory) -> Path:
     return backbone.save_pretrained(root / "backbone")
 
 
-def fast_recipe(**extra: str) -> dict:
-    """The default add-language recipe, cut down to a few steps per stage."""
-    overrides = {
-        "vocab.vocab_size": "300",
-        "vocab.fasttext_min_count": "1",
-        "la.max_steps": "4",
-        "la.batch_size": "8",
-        "se.epochs": "null",
-        "se.max_steps": "3",
-        "se.batch_size": "8",
-        "cla.epochs": "null",
-        "cla.max_steps": "4",
-        "cla.batch_size": "8",
-        "training.checkpoint_every": "2",
-    } | extra
-    return load_recipe("add-language", [f"{k}={v}" for k, v in overrides.items()])
+@pytest.fixture(scope="session")
+def zoo_dir(tiny_backbone_dir, tmp_path_factory) -> Path:
+    """en (pivot, SE), uz (all stages; a GELU CLA so the cross export can merge it), kk (vocab, LA,
+    parallel-only CLA with adapters' default ReLU), de (vocab, LA)."""
+    root = tmp_path_factory.mktemp("routing_zoo")
+    zoo = root / "zoo"
+    run("en", fast_recipe(), zoo, backbone_dir=tiny_backbone_dir, work_dir=root / "w-en")
+    run("uz", fast_recipe(**{"cla.adapter": "{non_linearity: gelu}"}), zoo, work_dir=root / "w-uz")
+    run(
+        "kk", fast_recipe(**{"cla.variant": "pl"}), zoo, work_dir=root / "w-kk", stages=["vocab", "la", "cla"]
+    )
+    run("de", fast_recipe(), zoo, work_dir=root / "w-de", stages=["vocab", "la"])
+    return zoo

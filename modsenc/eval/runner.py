@@ -1,0 +1,181 @@
+"""``modsenc eval``: run the metrics on any encoder and write JSON, Markdown and a heatmap.
+
+An encoder is a zoo (``ModularEncoder``: each language through its own modules), a backbone
+directory (the bare backbone for every language), a sentence-transformers model directory or hub
+name, or any object with a sentence-transformers-style ``encode``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from modsenc.data.readers import read_parallel_tsv
+from modsenc.eval.bitext import bitext_mining
+from modsenc.eval.similarity import language_bias
+from modsenc.eval.sts import read_sts_tsv, spearman_x100
+from modsenc.utils.io import atomic_write_json, atomic_write_text
+
+EncodeFn = Callable[[Sequence[str]], np.ndarray]
+
+
+class EncoderSet:
+    """``encoder.for_language(lang)`` -> a function from texts to an (n, dim) float32 array."""
+
+    def __init__(self, model: Any, mode: str = "cross", batch_size: int = 64) -> None:
+        self.mode, self.batch_size = mode, batch_size
+        self.kind, self.model = self._load(model)
+
+    @staticmethod
+    def _load(model: Any) -> tuple[str, Any]:
+        if not isinstance(model, (str, os.PathLike)):
+            if not hasattr(model, "encode"):
+                raise TypeError(f"{type(model).__name__} has no encode(); pass a path or an encoder")
+            return "object", model
+        path = Path(model)
+        if (path / "index.json").exists():
+            from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+
+            return "zoo", ModularEncoder.from_pretrained(path)
+        if (path / "modsenc_backbone.json").exists():
+            from modsenc.backbone import Backbone  # noqa: PLC0415
+
+            return "backbone", Backbone.from_pretrained(path).eval()
+        from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+
+        return "sentence-transformers", SentenceTransformer(str(model))
+
+    def for_language(self, lang: str) -> EncodeFn:
+        if self.kind == "zoo":
+            route = lang if lang in self.model.installed else "auto"
+            return lambda texts: self.model.encode(
+                list(texts), lang=route, batch_size=self.batch_size, mode=self.mode
+            )
+        return lambda texts: np.asarray(
+            self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True),
+            dtype=np.float32,
+        )
+
+
+class MTEBEncoder:
+    """Adapter to MTEB's encoder protocol: ``encode(sentences, *, task_name, prompt_type, **kw)``.
+
+    ``mteb.evaluate(MTEBEncoder(ModularEncoder.from_pretrained(zoo)), tasks)``. Languages are
+    detected per sentence unless ``lang`` is given; ``mode`` picks the CLA use as in ``encode``.
+    """
+
+    def __init__(self, encoder: Any, lang: str | None = None, mode: str = "cross") -> None:
+        self.encoder, self.lang, self.mode = encoder, lang, mode
+
+    def encode(self, sentences: Sequence[str], **kwargs: Any) -> np.ndarray:
+        batch_size = int(kwargs.get("batch_size", 32))
+        if hasattr(self.encoder, "router"):  # a ModularEncoder
+            return self.encoder.encode(list(sentences), lang=self.lang, batch_size=batch_size, mode=self.mode)
+        return np.asarray(self.encoder.encode(list(sentences), batch_size=batch_size))
+
+
+def evaluate(
+    model: Any,
+    bitext: Sequence[str | os.PathLike] = (),
+    sts: Sequence[str | os.PathLike] = (),
+    pivot: str = "en",
+    mode: str = "cross",
+) -> dict[str, Any]:
+    encoders = EncoderSet(model, mode=mode)
+    results: dict[str, Any] = {"model": str(model), "mode": mode, "bitext": {}, "sts": {}}
+    for path in bitext:
+        corpus = read_parallel_tsv(path)
+        fns = {lang: encoders.for_language(lang) for lang in corpus.languages}
+        results["bitext"][Path(path).name] = bitext_mining(corpus.columns, fns, pivot=pivot)
+    for path in sts:
+        pairs = read_sts_tsv(path)
+        groups: dict[tuple[str, str], list] = {}
+        for pair in pairs:
+            groups.setdefault((pair.lang1, pair.lang2), []).append(pair)
+        scores: dict[str, float] = {}
+        bilingual: dict[str, tuple[np.ndarray, list[float]]] = {}
+        for (l1, l2), group in groups.items():
+            a = encoders.for_language(l1)([p.sentence1 for p in group])
+            b = encoders.for_language(l2)([p.sentence2 for p in group])
+            gold = [p.score for p in group]
+            scores[f"{l1}-{l2}"] = spearman_x100(a, b, gold)
+            if l1 != l2:
+                an = a / np.linalg.norm(a, axis=1, keepdims=True)
+                bn = b / np.linalg.norm(b, axis=1, keepdims=True)
+                bilingual[f"{l1}-{l2}"] = ((an * bn).sum(1), gold)
+        entry: dict[str, Any] = {"spearman": scores}
+        if len(bilingual) >= 2:
+            entry["language_bias"] = language_bias(bilingual)
+        results["sts"][Path(path).name] = entry
+    return results
+
+
+def markdown(results: dict[str, Any]) -> str:
+    lines = [f"# modsenc eval: {results['model']} (mode {results['mode']})"]
+    for name, pairs in results["bitext"].items():
+        lines += [
+            f"\n## Bitext mining: {name}\n",
+            "| pair | xsim error % | P@1 % | n |",
+            "|---|---:|---:|---:|",
+        ]
+        lines += [f"| {p} | {m['xsim_error']:.2f} | {m['p@1']:.2f} | {m['n']} |" for p, m in pairs.items()]
+    for name, entry in results["sts"].items():
+        lines += [f"\n## STS: {name}\n", "| pair | Spearman x100 |", "|---|---:|"]
+        lines += [f"| {p} | {v:.1f} |" for p, v in entry["spearman"].items()]
+        if "language_bias" in entry:
+            bias = entry["language_bias"]
+            lines.append(
+                f"\nLanguage bias: {bias['bias']:.1f} "
+                f"(average {bias['average']:.1f}, pooled {bias['pooled']:.1f})"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def heatmap(results: dict[str, Any], path: str | os.PathLike) -> None:
+    """xsim error per (source, target) pair of the first bitext file, as a PNG."""
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    name, pairs = next(iter(results["bitext"].items()))
+    langs = sorted({x for p in pairs for x in p.split("-")})
+    grid = np.full((len(langs), len(langs)), np.nan)
+    for pair, metrics in pairs.items():
+        a, b = pair.split("-")
+        grid[langs.index(a), langs.index(b)] = metrics["xsim_error"]
+    fig, ax = plt.subplots(figsize=(1 + 0.6 * len(langs), 1 + 0.5 * len(langs)))
+    image = ax.imshow(grid, cmap="viridis_r", vmin=0, vmax=100)
+    ax.set_xticks(range(len(langs)), langs)
+    ax.set_yticks(range(len(langs)), langs)
+    ax.set_xlabel("target")
+    ax.set_ylabel("source")
+    for i in range(len(langs)):
+        for j in range(len(langs)):
+            if not np.isnan(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.0f}", ha="center", va="center", color="white", fontsize=8)
+    ax.set_title(f"xsim error % ({name})")
+    fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    tmp = Path(path).with_name(f".{Path(path).name}.tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def write_reports(results: dict[str, Any], json_path=None, markdown_path=None, heatmap_path=None) -> None:
+    if json_path:
+        atomic_write_json(json_path, results)
+    if markdown_path:
+        atomic_write_text(markdown_path, markdown(results))
+    if heatmap_path and results["bitext"]:
+        heatmap(results, heatmap_path)
+
+
+def dumps(results: dict[str, Any]) -> str:
+    return json.dumps(results, indent=2)
