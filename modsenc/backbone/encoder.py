@@ -185,6 +185,8 @@ class Backbone(nn.Module):
     ) -> list[list[int]]:
         """Token ids with special tokens, cut to ``max_length`` (keeping the closing special token)."""
         limit = min(max_length or self.max_length, self.max_length)
+        if not texts:
+            return []  # fast tokenizers fail on an empty batch
         encoded = self.tokenizer(
             list(texts),
             truncation=True,

@@ -423,18 +423,7 @@ class AddLanguage:
         sampler = LengthBucketBatchSampler(
             [e.length for e in examples], int(cfg["batch_size"]), seed=self.seed
         )
-        metrics = _train(
-            self.modular,
-            objective,
-            examples,
-            sampler,
-            cfg,
-            self.recipe.get("training", {}),
-            run_dir,
-            self.resume,
-            self.seed,
-            self._callbacks(run_dir),
-        )
+        metrics = self._fit(objective, examples, sampler, cfg, run_dir)
         self.modular.save_lora(self.lang, "la", out / "la")
         if "vocab" in kinds:
             self.modular.save_vocabulary(self.lang, out)
@@ -449,40 +438,13 @@ class AddLanguage:
         )
         self.modular.activate(self.lang, self.modular.modules_of(self.lang))
         self.modular.set_trainable(self.lang, ["se"])
-        tokenize = self.modular.backbone.tokenize
         pairs = self.data.paraphrases
-        anchors, positives = tokenize([p.anchor for p in pairs]), tokenize([p.positive for p in pairs])
-        negatives = dict(
-            zip(
-                [i for i, p in enumerate(pairs) if p.negative],
-                tokenize([p.negative for p in pairs if p.negative]),
-            )
+        examples = self._pair_examples(
+            "paraphrase", [p.positive for p in pairs], [p.negative for p in pairs], [p.anchor for p in pairs]
         )
-        examples = [
-            SentencePairExample(
-                "paraphrase", positives[i], anchor_ids=anchors[i], negative_ids=negatives.get(i)
-            )
-            for i in range(len(pairs))
-        ]
         objective = SentencePairObjective(scale=float(cfg.get("scale", 20.0)))
-        sampler = LengthBucketBatchSampler(
-            [e.length for e in examples],
-            int(cfg["batch_size"]),
-            seed=self.seed,
-            drop_last=len(examples) > int(cfg["batch_size"]),
-        )
-        metrics = _train(
-            self.modular,
-            objective,
-            examples,
-            sampler,
-            cfg,
-            self.recipe.get("training", {}),
-            run_dir,
-            self.resume,
-            self.seed,
-            self._callbacks(run_dir),
-        )
+        sampler = self._sampler(examples, int(cfg["batch_size"]))
+        metrics = self._fit(objective, examples, sampler, cfg, run_dir)
         self.modular.save_lora(self.lang, "se", out / "se")
         return metrics
 
@@ -491,8 +453,6 @@ class AddLanguage:
         variant = cfg.get("variant", "jt")
         encode_pivot = self._encoder(self.pivot, self.pivot_kinds)
         self.modular.add_alignment(self.lang, alignment_adapter_config(**(cfg.get("adapter") or {})))
-        self.modular.activate(self.lang, self.modular.modules_of(self.lang))
-        tokenize = self.modular.backbone.tokenize
 
         def vectors(texts: list[str]) -> torch.Tensor:
             # The pivot's side is frozen: its embeddings are computed once, through its own modules.
@@ -502,56 +462,74 @@ class AddLanguage:
         parallel: list[SentencePairExample] = []
         if variant in ("pp", "jt"):
             items = self.data.crosslingual
-            targets = vectors([a for a, _, _ in items])
-            self.modular.activate(self.lang, self.modular.modules_of(self.lang))
-            positives = tokenize([b for _, b, _ in items])
-            neg_index = [i for i, (_, _, n) in enumerate(items) if n]
-            negatives = dict(zip(neg_index, tokenize([items[i][2] for i in neg_index])))
-            paraphrase = [
-                SentencePairExample(
-                    "paraphrase", positives[i], anchor_vector=targets[i], negative_ids=negatives.get(i)
-                )
-                for i in range(len(items))
-            ]
+            targets = list(vectors([a for a, _, _ in items]))
+            self.modular.activate(self.lang, self.modular.modules_of(self.lang))  # LANG's tokenizer
+            paraphrase = self._pair_examples(
+                "paraphrase", [b for _, b, _ in items], [n for _, _, n in items], targets
+            )
         if variant in ("pl", "jt"):
             items = self.data.parallel
-            targets = vectors([a for a, _ in items])
+            targets = list(vectors([a for a, _ in items]))
             self.modular.activate(self.lang, self.modular.modules_of(self.lang))
-            translations = tokenize([b for _, b in items])
-            parallel = [
-                SentencePairExample("parallel", translations[i], anchor_vector=targets[i])
-                for i in range(len(items))
-            ]
+            parallel = self._pair_examples("parallel", [b for _, b in items], [None] * len(items), targets)
         self.modular.activate(self.lang, self.modular.modules_of(self.lang))
         self.modular.set_trainable(self.lang, ["cla"])
         batch_size = int(cfg["batch_size"])
-
-        def sampler_for(examples: list[SentencePairExample]) -> LengthBucketBatchSampler:
-            return LengthBucketBatchSampler(
-                [e.length for e in examples], batch_size, seed=self.seed, drop_last=len(examples) > batch_size
-            )
-
         if variant == "jt":
-            sampler = AlternatingBatchSampler(
-                sampler_for(paraphrase), sampler_for(parallel), offset=len(paraphrase)
-            )
+            first, second = self._sampler(paraphrase, batch_size), self._sampler(parallel, batch_size)
+            sampler = AlternatingBatchSampler(first, second, offset=len(paraphrase))
         else:
-            sampler = sampler_for(paraphrase or parallel)
+            sampler = self._sampler(paraphrase or parallel, batch_size)
         objective = SentencePairObjective(scale=float(cfg.get("scale", 20.0)))
-        metrics = _train(
+        metrics = self._fit(objective, paraphrase + parallel, sampler, cfg, run_dir)
+        self.modular.save_alignment(self.lang, out / "cla")
+        return metrics
+
+    def _fit(
+        self, objective: torch.nn.Module, examples: list, sampler: Any, cfg: dict, run_dir: Path
+    ) -> dict:
+        training = self.recipe.get("training", {})
+        callbacks = self._callbacks(run_dir)
+        return _train(
             self.modular,
             objective,
-            paraphrase + parallel,
+            examples,
             sampler,
             cfg,
-            self.recipe.get("training", {}),
+            training,
             run_dir,
             self.resume,
             self.seed,
-            self._callbacks(run_dir),
+            callbacks,
         )
-        self.modular.save_alignment(self.lang, out / "cla")
-        return metrics
+
+    def _sampler(self, examples: list, batch_size: int, drop_last: bool = True) -> LengthBucketBatchSampler:
+        # drop_last keeps in-batch negatives at full strength, unless the data is a single batch.
+        drop = drop_last and len(examples) > batch_size
+        return LengthBucketBatchSampler(
+            [e.length for e in examples], batch_size, seed=self.seed, drop_last=drop
+        )
+
+    def _pair_examples(
+        self, kind: str, positives: list[str], negatives: list[str | None], anchors: list[Any]
+    ) -> list[SentencePairExample]:
+        """Tokenised (anchor, positive[, negative]) examples; anchors are texts or fixed vectors."""
+        tokenize = self.modular.backbone.tokenize
+        positive_ids = tokenize(positives)
+        with_negative = [i for i, n in enumerate(negatives) if n]
+        negative_ids = dict(zip(with_negative, tokenize([negatives[i] for i in with_negative])))
+        text_anchors = bool(anchors) and isinstance(anchors[0], str)
+        anchor_ids = tokenize(anchors) if text_anchors else None
+        return [
+            SentencePairExample(
+                kind,
+                positive_ids[i],
+                anchor_ids=anchor_ids[i] if text_anchors else None,
+                anchor_vector=None if text_anchors else anchors[i],
+                negative_ids=negative_ids.get(i),
+            )
+            for i in range(len(positives))
+        ]
 
     def _callbacks(self, run_dir: Path) -> tuple:
         stage = run_dir.parent.name
