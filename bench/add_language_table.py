@@ -56,7 +56,10 @@ def size_table(zoo: Path, langs: list[str]) -> str:
 
 
 def time_table(zoos: dict[str, Path], langs: list[str]) -> str:
-    lines = ["| language | zoo | stages (s) | wall (s) |", "|---|---|---|---:|"]
+    lines = [
+        "| language | zoo | stage times when trained (s) | wall of the run that installed it (s) |",
+        "|---|---|---|---:|",
+    ]
     for lang in langs:
         for variant, zoo in zoos.items():
             manifest = _manifest(zoo, lang)
