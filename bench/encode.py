@@ -6,8 +6,8 @@
 1. sentences/s of ``ModularEncoder.encode`` (LoRAs unmerged, packed attention) against
    ``SentenceTransformer.encode`` on the model ``modsenc export`` writes for the same language
    (modules merged: same size as the backbone), on the same sentences, alternating A/B runs;
-2. process RSS after loading the backbone alone, one language, and every installed language
-   (each in a fresh process, so nothing is shared between the measurements);
+2. process RSS of the backbone alone, then after adding each installed language in turn (a fresh
+   process; freed heap is returned to the OS before every reading, so RSS counts live memory);
 3. language-ID accuracy of the router on the held-out columns of ``--sentences`` for every
    installed language (the bundles' profiles are built from other files).
 """
@@ -37,24 +37,27 @@ def rss_mb() -> float:
 
 
 MEMORY_PROBE = """
-import gc, json, sys
+import ctypes, gc, json, sys
 sys.path.insert(0, {repo!r})
 from bench.encode import rss_mb
 from modsenc.routing.encoder import ModularEncoder
+libc = ctypes.CDLL("libc.so.6")
+def settled_rss():
+    gc.collect()
+    libc.malloc_trim(0)  # hand freed heap back to the OS, so RSS counts live memory only
+    return rss_mb()
 zoo, languages, texts = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 enc = ModularEncoder.from_pretrained(zoo, device="cpu", verify_backbone=False)
-if languages:
-    for lang in languages:
-        enc.load_language(lang)
-        enc.encode(texts, lang=lang)
-else:
-    enc.modular.encode(texts, None)  # the bare backbone
-gc.collect()
-print(json.dumps({{"rss_mb": rss_mb(), "loaded": enc.loaded_languages}}))
+enc.modular.encode(texts, None)  # the bare backbone
+steps = [("backbone", settled_rss())]
+for lang in languages:
+    enc.encode(texts, lang=lang)  # loads the language on first use
+    steps.append((lang, settled_rss()))
+print(json.dumps(steps))
 """
 
 
-def memory(zoo: str, languages: list[str], texts: list[str]) -> dict:
+def memory(zoo: str, languages: list[str], texts: list[str]) -> list[tuple[str, float]]:
     script = MEMORY_PROBE.format(repo=str(REPO))
     out = subprocess.run(
         [sys.executable, "-c", script, zoo, json.dumps(languages), json.dumps(texts)],
@@ -153,18 +156,19 @@ def main() -> None:
         lang: sum(p.stat().st_size for p in zoo.bundle_dir(lang).rglob("*") if p.is_file()) / 2**20
         for lang in installed
     }
-    base = memory(args.zoo, [], probe)
-    one = memory(args.zoo, [args.lang], probe)
-    every = memory(args.zoo, installed, probe)
-    print("\n## process RSS (fresh process each, after encoding 64 sentences)")
-    print(f"backbone alone                 {base['rss_mb']:8.1f} MB")
+    steps = memory(args.zoo, installed, probe)
+    print("\n## process RSS (one process; languages added one by one, each after encoding 64 sentences;")
+    print("## garbage collected and malloc_trim'd before every reading)")
+    print(f"backbone alone                 {steps[0][1]:8.1f} MB")
+    for (_, before), (lang, after) in zip(steps, steps[1:]):
+        print(
+            f"+ {lang}                           {after:8.1f} MB  "
+            f"(+{after - before:5.1f} MB; bundle on disk {sizes[lang]:5.1f} MB)"
+        )
+    total = steps[-1][1] - steps[0][1]
     print(
-        f"+ {args.lang}                           {one['rss_mb']:8.1f} MB  "
-        f"(+{one['rss_mb'] - base['rss_mb']:.1f} MB; bundle on disk {sizes[args.lang]:.1f} MB)"
-    )
-    print(
-        f"+ all {len(installed)} languages ({','.join(installed)}) {every['rss_mb']:8.1f} MB  "
-        f"(+{every['rss_mb'] - base['rss_mb']:.1f} MB; bundles on disk {sum(sizes.values()):.1f} MB)"
+        f"all {len(installed)} languages: +{total:.1f} MB over the backbone alone; "
+        f"bundles on disk {sum(sizes.values()):.1f} MB"
     )
 
     # ---------------------------------------------------------------- 3. language ID
