@@ -1,1 +1,1 @@
-"""Evaluation of sentence encoders: STS, paraphrase retrieval (more metrics follow in issue 5)."""
+"""Evaluation of sentence encoders: bitext mining, STS, RSIM, language bias, classification, mining."""

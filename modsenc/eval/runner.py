@@ -18,7 +18,7 @@ import numpy as np
 from modsenc.data.readers import read_parallel_tsv
 from modsenc.eval.bitext import bitext_mining
 from modsenc.eval.similarity import language_bias
-from modsenc.eval.sts import read_sts_tsv, spearman_x100
+from modsenc.eval.sts import read_sts_tsv, row_cosines, spearman_x100
 from modsenc.utils.io import atomic_write_json, atomic_write_text
 
 EncodeFn = Callable[[Sequence[str]], np.ndarray]
@@ -105,9 +105,7 @@ def evaluate(
             gold = [p.score for p in group]
             scores[f"{l1}-{l2}"] = spearman_x100(a, b, gold)
             if l1 != l2:
-                an = a / np.linalg.norm(a, axis=1, keepdims=True)
-                bn = b / np.linalg.norm(b, axis=1, keepdims=True)
-                bilingual[f"{l1}-{l2}"] = ((an * bn).sum(1), gold)
+                bilingual[f"{l1}-{l2}"] = (row_cosines(a, b), gold)
         entry: dict[str, Any] = {"spearman": scores}
         if len(bilingual) >= 2:
             entry["language_bias"] = language_bias(bilingual)

@@ -15,6 +15,7 @@ from scipy.stats import spearmanr
 
 from modsenc.data.errors import DataFormatError
 from modsenc.data.readers import _check_file, _no_rows, _read_table, is_language_code
+from modsenc.eval.bitext import l2_normalise
 
 STS_COLUMNS = ["lang1", "lang2", "sentence1", "sentence2", "score"]
 
@@ -53,11 +54,14 @@ def read_sts_tsv(path: str | os.PathLike) -> list[STSPair]:
     return pairs
 
 
+def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """cosine(a[i], b[i]) for every row i."""
+    return (l2_normalise(a) * l2_normalise(b)).sum(axis=1)
+
+
 def spearman_x100(a: np.ndarray, b: np.ndarray, gold: Sequence[float]) -> float:
     """Spearman x100 of row-wise cosine(a, b) against ``gold``."""
-    a = a / np.linalg.norm(a, axis=1, keepdims=True).clip(1e-12)
-    b = b / np.linalg.norm(b, axis=1, keepdims=True).clip(1e-12)
-    return float(spearmanr((a * b).sum(axis=1), np.asarray(gold)).statistic * 100)
+    return float(spearmanr(row_cosines(a, b), np.asarray(gold)).statistic * 100)
 
 
 def evaluate_sts(

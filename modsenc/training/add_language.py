@@ -36,7 +36,7 @@ from modsenc.backbone.manifest import library_versions
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import AlternatingBatchSampler, BatchStream, LengthBucketBatchSampler
 from modsenc.data.readers import ParaphrasePair, load_monolingual, load_parallel, load_paraphrases
-from modsenc.eval.retrieval import precision_at_1
+from modsenc.eval.bitext import precision_at_1
 from modsenc.eval.sts import evaluate_sts, read_sts_tsv
 from modsenc.modules.bundle import EMBEDDINGS_FILE, TOKENIZER_DIR, Zoo, check_language_code, detect_script
 from modsenc.modules.configs import alignment_adapter_config, language_adapter_config, sentence_adapter_config
