@@ -309,7 +309,12 @@ def export(zoo_dir, lang, output_dir, mode) -> None:
 
 @main.command("eval")
 @click.argument("model")
-@click.option("--bitext", multiple=True, help="Multi-parallel TSV for bitext mining (xsim, P@1). Repeatable.")
+@click.option(
+    "--bitext",
+    multiple=True,
+    help="Multi-parallel TSV for bitext mining (xsim, P@1), or a Hugging Face dataset as a YAML mapping, "
+    "e.g. '{hf: wmt19, config: de-en, split: validation}'. Repeatable.",
+)
 @click.option("--sts", multiple=True, help="STS TSV (lang1 lang2 sentence1 sentence2 score). Repeatable.")
 @click.option(
     "--pivot", default="en", show_default=True, help="Bitext pairs: pivot-centric, both directions."
@@ -331,6 +336,9 @@ def eval_command(model, bitext, sts, pivot, mode, json_path, markdown_path, heat
 
     if not bitext and not sts:
         raise click.UsageError("give at least one --bitext or --sts file")
+    import yaml  # noqa: PLC0415
+
+    bitext = [yaml.safe_load(b) if b.lstrip().startswith("{") else b for b in bitext]
     try:
         results = evaluate(model, bitext=bitext, sts=sts, pivot=pivot, mode=mode)
         write_reports(results, json_path, markdown_path, heatmap_path)

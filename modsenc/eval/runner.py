@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from modsenc.data.readers import read_parallel_tsv
+from modsenc.data.readers import load_parallel
 from modsenc.eval.bitext import bitext_mining
 from modsenc.eval.similarity import language_bias
 from modsenc.eval.sts import read_sts_tsv, row_cosines, spearman_x100
@@ -81,17 +81,18 @@ class MTEBEncoder:
 
 def evaluate(
     model: Any,
-    bitext: Sequence[str | os.PathLike] = (),
+    bitext: Sequence[str | os.PathLike | dict] = (),
     sts: Sequence[str | os.PathLike] = (),
     pivot: str = "en",
     mode: str = "cross",
 ) -> dict[str, Any]:
     encoders = EncoderSet(model, mode=mode)
     results: dict[str, Any] = {"model": str(model), "mode": mode, "bitext": {}, "sts": {}}
-    for path in bitext:
-        corpus = read_parallel_tsv(path)
+    for spec in bitext:
+        corpus = load_parallel(spec)  # a TSV path, or {"hf": name, "split": ..., ...} for datasets
+        name = Path(spec).name if isinstance(spec, (str, os.PathLike)) else corpus.path
         fns = {lang: encoders.for_language(lang) for lang in corpus.languages}
-        results["bitext"][Path(path).name] = bitext_mining(corpus.columns, fns, pivot=pivot)
+        results["bitext"][name] = bitext_mining(corpus.columns, fns, pivot=pivot)
     for path in sts:
         pairs = read_sts_tsv(path)
         groups: dict[tuple[str, str], list] = {}

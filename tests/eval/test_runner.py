@@ -139,3 +139,21 @@ def test_mine_cli_finds_the_translations(zoo_dir, tmp_path) -> None:
     scores = [float(line.split("\t")[0]) for line in lines]
     assert scores == sorted(scores, reverse=True) and len(lines) == 40
     assert all(line.split("\t")[1] == line.split("\t")[2] for line in lines)  # identical texts pair up
+
+
+def test_bitext_from_a_hugging_face_dataset(tmp_path) -> None:
+    """A `datasets` source (here the packaged json builder on a local file: no hub needed)."""
+    rows = [{"translation": {"en": f"sentence {i}", "de": f"Satz {i}"}} for i in range(12)]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    vectors = {f"sentence {i}": np.eye(12)[i] for i in range(12)} | {
+        f"Satz {i}": np.eye(12)[i] for i in range(12)
+    }
+
+    class Lookup:
+        def encode(self, texts, batch_size=32, convert_to_numpy=True):
+            return np.stack([vectors[t] for t in texts]).astype(np.float32)
+
+    result = evaluate(Lookup(), bitext=[{"hf": "json", "data_files": str(data), "split": "train"}])
+    ((name, pairs),) = result["bitext"].items()
+    assert name.startswith("hf:json") and pairs["en-de"] == {"xsim_error": 0.0, "p@1": 100.0, "n": 12}
