@@ -152,10 +152,7 @@ def main() -> None:
 
     # ---------------------------------------------------------------- 2. memory
     probe = texts[:64]
-    sizes = {
-        lang: sum(p.stat().st_size for p in zoo.bundle_dir(lang).rglob("*") if p.is_file()) / 2**20
-        for lang in installed
-    }
+    sizes = {lang: zoo.bundle_bytes(lang) / 2**20 for lang in installed}
     steps = memory(args.zoo, installed, probe)
     print("\n## process RSS (one process; languages added one by one, each after encoding 64 sentences;")
     print("## garbage collected and malloc_trim'd before every reading)")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -374,13 +373,13 @@ def mine_command(
     src, tgt, zoo_dir, src_lang, tgt_lang, output_path, threshold, k, exact_limit, batch_size
 ) -> None:
     """Mine translation pairs from two monolingual files (one sentence per line), margin-scored."""
+    from modsenc.data.readers import _iter_lines  # noqa: PLC0415
     from modsenc.eval.mining import mine, write_pairs  # noqa: PLC0415
-    from modsenc.routing.cli_encode import _lines  # noqa: PLC0415
     from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
 
     try:
         encoder = ModularEncoder.from_pretrained(zoo_dir)
-        texts = [[line for line in _lines(Path(p)) if line.strip()] for p in (src, tgt)]
+        texts = [[line for _, line in _iter_lines(p) if line.strip()] for p in (src, tgt)]
         vectors = [
             encoder.encode(t, lang=lang, batch_size=batch_size, show_progress_bar=True)
             for t, lang in zip(texts, (src_lang, tgt_lang))

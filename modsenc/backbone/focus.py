@@ -84,3 +84,32 @@ def focus_embeddings(
             f"FOCUS returned {embeddings.shape[0]} rows for a {len(target_tokenizer)}-token vocabulary"
         )
     return embeddings
+
+
+def focus_from_texts(
+    source_tokenizer: Any,
+    source_embeddings: torch.Tensor,
+    target_tokenizer: Any,
+    texts: list[str],
+    work_dir: str | os.PathLike,
+    options: dict[str, Any] | None = None,
+    seed: int = 42,
+) -> torch.Tensor:
+    """FOCUS on in-memory ``texts``: writes ``work_dir/corpus.txt`` (deepfocus reads a file) and keeps
+    the caches in ``work_dir/cache``. ``options``: fasttext_dim / fasttext_epochs / fasttext_min_count."""
+    options = options or {}
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    text_path = work_dir / "corpus.txt"
+    text_path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    return focus_embeddings(
+        source_tokenizer,
+        source_embeddings,
+        target_tokenizer,
+        text_path,
+        cache_dir=work_dir / "cache",
+        fasttext_dim=int(options.get("fasttext_dim", 100)),
+        fasttext_epochs=int(options.get("fasttext_epochs", 3)),
+        fasttext_min_count=int(options.get("fasttext_min_count", 10)),
+        seed=seed,
+    )

@@ -168,6 +168,20 @@ class Zoo:
                 f"{path} is corrupt ({err}); rebuild the bundle with `modsenc add-language {lang}`"
             ) from err
 
+    def read_compatible_manifest(self, lang: str) -> dict[str, Any]:
+        """The bundle's manifest, after checking it was built on this zoo's backbone."""
+        manifest = self.read_manifest(lang)
+        if manifest.get("backbone", {}).get("fingerprint") != self.backbone_fingerprint():
+            raise ValueError(
+                f"the {lang} bundle in {self.root} was built for another backbone (fingerprint mismatch); "
+                f"rebuild it with `modsenc add-language {lang}`"
+            )
+        return manifest
+
+    def bundle_bytes(self, lang: str) -> int:
+        """Size of a bundle on disk."""
+        return sum(p.stat().st_size for p in self.bundle_dir(lang).rglob("*") if p.is_file())
+
     def write_bundle(self, lang: str, files: dict[str, Path], manifest: dict[str, Any]) -> Path:
         """Install a bundle atomically: ``files`` maps names inside the bundle to files or folders."""
         target = self.bundle_dir(lang)

@@ -64,9 +64,7 @@ def export_sentence_transformer(
     if mode not in ("cross", "mono"):
         raise ValueError(f"mode must be 'cross' or 'mono', got {mode!r}")
     zoo = Zoo(zoo_dir)
-    manifest = zoo.read_manifest(lang)
-    if manifest["backbone"]["fingerprint"] != zoo.backbone_fingerprint():
-        raise ValueError(f"the {lang} bundle was built for another backbone than {zoo.backbone_dir}")
+    zoo.read_compatible_manifest(lang)
     backbone = Backbone.from_pretrained(zoo.backbone_dir, attention="sdpa")
     modular = ModularBackbone(backbone)
     kinds = modular.load_bundle(zoo.bundle_dir(lang), lang)

@@ -18,18 +18,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from modsenc.data.errors import DataFormatError
+from modsenc.data.readers import _iter_lines
 from modsenc.modules.bundle import Zoo, check_language_code
 from modsenc.utils.io import _fsync_dir
-
-
-def _lines(path: Path) -> Iterator[str]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                yield raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as err:
-                raise DataFormatError(path, number, f"not valid UTF-8 ({err.reason})") from None
 
 
 def _count_lines(path: Path) -> int:
@@ -39,7 +30,7 @@ def _count_lines(path: Path) -> int:
 
 def _chunks(path: Path, size: int) -> Iterator[list[str]]:
     chunk: list[str] = []
-    for line in _lines(path):
+    for _, line in _iter_lines(path):
         chunk.append(line)
         if len(chunk) == size:
             yield chunk
@@ -129,7 +120,7 @@ def zoo_table(zoo_dir: str | os.PathLike) -> str:
     rows = ["lang  script  pivot  modules               size (MB)  created"]
     for lang in zoo.languages():
         manifest = zoo.read_manifest(lang)
-        size = sum(p.stat().st_size for p in zoo.bundle_dir(lang).rglob("*") if p.is_file()) / 2**20
+        size = zoo.bundle_bytes(lang) / 2**20
         modules = ",".join(k for k in ("vocab", "la", "se", "cla") if k in manifest["modules"])
         rows.append(
             f"{lang:<5} {manifest['script']:<7} {'yes' if manifest['is_pivot'] else 'no':<6} "

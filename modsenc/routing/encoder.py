@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -36,10 +35,6 @@ from modsenc.routing.langid import (
 MODES = ("cross", "mono")
 
 
-def _bundle_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 class ModularEncoder:
     def __init__(
         self,
@@ -57,7 +52,6 @@ class ModularEncoder:
         self.installed = zoo.languages()
         self._sizes: OrderedDict[str, int] = OrderedDict()  # loaded languages, least recently used first
         self._lock = modular.lock
-        self._fingerprint = zoo.backbone_fingerprint()
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -138,14 +132,8 @@ class ModularEncoder:
                     f"language {lang!r} is not installed in {self.zoo.root} "
                     f"(installed: {', '.join(self.installed)})"
                 )
-            manifest = self.zoo.read_manifest(lang)
-            if manifest.get("backbone", {}).get("fingerprint") != self._fingerprint:
-                raise ValueError(
-                    f"the {lang} bundle in {self.zoo.root} was built for another backbone "
-                    "(fingerprint mismatch); "
-                    f"rebuild it with `modsenc add-language {lang}`"
-                )
-            size = _bundle_bytes(self.zoo.bundle_dir(lang))
+            self.zoo.read_compatible_manifest(lang)
+            size = self.zoo.bundle_bytes(lang)
             self._make_room(size)
             self.modular.load_bundle(self.zoo.bundle_dir(lang), lang)
             self.modular.to(self.modular.backbone.device)

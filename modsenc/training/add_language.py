@@ -31,7 +31,7 @@ from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
 from modsenc.backbone.encoder import Backbone
-from modsenc.backbone.focus import focus_embeddings
+from modsenc.backbone.focus import focus_from_texts
 from modsenc.backbone.manifest import library_versions
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import AlternatingBatchSampler, BatchStream, LengthBucketBatchSampler
@@ -291,7 +291,7 @@ class AddLanguage:
         self.modular = ModularBackbone(backbone)
         self.pivot_kinds: set[str] = set()
         if self.lang != self.pivot and self.pivot in self.zoo.languages():
-            self._check_fingerprint(self.pivot)
+            self.zoo.read_compatible_manifest(self.pivot)
             self.pivot_kinds = self.modular.load_bundle(self.zoo.bundle_dir(self.pivot), self.pivot)
             self.pivot_kinds.discard("cla")
         self.sts = [
@@ -339,13 +339,6 @@ class AddLanguage:
                     f"cla variant {variant} needs parallel data with {self.pivot} and {self.lang} columns"
                 )
 
-    def _check_fingerprint(self, lang: str) -> None:
-        theirs = self.zoo.read_manifest(lang)["backbone"]["fingerprint"]
-        if theirs != self.zoo.backbone_fingerprint():
-            raise ValueError(
-                f"the {lang} bundle in {self.zoo.root} was built for another backbone; rebuild it"
-            )
-
     # ----------------------------------------------------------------------------------------- evaluation
     def _encoder(self, lang: str, kinds: set[str]):
         return lambda texts: self.modular.encode(list(texts), lang, kinds, batch_size=64)
@@ -386,18 +379,13 @@ class AddLanguage:
         tokenizer = train_sentencepiece(
             self.data.mono, out / TOKENIZER_DIR, vocab_size=int(cfg.get("vocab_size", 8000))
         )
-        text_path = self.work / "vocab" / "focus" / "corpus.txt"
-        text_path.parent.mkdir(parents=True, exist_ok=True)
-        text_path.write_text("\n".join(self.data.mono) + "\n", encoding="utf-8")
-        weight = focus_embeddings(
+        weight = focus_from_texts(
             self.modular.base_tokenizer,
             self.modular.base_embeddings.weight,
             tokenizer,
-            text_path,
-            cache_dir=self.work / "vocab" / "focus" / "cache",
-            fasttext_dim=int(cfg.get("fasttext_dim", 100)),
-            fasttext_epochs=int(cfg.get("fasttext_epochs", 3)),
-            fasttext_min_count=int(cfg.get("fasttext_min_count", 10)),
+            self.data.mono,
+            self.work / "vocab" / "focus",
+            options=cfg,
             seed=self.seed,
         )
         self.modular.add_vocabulary(self.lang, tokenizer, weight)

@@ -19,7 +19,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from modsenc.backbone.encoder import Backbone
-from modsenc.backbone.focus import focus_embeddings
+from modsenc.backbone.focus import focus_from_texts
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import BatchStream, LengthBucketBatchSampler
 from modsenc.data.demo import demo_path
@@ -82,19 +82,13 @@ def build_initial_backbone(recipe: dict[str, Any], corpora: list[ParallelCorpus]
         raise ValueError(f"model.init must be 'scratch' or 'pretrained', got {model_cfg['init']!r}")
     backbone = Backbone.from_pretrained(resolve_pretrained(model_cfg["name_or_path"]), attention=attention)
     if new_tokenizer is not None:
-        text_path = work_dir / "focus" / "corpus.txt"
-        text_path.parent.mkdir(parents=True, exist_ok=True)
-        text_path.write_text("\n".join(sentences) + "\n", encoding="utf-8")
-        focus_cfg = tok_cfg.get("focus", {}) or {}
-        embeddings = focus_embeddings(
+        embeddings = focus_from_texts(
             backbone.tokenizer,
             backbone.word_embeddings.weight,
             new_tokenizer,
-            text_path,
-            cache_dir=work_dir / "focus" / "cache",
-            fasttext_dim=int(focus_cfg.get("fasttext_dim", 100)),
-            fasttext_epochs=int(focus_cfg.get("fasttext_epochs", 3)),
-            fasttext_min_count=int(focus_cfg.get("fasttext_min_count", 10)),
+            sentences,
+            work_dir / "focus",
+            options=tok_cfg.get("focus"),
             seed=recipe["seed"],
         )
         backbone.replace_vocabulary(new_tokenizer, embeddings)
