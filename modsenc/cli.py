@@ -191,6 +191,65 @@ def add_language(
     click.echo(f"{lang} bundle written to {target}")
 
 
+@main.command("finetune")
+@click.option(
+    "--backbone",
+    "backbone_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Backbone to start from (a train-backbone output, or any Hugging Face encoder directory).",
+)
+@click.option(
+    "--output",
+    "output_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Run folder: each phase writes OUTPUT/<phases>/backbone (m, c, mc) with checkpoints beside it.",
+)
+@click.option(
+    "--recipe",
+    default="full-finetune-cpu",
+    show_default=True,
+    help="Recipe name in recipes/ or a YAML path (languages, paraphrase data, per-phase budgets).",
+)
+@click.option(
+    "--pairs",
+    default="mono",
+    show_default=True,
+    help="Comma-separated phases, trained in sequence: mono (Full_m), cross (Full_c), mono,cross (Full_mc).",
+)
+@click.option("--resume", is_flag=True, help="Continue a killed phase from its newest checkpoint.")
+@click.option("--seed", type=int, help="Override the recipe's seed.")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override any recipe key, e.g. --set mono.epochs=1 --set languages=[en,uz].",
+)
+def finetune(backbone_dir, output_dir, recipe, pairs, resume, seed, overrides) -> None:
+    """Fine-tune ALL parameters of a backbone on paraphrase pairs (the paper's Full_* baselines).
+
+    The pairs are the ones add-language trains its SE (mono) and CLA (cross) modules on, so a zoo
+    and these baselines can be compared on the same data. The result is a plain backbone directory,
+    usable with `modsenc eval --model`.
+
+    \b
+    modsenc finetune --backbone runs/cpu-minilm/backbone --output runs/paper/full --pairs mono,cross
+    """
+    from modsenc.training.finetune import run  # noqa: PLC0415
+    from modsenc.training.recipe import load_recipe  # noqa: PLC0415
+
+    extra = list(overrides) + ([f"seed={seed}"] if seed is not None else [])
+    phases = [p.strip() for p in pairs.split(",") if p.strip()]
+    try:
+        config = load_recipe(recipe, extra)
+        final = run(config, backbone_dir, output_dir, pairs=phases, resume=resume)
+    except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+    click.echo(f"backbone written to {final}")
+
+
 @main.command("encode")
 @click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
 @click.option(

@@ -34,7 +34,7 @@ from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.focus import focus_from_texts
 from modsenc.backbone.manifest import library_versions
 from modsenc.backbone.tokenizer import train_sentencepiece
-from modsenc.data.batching import AlternatingBatchSampler, BatchStream, LengthBucketBatchSampler
+from modsenc.data.batching import AlternatingBatchSampler, LengthBucketBatchSampler
 from modsenc.data.readers import ParaphrasePair, load_monolingual, load_parallel, load_paraphrases
 from modsenc.eval.bitext import precision_at_1
 from modsenc.eval.sts import evaluate_sts, read_sts_tsv
@@ -44,10 +44,7 @@ from modsenc.modules.modular import ModularBackbone
 from modsenc.objectives.mlm import MaskedLanguageModeling, MLMConfig
 from modsenc.objectives.sentence_pairs import SentencePairExample, SentencePairObjective
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile
-from modsenc.training.checkpoint import latest_checkpoint
-from modsenc.training.distributed import init_distributed
-from modsenc.training.loop import LoopConfig, TrainModule, train_loop
-from modsenc.training.optim import build_optimizer, build_scheduler
+from modsenc.training.loop import fit_stage
 from modsenc.training.train_backbone import file_record, resolve_data_spec, seed_everything
 from modsenc.utils.io import atomic_directory, atomic_write_json
 
@@ -185,57 +182,6 @@ def _stage_key(previous: str, stage: str, recipe: dict[str, Any], data: Language
         "dev_pairs": recipe.get("data", {}).get("dev_pairs"),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _steps(cfg: dict[str, Any], batches_per_epoch: int) -> int:
-    if cfg.get("epochs") is not None:
-        return max(1, round(float(cfg["epochs"]) * batches_per_epoch))
-    return int(cfg["max_steps"])
-
-
-def _train(
-    modular: ModularBackbone,
-    objective: torch.nn.Module,
-    examples: list[Any],
-    sampler: Any,
-    cfg: dict[str, Any],
-    train_cfg: dict[str, Any],
-    run_dir: Path,
-    resume: bool,
-    seed: int,
-    callbacks: tuple = (),
-) -> dict[str, float]:
-    dist = init_distributed()
-    module = TrainModule(modular.backbone, objective, dist)
-    max_steps = _steps(cfg, len(sampler))
-    loop_cfg = LoopConfig(
-        max_steps=max_steps,
-        max_grad_norm=train_cfg.get("max_grad_norm", 1.0),
-        log_every=int(train_cfg.get("log_every", 10)),
-        checkpoint_every=int(train_cfg.get("checkpoint_every", 100)),
-        keep_checkpoints=int(train_cfg.get("keep_checkpoints", 2)),
-        seed=seed,
-        mixed_precision=str(train_cfg.get("mixed_precision", "auto")),
-        trainable_only=True,
-    )
-    optimizer = build_optimizer(
-        module, lr=float(cfg["lr"]), weight_decay=float(train_cfg.get("weight_decay", 0.01))
-    )
-    warmup = int(float(cfg.get("warmup_ratio", 0.1)) * max_steps)
-    scheduler = build_scheduler(optimizer, cfg.get("scheduler", "linear"), warmup, max_steps)
-    return train_loop(
-        module,
-        module,
-        examples,
-        BatchStream(sampler),
-        optimizer,
-        scheduler,
-        loop_cfg,
-        run_dir,
-        dist,
-        resume=resume and latest_checkpoint(run_dir) is not None,
-        callbacks=callbacks,
-    )
 
 
 class AddLanguage:
@@ -478,8 +424,8 @@ class AddLanguage:
     ) -> dict:
         training = self.recipe.get("training", {})
         callbacks = self._callbacks(run_dir)
-        return _train(
-            self.modular,
+        return fit_stage(
+            self.modular.backbone,
             objective,
             examples,
             sampler,

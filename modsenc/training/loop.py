@@ -27,7 +27,8 @@ from modsenc.training.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from modsenc.training.distributed import DistContext
+from modsenc.training.distributed import DistContext, init_distributed
+from modsenc.training.optim import build_optimizer, build_scheduler
 from modsenc.utils.io import atomic_write_text
 
 
@@ -242,3 +243,59 @@ def train_loop(
             callback(step, step_metrics)
     bar.close()
     return last
+
+
+def stage_steps(cfg: dict[str, Any], batches_per_epoch: int) -> int:
+    """``epochs`` (a number of passes, may be fractional) wins over ``max_steps``."""
+    if cfg.get("epochs") is not None:
+        return max(1, round(float(cfg["epochs"]) * batches_per_epoch))
+    return int(cfg["max_steps"])
+
+
+def fit_stage(
+    backbone: Backbone,
+    objective: Objective,
+    examples: Sequence[Any],
+    sampler: Any,
+    cfg: dict[str, Any],
+    train_cfg: dict[str, Any],
+    run_dir: Path,
+    resume: bool,
+    seed: int,
+    callbacks: Sequence[StepCallback] = (),
+    trainable_only: bool = True,
+) -> dict[str, float]:
+    """One single-process training stage from recipe sections: ``cfg`` holds the stage's epochs or
+    max_steps, lr, scheduler and warmup_ratio; ``train_cfg`` the shared loop settings. Used by
+    add-language (adapters: only trainable tensors are checkpointed) and full fine-tuning."""
+    dist = init_distributed()
+    module = TrainModule(backbone, objective, dist)
+    max_steps = stage_steps(cfg, len(sampler))
+    loop_cfg = LoopConfig(
+        max_steps=max_steps,
+        max_grad_norm=train_cfg.get("max_grad_norm", 1.0),
+        log_every=int(train_cfg.get("log_every", 10)),
+        checkpoint_every=int(train_cfg.get("checkpoint_every", 100)),
+        keep_checkpoints=int(train_cfg.get("keep_checkpoints", 2)),
+        seed=seed,
+        mixed_precision=str(train_cfg.get("mixed_precision", "auto")),
+        trainable_only=trainable_only,
+    )
+    optimizer = build_optimizer(
+        module, lr=float(cfg["lr"]), weight_decay=float(train_cfg.get("weight_decay", 0.01))
+    )
+    warmup = int(float(cfg.get("warmup_ratio", 0.1)) * max_steps)
+    scheduler = build_scheduler(optimizer, cfg.get("scheduler", "linear"), warmup, max_steps)
+    return train_loop(
+        module,
+        module,
+        examples,
+        BatchStream(sampler),
+        optimizer,
+        scheduler,
+        loop_cfg,
+        run_dir,
+        dist,
+        resume=resume and latest_checkpoint(run_dir) is not None,
+        callbacks=callbacks,
+    )

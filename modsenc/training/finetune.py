@@ -1,0 +1,170 @@
+"""Recipe entry point for ``modsenc finetune``: full-parameter fine-tuning of a backbone on paraphrases.
+
+These are the modular paper's baselines (Huang et al., 2025, Tables 1-2): every parameter of the
+backbone is trained, with its own multilingual tokenizer, on
+
+    mono   monolingual paraphrase pairs of all languages (anchor and positive in one language)
+    cross  cross-lingual paraphrase pairs: the pivot's anchor with the other language's positive
+
+and ``Full_mc`` is ``mono`` then ``cross``, in sequence. The pairs are exactly those that
+``add-language`` trains its SE (mono) and CLA-pp (cross) modules on, read by the same function from
+the same recipe ``data`` section, with the same dev pairs held out, so a modular zoo and these
+baselines can be compared on equal data.
+
+Each phase writes ``OUTPUT/<phases so far>/backbone`` (``m``, ``c``, ``mc``): ``--pairs mono,cross``
+reuses a finished ``m`` whose key (config, data, starting backbone) still matches, so Full_m and
+Full_mc share their first phase. A killed phase continues from its last checkpoint with ``--resume``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from modsenc.backbone.encoder import Backbone, load_manifest
+from modsenc.data.batching import LengthBucketBatchSampler
+from modsenc.modules.bundle import check_language_code
+from modsenc.objectives.sentence_pairs import SentencePairExample, SentencePairObjective
+from modsenc.training.add_language import load_language_data
+from modsenc.training.loop import fit_stage
+from modsenc.training.train_backbone import seed_everything
+from modsenc.utils.io import atomic_write_json
+
+PAIR_KINDS = ("mono", "cross")
+
+Triple = tuple[str, str, str | None]  # (anchor, positive, hard negative or None)
+
+
+def load_pairs(kind: str, recipe: dict[str, Any]) -> tuple[list[Triple], dict[str, int]]:
+    """The training pairs of one phase, and how many each language contributed."""
+    if kind not in PAIR_KINDS:
+        raise ValueError(f"pairs must be one of {', '.join(PAIR_KINDS)}, got {kind!r}")
+    pivot = check_language_code(recipe.get("pivot", "en"))
+    languages = [check_language_code(code) for code in recipe.get("languages") or []]
+    if not languages:
+        raise ValueError("the recipe's `languages` list is empty: name the languages to fine-tune on")
+    # Only paraphrases are read: monolingual text and parallel data belong to other stages.
+    data_cfg = {**recipe.get("data", {}), "mono": [], "parallel": []}
+    pairs: list[Triple] = []
+    counts: dict[str, int] = {}
+    for lang in languages:
+        data = load_language_data(lang, pivot, data_cfg, recipe.get("_recipe_path"))
+        if kind == "mono":
+            mine = [(p.anchor, p.positive, p.negative) for p in data.paraphrases]
+        else:
+            mine = list(data.crosslingual)  # empty for the pivot
+        counts[lang] = len(mine)
+        pairs.extend(mine)
+    if not pairs:
+        raise ValueError(f"no {kind} paraphrase pairs for {languages} in {recipe.get('data', {})}")
+    return pairs, counts
+
+
+def _examples(backbone: Backbone, pairs: list[Triple]) -> list[SentencePairExample]:
+    anchors = backbone.tokenize([a for a, _, _ in pairs])
+    positives = backbone.tokenize([p for _, p, _ in pairs])
+    with_negative = [i for i, (_, _, n) in enumerate(pairs) if n]
+    negatives = dict(zip(with_negative, backbone.tokenize([pairs[i][2] for i in with_negative])))
+    return [
+        SentencePairExample("paraphrase", positives[i], anchor_ids=anchors[i], negative_ids=negatives.get(i))
+        for i in range(len(pairs))
+    ]
+
+
+def _phase_key(previous: str, kind: str, recipe: dict[str, Any], counts: dict[str, int]) -> str:
+    payload = {
+        "previous": previous,
+        "pairs": kind,
+        "config": recipe.get(kind, {}),
+        "training": recipe.get("training", {}),
+        "seed": recipe.get("seed", 0),
+        "max_length": recipe.get("max_length"),
+        "data": recipe.get("data", {}),
+        "counts": counts,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def run(
+    recipe: dict[str, Any],
+    backbone_dir: str | Path,
+    output_dir: str | Path,
+    pairs: Sequence[str] = ("mono",),
+    resume: bool = False,
+) -> Path:
+    """Fine-tune every parameter, one phase per entry of ``pairs``; returns the last backbone dir."""
+    if not pairs:
+        raise ValueError("--pairs is empty: give mono, cross or mono,cross")
+    output_dir = Path(output_dir)
+    seed = int(recipe.get("seed", 0))
+    try:
+        key = load_manifest(backbone_dir)["fingerprint"]
+    except FileNotFoundError:  # a Hugging Face directory or hub name, not written by modsenc
+        key = str(backbone_dir)
+    source = Path(backbone_dir)
+    for index, kind in enumerate(pairs):
+        phase_pairs, counts = load_pairs(kind, recipe)
+        key = _phase_key(key, kind, recipe, counts)
+        phase_dir = output_dir / "".join(k[0] for k in pairs[: index + 1])
+        final, done_file = phase_dir / "backbone", phase_dir / "done.json"
+        done = json.loads(done_file.read_text()) if done_file.exists() else None
+        if done and done["key"] == key and final.exists():
+            print(f"[finetune] phase {phase_dir.name}: finished earlier, reusing {final}")
+            source = final
+            continue
+        if phase_dir.exists():
+            key_file = phase_dir / "key.json"
+            stale = json.loads(key_file.read_text())["key"] if key_file.exists() else None
+            if stale != key:
+                shutil.rmtree(phase_dir)  # another config, data or starting point: start over
+            elif not resume:
+                raise FileExistsError(
+                    f"{phase_dir} holds an unfinished run: pass --resume to continue it, or remove it"
+                )
+        phase_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(phase_dir / "key.json", {"key": key})
+        print(f"[finetune] phase {phase_dir.name}: {kind} pairs {counts}, from {source}")
+        started = time.time()
+        seed_everything(seed + index)
+        backbone = Backbone.from_pretrained(source, max_length=recipe.get("max_length"))
+        examples = _examples(backbone, phase_pairs)
+        cfg = recipe[kind]
+        batch_size = int(cfg["batch_size"])
+        sampler = LengthBucketBatchSampler(
+            [e.length for e in examples], batch_size, seed=seed, drop_last=len(examples) > batch_size
+        )
+        metrics = fit_stage(
+            backbone,
+            SentencePairObjective(scale=float(cfg.get("scale", 20.0))),
+            examples,
+            sampler,
+            cfg,
+            recipe.get("training", {}),
+            phase_dir / "run",
+            resume=resume,
+            seed=seed,
+            trainable_only=False,
+        )
+        seconds = round(time.time() - started, 1)
+        backbone.eval().save_pretrained(
+            final,
+            manifest_extra={
+                "finetune": {
+                    "phases": list(pairs[: index + 1]),
+                    "pair_counts": counts,
+                    "started_from": str(backbone_dir),
+                    "recipe": {k: v for k, v in recipe.items() if not k.startswith("_")},
+                    "metrics": metrics,
+                    "seconds": seconds,
+                }
+            },
+        )
+        atomic_write_json(done_file, {"key": key, "metrics": metrics, "seconds": seconds})
+        print(f"[finetune] phase {phase_dir.name}: {seconds:.0f} s, backbone written to {final}")
+        source = final
+    return source
