@@ -377,13 +377,23 @@ def export(zoo_dir, lang, output_dir, mode) -> None:
 @click.option(
     "--pivot", default="en", show_default=True, help="Bitext pairs: pivot-centric, both directions."
 )
-@click.option("--mode", type=click.Choice(["cross", "mono"]), default="cross", show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["cross", "mono"]),
+    default="cross",
+    show_default=True,
+    help="Zoo only: cross uses each language's alignment adapter, mono leaves it out.",
+)
+@click.option(
+    "--route",
+    help="Zoo only: encode every language with this language's modules (e.g. en: the paper's Mod_en).",
+)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write all metrics as JSON.")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write Markdown tables.")
 @click.option(
     "--heatmap", "heatmap_path", type=click.Path(dir_okay=False), help="PNG of xsim error per pair."
 )
-def eval_command(model, bitext, sts, pivot, mode, json_path, markdown_path, heatmap_path) -> None:
+def eval_command(model, bitext, sts, pivot, mode, route, json_path, markdown_path, heatmap_path) -> None:
     """Evaluate MODEL: a zoo, a backbone directory, or a sentence-transformers model.
 
     \b
@@ -398,7 +408,7 @@ def eval_command(model, bitext, sts, pivot, mode, json_path, markdown_path, heat
 
     bitext = [yaml.safe_load(b) if b.lstrip().startswith("{") else b for b in bitext]
     try:
-        results = evaluate(model, bitext=bitext, sts=sts, pivot=pivot, mode=mode)
+        results = evaluate(model, bitext=bitext, sts=sts, pivot=pivot, mode=mode, route=route)
         write_reports(results, json_path, markdown_path, heatmap_path)
     except (FileNotFoundError, KeyError, ValueError) as err:
         raise click.ClickException(str(err)) from err

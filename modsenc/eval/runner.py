@@ -25,11 +25,25 @@ EncodeFn = Callable[[Sequence[str]], np.ndarray]
 
 
 class EncoderSet:
-    """``encoder.for_language(lang)`` -> a function from texts to an (n, dim) float32 array."""
+    """``encoder.for_language(lang)`` -> a function from texts to an (n, dim) float32 array.
 
-    def __init__(self, model: Any, mode: str = "cross", batch_size: int = 64) -> None:
+    ``route`` sends every language of a zoo through one language's modules: ``route="en"`` is the
+    modular paper's Mod_en baseline (the English SE adapter shared by all languages).
+    """
+
+    def __init__(
+        self, model: Any, mode: str = "cross", batch_size: int = 64, route: str | None = None
+    ) -> None:
         self.mode, self.batch_size = mode, batch_size
         self.kind, self.model = self._load(model)
+        if route is not None:
+            if self.kind != "zoo":
+                raise ValueError(f"route={route!r} needs a zoo; {model} is a {self.kind}")
+            if route not in self.model.installed:
+                raise ValueError(
+                    f"route={route!r}: not installed in {model} ({', '.join(self.model.installed)})"
+                )
+        self.route = route
 
     @staticmethod
     def _load(model: Any) -> tuple[str, Any]:
@@ -52,7 +66,7 @@ class EncoderSet:
 
     def for_language(self, lang: str) -> EncodeFn:
         if self.kind == "zoo":
-            route = lang if lang in self.model.installed else "auto"
+            route = self.route or (lang if lang in self.model.installed else "auto")
             return lambda texts: self.model.encode(
                 list(texts), lang=route, batch_size=self.batch_size, mode=self.mode
             )
@@ -85,9 +99,12 @@ def evaluate(
     sts: Sequence[str | os.PathLike] = (),
     pivot: str = "en",
     mode: str = "cross",
+    route: str | None = None,
 ) -> dict[str, Any]:
-    encoders = EncoderSet(model, mode=mode)
+    encoders = EncoderSet(model, mode=mode, route=route)
     results: dict[str, Any] = {"model": str(model), "mode": mode, "bitext": {}, "sts": {}}
+    if route is not None:
+        results["route"] = route
     for spec in bitext:
         corpus = load_parallel(spec)  # a TSV path, or {"hf": name, "split": ..., ...} for datasets
         name = Path(spec).name if isinstance(spec, (str, os.PathLike)) else corpus.path

@@ -157,3 +157,18 @@ def test_bitext_from_a_hugging_face_dataset(tmp_path) -> None:
     result = evaluate(Lookup(), bitext=[{"hf": "json", "data_files": str(data), "split": "train"}])
     ((name, pairs),) = result["bitext"].items()
     assert name.startswith("hf:json") and pairs["en-de"] == {"xsim_error": 0.0, "p@1": 100.0, "n": 12}
+
+
+def test_route_sends_every_language_through_one_bundle(zoo_dir, tiny_backbone_dir) -> None:
+    """route="en" is Mod_en: Uzbek text goes through the English modules, not through its own."""
+    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+
+    encoder = ModularEncoder.from_pretrained(zoo_dir)
+    texts = ["Bolalar suzmoqda.", "Bozor yopiq."]
+    routed = EncoderSet(zoo_dir, route="en").for_language("uz")(texts)
+    np.testing.assert_allclose(routed, encoder.encode(texts, lang="en"), atol=1e-6)
+    assert np.abs(routed - encoder.encode(texts, lang="uz")).max() > 1e-3
+    with pytest.raises(ValueError, match="route='fr': not installed"):
+        EncoderSet(zoo_dir, route="fr")
+    with pytest.raises(ValueError, match="route='en' needs a zoo"):
+        EncoderSet(tiny_backbone_dir, route="en")
