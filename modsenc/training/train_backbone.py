@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,7 @@ def run(
     recipe: dict[str, Any], output_dir: str | os.PathLike, resume: bool = False, callbacks: tuple = ()
 ) -> Path:
     """Train a backbone as the recipe says; returns the final backbone directory."""
+    started = time.time()
     dist = init_distributed()
     output_dir = Path(output_dir)
     run_dir, final_dir = output_dir / "run", output_dir / "backbone"
@@ -214,6 +216,8 @@ def run(
                 "steps": loop_cfg.max_steps,
                 "final_metrics": last,
                 "world_size": dist.world_size,
+                # of the process that finished the run: after --resume, from the resume on
+                "wall_seconds": round(time.time() - started, 1),
             },
         )
     if dist.is_distributed:
