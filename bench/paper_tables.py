@@ -299,6 +299,40 @@ def modular_tables(results: dict[str, dict]) -> tuple[str, str, dict[str, dict[s
     return "\n".join(sts_lines), "\n".join(bitext_lines), numbers
 
 
+def _read_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def compute_table(models: dict[str, Any]) -> tuple[str, float]:
+    """Training time of every model, as recorded beside it by the command that trained it."""
+    lines = ["| model | training time (s), as recorded |", "|---|---:|"]
+    total = 0.0
+
+    def add(label: str, seconds: float | None) -> None:
+        nonlocal total
+        total += seconds or 0.0
+        cell = "not recorded" if seconds is None else f"{seconds:.0f}" if seconds else "0 (all reused)"
+        lines.append(f"| {label} | {cell} |")
+
+    for name, label, _ in ABLATION:
+        add(
+            f"backbone: {label}",
+            _read_json(models["mexma"][name] / "modsenc_backbone.json").get("wall_seconds"),
+        )
+    full = models["full"]["Full_m"].parent.parent
+    for phase in ("m", "c", "mc"):
+        add(f"finetune phase {phase}", _read_json(full / phase / "done.json").get("seconds"))
+    for variant, zoo in models["zoo"].items():
+        for lang in LANGS:
+            stages = _read_json(zoo / lang / "modsenc_bundle.json").get("stage_seconds", {})
+            if variant != "jt":  # vocabulary, LA and SE were trained once, in the jt run
+                stages = {k: v for k, v in stages.items() if k == "cla"}
+            label = f"add-language {lang} ({'+'.join(stages) or 'nothing new'}, zoo {variant})"
+            installed = (zoo / lang / "modsenc_bundle.json").exists()
+            add(label, sum(stages.values()) if installed else None)
+    return "\n".join(lines), total
+
+
 def _held(flag: bool) -> str:
     return "**held**" if flag else "**did not hold**"
 
@@ -341,8 +375,9 @@ def modular_direction(n: dict[str, dict[str, float]]) -> tuple[str, str]:
     return sts, bitext
 
 
-def document(args: argparse.Namespace, run: Runner, results: dict[str, dict]) -> str:
+def document(args: argparse.Namespace, run: Runner, results: dict[str, dict], models: dict[str, Any]) -> str:
     ablation, ablation_numbers = ablation_table(results)
+    compute, train_seconds = compute_table(models)
     sts, bitext, modular_numbers = modular_tables(results)
     sts_direction, bitext_direction = modular_direction(modular_numbers)
 
@@ -437,7 +472,7 @@ def main() -> None:
     results = evaluate(args, run, models)
     if args.dry_run:
         return
-    text = document(args, run, results)
+    text = document(args, run, results, models)
     tmp = args.out.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(args.out)
