@@ -22,7 +22,8 @@ document. Evaluation data (eval-dev only, never trained on):
   there has its uz, kk and az translation (395 sentences; the alignment is checked, not assumed).
 
     python bench/paper_tables.py --data ../shared/data --work runs/paper \
-        --mexma-full runs/cpu-minilm --zoo-pattern 'runs/zoo-cpu-{variant}' \
+        --mexma-repeat runs/cpu-minilm --modular-backbone runs/cpu-minilm/backbone \
+        --zoo-pattern 'runs/zoo-cpu-{variant}' \
         --language-work-pattern 'runs/add-language-cpu/{lang}' --out docs/results.md
 """
 
@@ -51,6 +52,7 @@ ABLATION = (
     ("token", "+ token-level gradients", ["objective.koleo=false"]),
     ("full", "+ KoLeo (MEXMA)", []),
 )
+REPEAT_LABEL = "+ KoLeo (MEXMA), earlier run (--mexma-repeat)"
 MODSENC = [sys.executable, "-m", "modsenc.cli"]
 
 
@@ -132,14 +134,17 @@ def train(args: argparse.Namespace, run: Runner) -> dict[str, Any]:
     data, work = args.data, args.work
     models: dict[str, Any] = {"mexma": {}, "full": {}, "zoo": {}}
     for name, _, overrides in ABLATION:
-        out = Path(args.mexma_full) if name == "full" and args.mexma_full else work / f"mexma-{name}"
+        out = work / f"mexma-{name}"
         command = ["train-backbone", "--recipe", "cpu-minilm", "--output", str(out)]
         command += [x for o in overrides for x in ("--set", o)]
-        if (out / "run" / "checkpoints").exists():
+        if (out / "run" / "checkpoints").exists() and not (out / "backbone").exists():
             command.append("--resume")  # train-backbone refuses --resume when there is nothing to resume
         run("mexma", command, out / "backbone", work / f"log-mexma-{name}.txt")
         models["mexma"][name] = out / "backbone"
-    backbone = models["mexma"]["full"]
+    if args.mexma_repeat:  # an earlier run of the same recipe: a look at run-to-run spread
+        models["mexma"]["repeat"] = Path(args.mexma_repeat) / "backbone"
+    backbone = Path(args.modular_backbone) if args.modular_backbone else models["mexma"]["full"]
+    models["backbone"] = backbone
 
     full = work / "full"
     for pairs, phase in (("mono,cross", "mc"), ("cross", "c")):
@@ -195,9 +200,7 @@ def evaluate(args: argparse.Namespace, run: Runner, models: dict[str, Any]) -> d
         run_eval("eval-mexma", f"mexma-{name}", path, ablation_files)
 
     modular_files = ["--bitext", str(bitext), "--sts", str(sts_all)]
-    if "mexma-full" in results:  # evaluated on the same files above
-        results["backbone"] = results["mexma-full"]
-    for name, path in models["full"].items():
+    for name, path in [("backbone", models["backbone"]), *models["full"].items()]:
         run_eval("eval-modular", name, path, modular_files)
     jt = models["zoo"]["jt"]
     run_eval("eval-modular", "Mod_en", jt, modular_files, ["--route", "en"])
@@ -236,7 +239,7 @@ def ablation_table(results: dict[str, dict]) -> tuple[str, dict[str, dict[str, f
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     numbers: dict[str, dict[str, float]] = {}
-    for name, label, _ in ABLATION:
+    for name, label, _ in (*ABLATION, ("repeat", REPEAT_LABEL, [])):
         r = results.get(f"mexma-{name}")
         if r is None:
             continue
@@ -319,6 +322,9 @@ def compute_table(models: dict[str, Any]) -> tuple[str, float]:
             f"backbone: {label}",
             _read_json(models["mexma"][name] / "modsenc_backbone.json").get("wall_seconds"),
         )
+    if models["backbone"] not in models["mexma"].values() or "repeat" in models["mexma"]:
+        path = models["mexma"].get("repeat", models["backbone"])
+        add(f"backbone: {path}", _read_json(path / "modsenc_backbone.json").get("wall_seconds"))
     full = models["full"]["Full_m"].parent.parent
     for phase in ("m", "c", "mc"):
         add(f"finetune phase {phase}", _read_json(full / phase / "done.json").get("seconds"))
@@ -404,7 +410,9 @@ def document(args: argparse.Namespace, run: Runner, results: dict[str, dict], mo
             "",
             "Same recipe (`recipes/cpu-minilm.yaml`: 400 steps, batch 32, same data and seed); only the",
             "objective switches differ. xsim error: LASER ratio margin, k=4, both directions averaged.",
-            "STS: Spearman x100 of cosine similarity.",
+            "STS: Spearman x100 of cosine similarity. A row 'earlier run' is the same recipe trained",
+            "again (the issue-2 run, with an older dropout seeding): the gap between it and the full",
+            "arm is the run-to-run spread to read the other gaps against.",
             "",
             ablation,
             "",
@@ -416,7 +424,8 @@ def document(args: argparse.Namespace, run: Runner, results: dict[str, dict], mo
             "",
             "## 2. Full fine-tuning versus modules (Modular Sentence Encoders, Tables 1-2 layout)",
             "",
-            "Backbone: the full-MEXMA arm above. Full_m: every parameter trained on the monolingual",
+            f"Backbone: `{models['backbone']}` (recipe cpu-minilm, full MEXMA; the zoos were built on it).",
+            "Full_m: every parameter trained on the monolingual",
             "paraphrases of en, uz, kk and az (4 epochs, the SE stage's budget); Full_c: on the en->XX",
             "cross-lingual paraphrases (2 epochs, the CLA stage's budget); Full_mc: Full_m then the Full_c",
             "phase. Mod_en: the English SE adapter for every language (backbone tokenizer);",
@@ -445,7 +454,17 @@ def document(args: argparse.Namespace, run: Runner, results: dict[str, dict], mo
             "",
             commands("full", "modular", "eval-modular"),
             "",
-            "Wall times of the commands this invocation ran (s):",
+            "## Compute",
+            "",
+            "Training on the 2 CPU cores, as recorded by each command next to its output (a stage that",
+            "was reused is counted once; 'not recorded': trained before train-backbone wrote its wall",
+            "time into the manifest, see docs/benchmarks.md):",
+            "",
+            compute,
+            "",
+            f"Total recorded training time: {train_seconds / 3600:.2f} h.",
+            "",
+            "Wall times of the evaluations this invocation of the script ran itself (s):",
             "",
             "\n".join(f"    {s:>8.0f}  {c}" for c, s in run.seconds.items())
             or "    (none: every output existed)",
@@ -459,7 +478,13 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--work", type=Path, default=Path("runs/paper"))
     parser.add_argument(
-        "--mexma-full", help="An existing `train-backbone --recipe cpu-minilm` run to use as the full arm."
+        "--mexma-repeat",
+        help="An earlier `train-backbone --recipe cpu-minilm` run folder, shown as an extra row of the "
+        "ablation (same recipe, another run: how much the numbers move between runs).",
+    )
+    parser.add_argument(
+        "--modular-backbone",
+        help="Backbone directory the zoos were built on [default: the ablation's full MEXMA arm].",
     )
     parser.add_argument("--zoo-pattern", default="runs/paper/zoo-{variant}")
     parser.add_argument("--language-work-pattern", default="runs/paper/add-language/{lang}")
