@@ -196,7 +196,7 @@ def add_language(
     "--backbone",
     "backbone_dir",
     required=True,
-    type=click.Path(file_okay=False),
+    type=click.Path(exists=True, file_okay=False),
     help="Backbone to start from (a train-backbone output, or any Hugging Face encoder directory).",
 )
 @click.option(

@@ -100,3 +100,21 @@ def test_add_language_help_and_errors(runner: CliRunner, tmp_path: Path) -> None
         ],
     )
     assert result.exit_code == 1 and "missing.tsv: no such file" in result.output
+
+
+def test_finetune_help_and_errors(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(main, ["finetune", "--help"])
+    assert result.exit_code == 0
+    for option in ("--backbone", "--output", "--pairs", "--resume", "--set"):
+        assert option in result.output
+    result = runner.invoke(
+        main, ["finetune", "--backbone", str(tmp_path / "none"), "--output", str(tmp_path)]
+    )
+    assert result.exit_code == 2 and "Directory" in result.output and "does not exist" in result.output
+    result = runner.invoke(main, ["finetune", "--output", str(tmp_path)])
+    assert result.exit_code == 2 and "Missing option '--backbone'" in result.output
+    result = runner.invoke(
+        main, ["finetune", "--backbone", str(tmp_path), "--output", str(tmp_path), "--set", "mono.epoch=1"]
+    )
+    assert result.exit_code == 1 and "unknown key 'mono.epoch'" in result.output
+    assert "Traceback" not in result.output
