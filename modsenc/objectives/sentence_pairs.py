@@ -13,7 +13,7 @@ packed backbone, so the losses hold no model (``model=None``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +54,31 @@ class SentencePairExample:
         if self.negative_ids is not None:
             lengths.append(len(self.negative_ids))
         return max(lengths)
+
+
+def pair_examples(
+    tokenize: Callable[[list[str]], list[list[int]]],
+    kind: str,
+    positives: Sequence[str],
+    negatives: Sequence[str | None],
+    anchors: Sequence[str] | Sequence[torch.Tensor],
+) -> list[SentencePairExample]:
+    """Tokenised (anchor, positive[, negative]) examples; anchors are texts or fixed vectors."""
+    positive_ids = tokenize(list(positives))
+    with_negative = [i for i, n in enumerate(negatives) if n]
+    negative_ids = dict(zip(with_negative, tokenize([negatives[i] for i in with_negative])))
+    text_anchors = bool(anchors) and isinstance(anchors[0], str)
+    anchor_ids = tokenize(list(anchors)) if text_anchors else None
+    return [
+        SentencePairExample(
+            kind,
+            positive_ids[i],
+            anchor_ids=anchor_ids[i] if text_anchors else None,
+            anchor_vector=None if text_anchors else anchors[i],
+            negative_ids=negative_ids.get(i),
+        )
+        for i in range(len(positives))
+    ]
 
 
 @dataclass

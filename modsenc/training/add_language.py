@@ -18,7 +18,6 @@ the backbone or to another language's bundle.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import time
@@ -42,11 +41,15 @@ from modsenc.modules.bundle import EMBEDDINGS_FILE, TOKENIZER_DIR, Zoo, check_la
 from modsenc.modules.configs import alignment_adapter_config, language_adapter_config, sentence_adapter_config
 from modsenc.modules.modular import ModularBackbone
 from modsenc.objectives.mlm import MaskedLanguageModeling, MLMConfig
-from modsenc.objectives.sentence_pairs import SentencePairExample, SentencePairObjective
+from modsenc.objectives.sentence_pairs import (
+    SentencePairExample,
+    SentencePairObjective,
+    pair_examples,
+)
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile
 from modsenc.training.loop import fit_stage
 from modsenc.training.train_backbone import file_record, resolve_data_spec, seed_everything
-from modsenc.utils.io import atomic_directory, atomic_write_json
+from modsenc.utils.io import atomic_directory, atomic_write_json, json_digest
 
 STAGES = ("vocab", "la", "se", "cla")
 CLA_VARIANTS = ("pp", "pl", "jt")
@@ -181,7 +184,7 @@ def _stage_key(previous: str, stage: str, recipe: dict[str, Any], data: Language
         "data": data.files,
         "dev_pairs": recipe.get("data", {}).get("dev_pairs"),
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    return json_digest(payload)
 
 
 class AddLanguage:
@@ -447,23 +450,7 @@ class AddLanguage:
     def _pair_examples(
         self, kind: str, positives: list[str], negatives: list[str | None], anchors: list[Any]
     ) -> list[SentencePairExample]:
-        """Tokenised (anchor, positive[, negative]) examples; anchors are texts or fixed vectors."""
-        tokenize = self.modular.backbone.tokenize
-        positive_ids = tokenize(positives)
-        with_negative = [i for i, n in enumerate(negatives) if n]
-        negative_ids = dict(zip(with_negative, tokenize([negatives[i] for i in with_negative])))
-        text_anchors = bool(anchors) and isinstance(anchors[0], str)
-        anchor_ids = tokenize(anchors) if text_anchors else None
-        return [
-            SentencePairExample(
-                kind,
-                positive_ids[i],
-                anchor_ids=anchor_ids[i] if text_anchors else None,
-                anchor_vector=None if text_anchors else anchors[i],
-                negative_ids=negative_ids.get(i),
-            )
-            for i in range(len(positives))
-        ]
+        return pair_examples(self.modular.backbone.tokenize, kind, positives, negatives, anchors)
 
     def _callbacks(self, run_dir: Path) -> tuple:
         stage = run_dir.parent.name

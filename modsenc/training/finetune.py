@@ -18,7 +18,6 @@ Full_mc share their first phase. A killed phase continues from its last checkpoi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import time
@@ -29,11 +28,11 @@ from typing import Any
 from modsenc.backbone.encoder import Backbone, load_manifest
 from modsenc.data.batching import LengthBucketBatchSampler
 from modsenc.modules.bundle import check_language_code
-from modsenc.objectives.sentence_pairs import SentencePairExample, SentencePairObjective
+from modsenc.objectives.sentence_pairs import SentencePairObjective, pair_examples
 from modsenc.training.add_language import load_language_data
 from modsenc.training.loop import fit_stage
 from modsenc.training.train_backbone import seed_everything
-from modsenc.utils.io import atomic_write_json
+from modsenc.utils.io import atomic_write_json, json_digest
 
 PAIR_KINDS = ("mono", "cross")
 
@@ -65,17 +64,6 @@ def load_pairs(kind: str, recipe: dict[str, Any]) -> tuple[list[Triple], dict[st
     return pairs, counts
 
 
-def _examples(backbone: Backbone, pairs: list[Triple]) -> list[SentencePairExample]:
-    anchors = backbone.tokenize([a for a, _, _ in pairs])
-    positives = backbone.tokenize([p for _, p, _ in pairs])
-    with_negative = [i for i, (_, _, n) in enumerate(pairs) if n]
-    negatives = dict(zip(with_negative, backbone.tokenize([pairs[i][2] for i in with_negative])))
-    return [
-        SentencePairExample("paraphrase", positives[i], anchor_ids=anchors[i], negative_ids=negatives.get(i))
-        for i in range(len(pairs))
-    ]
-
-
 def _phase_key(previous: str, kind: str, recipe: dict[str, Any], counts: dict[str, int]) -> str:
     payload = {
         "previous": previous,
@@ -87,7 +75,7 @@ def _phase_key(previous: str, kind: str, recipe: dict[str, Any], counts: dict[st
         "data": recipe.get("data", {}),
         "counts": counts,
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    return json_digest(payload)
 
 
 def run(
@@ -132,7 +120,13 @@ def run(
         started = time.time()
         seed_everything(seed + index)
         backbone = Backbone.from_pretrained(source, max_length=recipe.get("max_length"))
-        examples = _examples(backbone, phase_pairs)
+        examples = pair_examples(
+            backbone.tokenize,
+            "paraphrase",
+            [p for _, p, _ in phase_pairs],
+            [n for _, _, n in phase_pairs],
+            [a for a, _, _ in phase_pairs],
+        )
         cfg = recipe[kind]
         batch_size = int(cfg["batch_size"])
         sampler = LengthBucketBatchSampler(

@@ -45,6 +45,23 @@ class LoopConfig:
     # Checkpoint only trainable parameters (adapter stages: the frozen backbone is already on disk).
     trainable_only: bool = False
 
+    @classmethod
+    def from_section(
+        cls, training: dict[str, Any], max_steps: int, seed: int, trainable_only: bool = False
+    ) -> LoopConfig:
+        """From a recipe's ``training`` section (missing keys take the defaults below)."""
+        return cls(
+            max_steps=max_steps,
+            grad_accum=int(training.get("grad_accum", 1)),
+            max_grad_norm=training.get("max_grad_norm", 1.0),
+            log_every=int(training.get("log_every", 10)),
+            checkpoint_every=int(training.get("checkpoint_every", 100)),
+            keep_checkpoints=int(training.get("keep_checkpoints", 2)),
+            seed=seed,
+            mixed_precision=str(training.get("mixed_precision", "auto")),
+            trainable_only=trainable_only,
+        )
+
 
 class TrainModule(nn.Module):
     """Backbone + objective as one module, so DDP sees (and syncs) every trained parameter."""
@@ -271,16 +288,7 @@ def fit_stage(
     dist = init_distributed()
     module = TrainModule(backbone, objective, dist)
     max_steps = stage_steps(cfg, len(sampler))
-    loop_cfg = LoopConfig(
-        max_steps=max_steps,
-        max_grad_norm=train_cfg.get("max_grad_norm", 1.0),
-        log_every=int(train_cfg.get("log_every", 10)),
-        checkpoint_every=int(train_cfg.get("checkpoint_every", 100)),
-        keep_checkpoints=int(train_cfg.get("keep_checkpoints", 2)),
-        seed=seed,
-        mixed_precision=str(train_cfg.get("mixed_precision", "auto")),
-        trainable_only=trainable_only,
-    )
+    loop_cfg = LoopConfig.from_section(train_cfg, max_steps, seed, trainable_only)
     optimizer = build_optimizer(
         module, lr=float(cfg["lr"]), weight_decay=float(train_cfg.get("weight_decay", 0.01))
     )

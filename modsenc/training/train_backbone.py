@@ -160,16 +160,7 @@ def run(
 
     examples = objective.prepare(pairs, backbone, backbone.max_length)
     sampler = LengthBucketBatchSampler([ex.length for ex in examples], batch_size, seed=seed, drop_last=True)
-    loop_cfg = LoopConfig(
-        max_steps=int(train_cfg["max_steps"]),
-        grad_accum=int(train_cfg.get("grad_accum", 1)),
-        max_grad_norm=train_cfg.get("max_grad_norm", 1.0),
-        log_every=int(train_cfg.get("log_every", 10)),
-        checkpoint_every=int(train_cfg.get("checkpoint_every", 100)),
-        keep_checkpoints=int(train_cfg.get("keep_checkpoints", 2)),
-        seed=seed,
-        mixed_precision=str(train_cfg.get("mixed_precision", "auto")),
-    )
+    loop_cfg = LoopConfig.from_section(train_cfg, int(train_cfg["max_steps"]), seed)
     optimizer = build_optimizer(
         module, lr=float(train_cfg["lr"]), weight_decay=float(train_cfg.get("weight_decay", 0.01))
     )

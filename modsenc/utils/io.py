@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -69,3 +70,8 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     os.replace(tmp, path)
     _fsync_dir(path.parent)
     shutil.rmtree(backup, ignore_errors=True)
+
+
+def json_digest(obj: Any) -> str:
+    """sha256 of ``obj`` as canonical JSON: the key that tells a finished stage's config from another."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
