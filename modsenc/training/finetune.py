@@ -39,8 +39,11 @@ PAIR_KINDS = ("mono", "cross")
 Triple = tuple[str, str, str | None]  # (anchor, positive, hard negative or None)
 
 
-def load_pairs(kind: str, recipe: dict[str, Any]) -> tuple[list[Triple], dict[str, int]]:
-    """The training pairs of one phase, and how many each language contributed."""
+def load_pairs(
+    kind: str, recipe: dict[str, Any]
+) -> tuple[list[Triple], dict[str, int], dict[str, list[dict[str, Any]]]]:
+    """The training pairs of one phase, how many each language contributed, and the records
+    (path, sha256, rows) of the files they came from."""
     if kind not in PAIR_KINDS:
         raise ValueError(f"pairs must be one of {', '.join(PAIR_KINDS)}, got {kind!r}")
     pivot = check_language_code(recipe.get("pivot", "en"))
@@ -51,6 +54,7 @@ def load_pairs(kind: str, recipe: dict[str, Any]) -> tuple[list[Triple], dict[st
     data_cfg = {**recipe.get("data", {}), "mono": [], "parallel": []}
     pairs: list[Triple] = []
     counts: dict[str, int] = {}
+    files: dict[str, list[dict[str, Any]]] = {}
     for lang in languages:
         data = load_language_data(lang, pivot, data_cfg, recipe.get("_recipe_path"))
         if kind == "mono":
@@ -58,13 +62,16 @@ def load_pairs(kind: str, recipe: dict[str, Any]) -> tuple[list[Triple], dict[st
         else:
             mine = list(data.crosslingual)  # empty for the pivot
         counts[lang] = len(mine)
+        files[lang] = data.files["paraphrase"]
         pairs.extend(mine)
     if not pairs:
         raise ValueError(f"no {kind} paraphrase pairs for {languages} in {recipe.get('data', {})}")
-    return pairs, counts
+    return pairs, counts, files
 
 
-def _phase_key(previous: str, kind: str, recipe: dict[str, Any], counts: dict[str, int]) -> str:
+def _phase_key(
+    previous: str, kind: str, recipe: dict[str, Any], files: dict[str, list[dict[str, Any]]]
+) -> str:
     payload = {
         "previous": previous,
         "pairs": kind,
@@ -73,7 +80,7 @@ def _phase_key(previous: str, kind: str, recipe: dict[str, Any], counts: dict[st
         "seed": recipe.get("seed", 0),
         "max_length": recipe.get("max_length"),
         "data": recipe.get("data", {}),
-        "counts": counts,
+        "files": files,  # sha256 of every file: edited data retrains even with the same paths
     }
     return json_digest(payload)
 
@@ -96,8 +103,8 @@ def run(
         key = str(backbone_dir)
     source = Path(backbone_dir)
     for index, kind in enumerate(pairs):
-        phase_pairs, counts = load_pairs(kind, recipe)
-        key = _phase_key(key, kind, recipe, counts)
+        phase_pairs, counts, files = load_pairs(kind, recipe)
+        key = _phase_key(key, kind, recipe, files)
         phase_dir = output_dir / "".join(k[0] for k in pairs[: index + 1])
         final, done_file = phase_dir / "backbone", phase_dir / "done.json"
         done = json.loads(done_file.read_text()) if done_file.exists() else None

@@ -8,6 +8,7 @@ import pytest
 from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
+from modsenc.data.demo import demo_path
 from modsenc.training.add_language import load_language_data
 from modsenc.training.finetune import load_pairs, run
 from modsenc.training.recipe import load_recipe
@@ -35,11 +36,12 @@ def _weights(backbone_dir) -> dict:
 
 def test_pairs_are_the_ones_add_language_trains_on() -> None:
     recipe = _recipe()
-    mono, mono_counts = load_pairs("mono", recipe)
-    cross, cross_counts = load_pairs("cross", recipe)
+    mono, mono_counts, files = load_pairs("mono", recipe)
+    cross, cross_counts, _ = load_pairs("cross", recipe)
     # demo: 150 pair ids in en and uz, 10 held out as dev in each language.
     assert mono_counts == {"en": 140, "uz": 140}
     assert cross_counts == {"en": 0, "uz": 140}  # the pivot has no cross-lingual pairs
+    assert [r["count"] for r in files["uz"]] == [150] and len(files["uz"][0]["sha256"]) == 64
     uz = load_language_data("uz", "en", recipe["data"] | {"mono": [], "parallel": []}, None)
     assert cross == list(uz.crosslingual)
     assert [(p.anchor, p.positive, p.negative) for p in uz.paraphrases] == mono[140:]
@@ -92,3 +94,21 @@ def test_bad_input_is_named(tiny_backbone_dir, tmp_path) -> None:
         run(_recipe(languages="[en]"), tiny_backbone_dir, tmp_path / "x", pairs=["cross"])
     with pytest.raises(FileNotFoundError, match="nothing.tsv"):
         run(_recipe(**{"data.paraphrase": "[nothing.tsv]"}), tiny_backbone_dir, tmp_path / "x")
+
+
+def test_edited_data_with_the_same_path_retrains(tiny_backbone_dir, tmp_path) -> None:
+    data = tmp_path / "paraphrase.tsv"
+    text = demo_path("paraphrase.tsv").read_text(encoding="utf-8")
+    data.write_text(text, encoding="utf-8")
+    recipe = _recipe(**{"data.paraphrase": f"[{data}]"})
+    out = tmp_path / "full"
+    run(recipe, tiny_backbone_dir, out, pairs=["mono"])
+    first = json.loads((out / "m" / "done.json").read_text())["key"]
+    run(recipe, tiny_backbone_dir, out, pairs=["mono"])  # unchanged: reused
+    assert json.loads((out / "m" / "done.json").read_text())["key"] == first
+    # Same path, same number of pairs, one sentence edited: another key, trained again.
+    data.write_text(
+        text.replace("The meeting starts at ten.", "The meeting starts at eleven."), encoding="utf-8"
+    )
+    run(recipe, tiny_backbone_dir, out, pairs=["mono"])
+    assert json.loads((out / "m" / "done.json").read_text())["key"] != first
