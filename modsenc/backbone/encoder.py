@@ -10,6 +10,7 @@ through a backend from ``attention.py`` that never touches padding.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import warnings
 from collections.abc import Sequence
@@ -28,6 +29,17 @@ from modsenc.backbone.packing import PackedBatch
 from modsenc.utils.io import atomic_directory, atomic_write_json
 
 SUPPORTED_MODEL_TYPES = ("bert", "xlm-roberta", "roberta", "camembert")
+
+
+class _NoMistralRegexWarning(logging.Filter):
+    # transformers 4.57.3+ takes every local directory saved by 4.57.3+ for a Mistral tokenizer and
+    # warns about a Mistral-only regex; nothing is changed in the tokenizer, the warning is noise.
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "fix_mistral_regex" not in record.getMessage()
+
+
+logging.getLogger("transformers.tokenization_utils_base").addFilter(_NoMistralRegexWarning())
+POOLINGS = ("cls", "mean")
 
 
 def packed_layer_forward(
@@ -71,7 +83,13 @@ def run_packed_layers(
 
 
 class Backbone(nn.Module):
-    """Sentence-encoder backbone: HF encoder weights, packed forward, CLS sentence vectors."""
+    """Sentence-encoder backbone: HF encoder weights, packed forward, pooled sentence vectors.
+
+    ``pooling`` is the sentence vector the model was trained with: ``"cls"`` (MEXMA, LaBSE, XLM-R)
+    or ``"mean"`` over every token of the sequence, specials and prefix included (e5,
+    sentence-transformers' MiniLM). ``prefix`` is glued onto every input text before tokenisation
+    (e5's ``"query: "``). Both travel in the manifest, so every consumer gets them.
+    """
 
     def __init__(
         self,
@@ -79,8 +97,14 @@ class Backbone(nn.Module):
         tokenizer: Any,
         attention: str = "auto",
         max_length: int | None = None,
+        pooling: str = "cls",
+        prefix: str = "",
     ) -> None:
         super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        self.pooling = pooling
+        self.prefix = prefix
         config = model.config
         if config.model_type not in SUPPORTED_MODEL_TYPES:
             raise ValueError(
@@ -106,17 +130,31 @@ class Backbone(nn.Module):
         name_or_path: str | os.PathLike,
         attention: str = "auto",
         max_length: int | None = None,
+        pooling: str | None = None,
+        prefix: str | None = None,
         **hf_kwargs: Any,
     ) -> Backbone:
-        """Load a local directory or a hub name (BERT, XLM-R, LaBSE, MiniLM, a modsenc backbone)."""
+        """Load a local directory or a hub name (BERT, XLM-R, LaBSE, MiniLM, e5, a modsenc backbone).
+
+        Pooling and prefix come from ``pooling``/``prefix`` if given, else from the directory
+        (modsenc manifest, or a sentence-transformers model's own files), else from the model name.
+        """
         name_or_path = str(name_or_path)
         if os.path.isdir(name_or_path) and not os.path.exists(os.path.join(name_or_path, "config.json")):
             raise FileNotFoundError(
                 f"{name_or_path} has no config.json: it is not a Hugging Face model directory"
             )
+        found_pooling, found_prefix = sentence_conventions(name_or_path)
         model = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, **hf_kwargs)
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-        return cls(model, tokenizer, attention=attention, max_length=max_length)
+        return cls(
+            model,
+            tokenizer,
+            attention=attention,
+            max_length=max_length,
+            pooling=pooling or found_pooling,
+            prefix=found_prefix if prefix is None else prefix,
+        )
 
     @classmethod
     def from_config(
@@ -188,7 +226,7 @@ class Backbone(nn.Module):
         if not texts:
             return []  # fast tokenizers fail on an empty batch
         encoded = self.tokenizer(
-            list(texts),
+            [self.prefix + t for t in texts] if self.prefix else list(texts),
             truncation=True,
             max_length=limit + 1,  # one extra token tells a cut sentence from one of exactly `limit`
             add_special_tokens=True,
@@ -224,10 +262,9 @@ class Backbone(nn.Module):
         hidden = self.embed(batch)
         return run_packed_layers(self.model.encoder.layer, hidden, batch.seqlens, self.attention)
 
-    @staticmethod
-    def sentence_embedding(hidden: torch.Tensor, batch: PackedBatch) -> torch.Tensor:
-        """CLS pooling (MEXMA's sentence vector): the first token of each sequence."""
-        return hidden.index_select(0, batch.first_token_index)
+    def sentence_embedding(self, hidden: torch.Tensor, batch: PackedBatch) -> torch.Tensor:
+        """The backbone's sentence vector from packed hidden states: CLS, or the mean of each sequence."""
+        return pool(hidden, batch, self.pooling)
 
     @torch.inference_mode()
     def encode(
@@ -239,7 +276,7 @@ class Backbone(nn.Module):
         convert_to_numpy: bool = True,
         convert_to_tensor: bool = False,
     ) -> np.ndarray | torch.Tensor:
-        """sentence-transformers-style encoding with CLS pooling."""
+        """sentence-transformers-style encoding with the backbone's pooling and prefix."""
         single = isinstance(sentences, str)
         texts = [sentences] if single else list(sentences)
         for i, s in enumerate(texts):
@@ -275,9 +312,59 @@ class Backbone(nn.Module):
         with atomic_directory(output_dir) as tmp:
             self.model.save_pretrained(tmp, safe_serialization=True)
             self.tokenizer.save_pretrained(tmp)
-            manifest = build_manifest(tmp, attention=self.attention_name, extra=manifest_extra)
+            manifest = build_manifest(
+                tmp,
+                attention=self.attention_name,
+                pooling=self.pooling,
+                prefix=self.prefix,
+                extra=manifest_extra,
+            )
             atomic_write_json(tmp / MANIFEST_NAME, manifest)
         return output_dir
+
+
+def pool(hidden: torch.Tensor, batch: PackedBatch, pooling: str) -> torch.Tensor:
+    """(num_sequences, hidden) sentence vectors from packed (total_tokens, hidden) states."""
+    if pooling == "cls":
+        return hidden.index_select(0, batch.first_token_index)
+    if pooling == "mean":
+        lengths = torch.tensor(batch.seqlens, device=hidden.device)
+        owner = torch.repeat_interleave(torch.arange(len(batch.seqlens), device=hidden.device), lengths)
+        sums = hidden.new_zeros(len(batch.seqlens), hidden.shape[1]).index_add_(0, owner, hidden)
+        return sums / lengths.unsqueeze(1).to(hidden.dtype)
+    raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+
+
+# Models whose name tells their convention when their directory does not (hub names, bare HF dirs).
+_NAMED_CONVENTIONS = (("e5", "mean", "query: "), ("minilm", "mean", ""), ("mpnet", "mean", ""))
+
+
+def sentence_conventions(name_or_path: str | os.PathLike) -> tuple[str, str]:
+    """(pooling, prefix) of a model: its modsenc manifest, its sentence-transformers files, its name.
+
+    sentence-transformers folders declare pooling in ``1_Pooling/config.json`` and prompts in
+    ``config_sentence_transformers.json``; MEXMA, LaBSE and XLM-R default to CLS.
+    """
+    path = Path(name_or_path)
+    manifest = path / MANIFEST_NAME
+    if manifest.is_file():
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        return data.get("pooling", "cls"), data.get("prefix", "")
+    pooling_file = path / "1_Pooling" / "config.json"
+    if pooling_file.is_file():
+        cfg = json.loads(pooling_file.read_text(encoding="utf-8"))
+        pooling = "mean" if cfg.get("pooling_mode_mean_tokens") else "cls"
+        prefix = ""
+        st_config = path / "config_sentence_transformers.json"
+        if st_config.is_file():
+            st = json.loads(st_config.read_text(encoding="utf-8"))
+            prefix = (st.get("prompts") or {}).get(st.get("default_prompt_name") or "", "")
+        return pooling, prefix
+    name = str(name_or_path).lower()
+    for marker, pooling, prefix in _NAMED_CONVENTIONS:
+        if marker in name:
+            return pooling, prefix
+    return "cls", ""
 
 
 def load_manifest(backbone_dir: str | os.PathLike) -> dict[str, Any]:

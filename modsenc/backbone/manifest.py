@@ -54,12 +54,17 @@ def library_versions() -> dict[str, str]:
 
 
 def build_manifest(
-    model_dir: str | os.PathLike, attention: str, extra: dict[str, Any] | None = None
+    model_dir: str | os.PathLike,
+    attention: str,
+    pooling: str = "cls",
+    prefix: str = "",
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     manifest: dict[str, Any] = {
         "format": "modsenc-backbone/1",
         "fingerprint": fingerprint(model_dir),
-        "pooling": "cls",
+        "pooling": pooling,
+        "prefix": prefix,
         "attention": attention,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "versions": library_versions(),
