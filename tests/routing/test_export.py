@@ -52,3 +52,28 @@ def test_adapters_itself_does_not_merge_a_bottleneck(zoo_dir) -> None:
     modular.backbone.model.set_active_adapters(None)
     without = modular.backbone.encode(TEXTS, convert_to_tensor=True)
     assert (with_cla - without).abs().max() > 1e-3 and not torch.equal(with_cla, without)
+
+
+def test_export_keeps_mean_pooling_and_the_prefix(tiny_backbone_dir, tmp_path) -> None:
+    """An e5-style backbone (mean pooling, "query: " prefix): the export pools and prompts the same way."""
+    import json  # noqa: PLC0415
+
+    from modsenc.backbone import Backbone  # noqa: PLC0415
+    from modsenc.training.add_language import run  # noqa: PLC0415
+    from tests._zoo import fast_recipe  # noqa: PLC0415
+
+    backbone = Backbone.from_pretrained(tiny_backbone_dir, attention="sdpa", pooling="mean", prefix="query: ")
+    mean_dir = backbone.save_pretrained(tmp_path / "mean-backbone")
+    zoo = tmp_path / "zoo"
+    run("en", fast_recipe(), zoo, backbone_dir=mean_dir, work_dir=tmp_path / "w-en")
+    run("uz", fast_recipe(**{"cla.adapter": "{non_linearity: gelu}"}), zoo, work_dir=tmp_path / "w-uz",
+        stages=["se", "cla"])
+    out = export_sentence_transformer(zoo, "uz", tmp_path / "model", mode="cross")
+    pooling = json.loads((out / "1_Pooling" / "config.json").read_text())
+    assert pooling["pooling_mode_mean_tokens"] and not pooling["pooling_mode_cls_token"]
+    st = SentenceTransformer(str(out), device="cpu")
+    assert st.default_prompt_name == "query" and st.prompts["query"] == "query: "
+    expected = ModularEncoder.from_pretrained(zoo, device="cpu").encode(TEXTS, lang="uz")
+    np.testing.assert_allclose(st.encode(TEXTS), expected, atol=1e-5)
+    # the prefix and the pooling both matter: without the prompt the vectors differ
+    assert np.abs(st.encode(TEXTS, prompt="") - expected).max() > 1e-3
