@@ -494,7 +494,7 @@ def _spec_type_error(spec: Any, what: str, example: str) -> TypeError:
 def load_parallel(spec: PathLike | Mapping[str, Any]) -> ParallelCorpus:
     """Resolve a recipe's parallel-data entry.
 
-    Accepted: a path to a parallel TSV; ``{"path": p, "languages": [...]}``; or
+    Accepted: a path to a parallel TSV; ``{"path": p, "languages": [...], "rows": [start, stop]}``; or
     ``{"hf": name, "config": ..., "split": ..., "languages": [...], **load_dataset_kwargs}``
     (e.g. ``data_files``, ``revision``), passed to :func:`load_hf_parallel`.
     """
@@ -516,8 +516,28 @@ def load_parallel(spec: PathLike | Mapping[str, Any]) -> ParallelCorpus:
             languages=kwargs.pop("languages", None),
             **kwargs,
         )
-    d = _spec_dict(spec, {"path", "languages"}, "parallel data")
-    return read_parallel_tsv(d["path"], languages=d.get("languages"))
+    d = _spec_dict(spec, {"path", "languages", "rows"}, "parallel data")
+    corpus = read_parallel_tsv(d["path"], languages=d.get("languages"))
+    if d.get("rows") is None:
+        return corpus
+    return select_rows(corpus, d["rows"])
+
+
+def select_rows(corpus: ParallelCorpus, rows: Sequence[int | None]) -> ParallelCorpus:
+    """Rows ``[start, stop)`` of a corpus (Python slice semantics, ``None`` for an open end): a
+    recipe keeps part of a file for training and the rest for evaluation, e.g. ``rows: [0, 240]``."""
+    if (
+        not isinstance(rows, Sequence)
+        or isinstance(rows, str)
+        or len(rows) != 2
+        or not all(r is None or (isinstance(r, int) and not isinstance(r, bool)) for r in rows)
+    ):
+        raise ValueError(f"{corpus.path}: rows must be [start, stop] (integers or null), got {rows!r}")
+    picked = slice(*rows)
+    columns = {lang: texts[picked] for lang, texts in corpus.columns.items()}
+    if not next(iter(columns.values()), []):
+        raise ValueError(f"{corpus.path}: rows {list(rows)} select none of its {len(corpus)} rows")
+    return ParallelCorpus(f"{corpus.path}[{rows[0]}:{rows[1]}]", columns)
 
 
 def load_paraphrases(spec: PathLike | Mapping[str, Any]) -> list[ParaphrasePair]:

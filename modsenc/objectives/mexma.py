@@ -2,7 +2,8 @@
 plus sentence-level alignment and KoLeo.
 
 For a translation pair (A, B), four encoder passes share weights: clean A, clean B, masked A and
-masked B. The sentence vectors S_A and S_B are the clean passes' last-layer CLS. The head must
+masked B. The sentence vectors S_A and S_B are the clean passes' pooled last layer (the backbone's
+pooling: CLS as in the paper, or the mean for a mean-pooled model such as e5). The head must
 rebuild masked A from A's token states with S_B in position 0, and masked B with S_A, so each
 sentence vector has to carry its sentence's content in a language-agnostic way.
 
@@ -25,6 +26,7 @@ import torch
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.packing import PackedBatch
 from modsenc.data.batching import shard
+from modsenc.data.readers import TranslationPair
 from modsenc.objectives.base import Objective, ObjectiveOutput, TokenizedPair
 from modsenc.objectives.losses.cross_unmasking import CrossUnmaskingHead
 from modsenc.objectives.losses.infonce_alignment import InfoNCEAlignmentLoss
@@ -48,8 +50,15 @@ class MEXMAConfig:
     koleo: bool = True  # ablation: False drops the KoLeo term
     alignment: str = "mse"  # "mse" (MEXMA) or "infonce" (contrastive ablation)
     infonce_temperature: float = 0.05
+    # "full": the unmasking softmax runs over the whole vocabulary; "corpus": over the pieces the
+    # training pairs use (every label is one), which makes a 250K vocabulary affordable on a CPU.
+    output_vocabulary: str = "full"
 
     def __post_init__(self) -> None:
+        if self.output_vocabulary not in ("full", "corpus"):
+            raise ValueError(
+                f"objective.output_vocabulary must be 'full' or 'corpus', got {self.output_vocabulary!r}"
+            )
         if self.alignment not in ("mse", "infonce"):
             raise ValueError(f"objective.alignment must be 'mse' or 'infonce', got {self.alignment!r}")
         if not 0.0 < self.mask_ratio < 1.0:
@@ -96,8 +105,21 @@ class MEXMAObjective(Objective):
             [i for i in range(min(vocab, len(tokenizer))) if i not in self.special_ids]
         )
 
+        # The restricted softmax's vocabulary, set by prepare(); a buffer so it follows .to(device).
+        self.register_buffer("output_ids", None, persistent=False)
+
     def config_dict(self) -> dict:
         return asdict(self.config)
+
+    def prepare(
+        self, pairs: Sequence[TranslationPair], backbone: Backbone, max_length: int
+    ) -> list[TokenizedPair]:
+        examples = super().prepare(pairs, backbone, max_length)
+        if self.config.output_vocabulary == "corpus":
+            used = {t for ex in examples for t in (*ex.ids_a, *ex.ids_b)} - self.special_ids
+            device = self.head.bias.device
+            self.output_ids = torch.tensor(sorted(used), dtype=torch.long, device=device)
+        return examples
 
     # ------------------------------------------------------------------ data
     def collate(
@@ -156,6 +178,7 @@ class MEXMAObjective(Objective):
             batch.labels,
             backbone.word_embeddings.weight,
             backbone.attention,
+            self.output_ids,
         )
         a_tokens = sum(batch.clean.seqlens[:n])  # host-side: no device sync
         from_a = positions < a_tokens

@@ -100,6 +100,8 @@ def _records(specs: list[Any], counts: list[int]) -> list[dict[str, Any]]:
         record = file_record(Path(path)) if path is not None and Path(path).is_file() else {"spec": str(spec)}
         if isinstance(spec, dict):
             record["column"] = spec.get("column")
+            if spec.get("rows") is not None:
+                record["rows"] = list(spec["rows"])
         record["count"] = count
         out.append(record)
     return out
@@ -108,9 +110,12 @@ def _records(specs: list[Any], counts: list[int]) -> list[dict[str, Any]]:
 def load_language_data(
     lang: str, pivot: str, data_cfg: dict[str, Any], recipe_path: str | None
 ) -> LanguageData:
+    # ``data.per_language.LANG.KEY`` adds files for one language only (e.g. its own mono corpus).
+    own = (data_cfg.get("per_language") or {}).get(lang) or {}
+
     def resolve(key: str) -> list[Any]:
         specs = []
-        for spec in _substitute(list(data_cfg.get(key) or []), lang):
+        for spec in _substitute(list(data_cfg.get(key) or []) + list(own.get(key) or []), lang):
             if key == "mono" and isinstance(spec, str) and spec.endswith(".tsv"):
                 spec = {"path": spec, "column": lang}  # a parallel/paraphrase TSV: its LANG column
             if isinstance(spec, dict) and "path" in spec:
@@ -239,8 +244,10 @@ class AddLanguage:
         )
         self.modular = ModularBackbone(backbone)
         self.pivot_kinds: set[str] = set()
+        self.pivot_manifest_digest: str | None = None
         if self.lang != self.pivot and self.pivot in self.zoo.languages():
-            self.zoo.read_compatible_manifest(self.pivot)
+            pivot_manifest = self.zoo.read_compatible_manifest(self.pivot)
+            self.pivot_manifest_digest = json_digest(pivot_manifest)
             self.pivot_kinds = self.modular.load_bundle(self.zoo.bundle_dir(self.pivot), self.pivot)
             self.pivot_kinds.discard("cla")
         self.sts = [
@@ -250,10 +257,24 @@ class AddLanguage:
 
     def _resolve_stages(self, stages: list[str] | None) -> list[str]:
         if stages is None:
-            stages = self.recipe.get("stages") or (["se"] if self.lang == self.pivot else list(STAGES))
+            stages = self.recipe.get("stages")
+            if isinstance(stages, dict):  # per language, e.g. {default: [se, cla], tr: [cla]}
+                if self.lang in stages:
+                    stages = stages[self.lang]
+                else:  # the shared default: the pivot has no cla
+                    stages = [s for s in stages.get("default") or [] if s != "cla" or self.lang != self.pivot]
+            stages = stages or (["se"] if self.lang == self.pivot else list(STAGES))
+        if list(stages) == ["none"]:
+            # A strong multilingual backbone may need nothing for the pivot: its bundle then holds
+            # only what the router needs, and the other languages align to the bare backbone.
+            if self.lang != self.pivot:
+                raise ValueError(f"stages 'none' is for the pivot ({self.pivot}) only, not {self.lang}")
+            return []
         unknown = [s for s in stages if s not in STAGES]
         if unknown:
-            raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
+            raise ValueError(
+                f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)} (or none, for the pivot)"
+            )
         if self.lang == self.pivot and "cla" in stages:
             raise ValueError(
                 f"{self.lang} is the pivot: it has no cla stage (other languages are aligned to it)"
@@ -476,6 +497,8 @@ class AddLanguage:
         key = self.zoo.backbone_fingerprint()
         for index, stage in enumerate(self.stages):
             key = _stage_key(key, stage, self.recipe, self.data)
+            if stage == "cla":  # the CLA fits the pivot's vectors: another pivot bundle retrains it
+                key = json_digest([key, self.pivot_manifest_digest])
             stage_dir = self.work / stage
             out, done_file = stage_dir / "module", stage_dir / "done.json"
             done = json.loads(done_file.read_text()) if done_file.exists() else None

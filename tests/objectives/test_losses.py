@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from modsenc.backbone import PackedBatch
 from modsenc.backbone.attention import SdpaVarlenAttention
+from modsenc.data.readers import TranslationPair
 from modsenc.objectives import MEXMAConfig, MEXMAObjective, TokenizedPair
 from modsenc.objectives.losses import (
     IGNORE_INDEX,
@@ -463,3 +464,50 @@ def test_collate_does_not_depend_on_world_size(tiny_xlmr, corpus):
     # Another seed draws other masks (the comparison above is not vacuous).
     other = objective.collate(examples, np.random.default_rng(8), tiny_xlmr)
     assert sides(other)[2] != w[2]
+
+
+def test_cross_unmasking_restricted_softmax_by_hand():
+    """output_ids [0, 2, 3]: the softmax runs over those rows only, labels become their positions."""
+    head, layout, masked_hidden, other, _ = _head_inputs()
+    labels = torch.tensor([2, IGNORE_INDEX, 3, 0, IGNORE_INDEX])
+    losses, positions = head(
+        masked_hidden, other, layout, labels, torch.tensor(E), SdpaVarlenAttention(), torch.tensor([0, 2, 3])
+    )
+    assert positions.tolist() == [0, 2, 3]
+    # Rows' full logits (see the test above) with column 1 dropped:
+    # row 0 [1, 3, -1.5] label 2 -> 3; row 2 [2, 2, -2.5] label 3 -> -2.5; row 3 [0, -1, -0.5] label 0 -> 0.
+    expected = [_lse(1, 3, -1.5) - 3, _lse(2, 2, -2.5) - (-2.5), _lse(0, -1, -0.5) - 0]
+    np.testing.assert_allclose(losses.detach().numpy(), expected, atol=1e-6)
+
+
+def test_mexma_corpus_vocabulary_covers_every_label_and_only_corpus_pieces(tiny_xlmr, corpus):
+    objective = _objective(tiny_xlmr, output_vocabulary="corpus")
+    pairs = [TranslationPair("en", corpus[2 * i], "xx", corpus[2 * i + 1]) for i in range(6)]
+    examples = objective.prepare(pairs, tiny_xlmr, 64)
+    used = {t for ex in examples for t in (*ex.ids_a, *ex.ids_b)} - set(tiny_xlmr.tokenizer.all_special_ids)
+    assert objective.output_ids.tolist() == sorted(used)
+    assert len(used) < len(tiny_xlmr.tokenizer)  # a real restriction on this corpus
+    batch = objective.collate(examples, np.random.default_rng(0), tiny_xlmr)
+    masked_labels = batch.labels[batch.labels != IGNORE_INDEX]
+    assert set(masked_labels.tolist()) <= used
+    out = objective(tiny_xlmr, batch)
+    # The restricted CE is the full CE renormalised over fewer classes: never larger.
+    full = _objective(tiny_xlmr)
+    full.load_state_dict(objective.state_dict())
+    assert out.metrics["mlm"] < full(tiny_xlmr, batch).metrics["mlm"]
+    with pytest.raises(ValueError, match="output_vocabulary"):
+        MEXMAConfig(output_vocabulary="sampled")
+
+
+def test_mexma_with_a_mean_pooled_backbone_puts_the_mean_in_position_zero(tiny_xlmr, corpus):
+    tiny_xlmr.pooling = "mean"
+    try:
+        objective = _objective(tiny_xlmr)
+        batch = _batch(objective, tiny_xlmr, corpus)
+        out = objective(tiny_xlmr, batch)
+        hidden = out.extras["hidden_clean"]
+        means = torch.stack([piece.mean(0) for piece in hidden.split(batch.clean.seqlens)])
+        torch.testing.assert_close(torch.cat([out.extras["s_a"], out.extras["s_b"]]), means)
+        assert not torch.allclose(means, hidden.index_select(0, batch.clean.first_token_index))
+    finally:
+        tiny_xlmr.pooling = "cls"

@@ -66,17 +66,25 @@ class CrossUnmaskingHead(nn.Module):
         labels: torch.Tensor,
         embedding_matrix: torch.Tensor,
         attention: AttentionBackend,
+        output_ids: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Cross-entropy of each masked position, and those positions' packed indices.
 
         ``masked_hidden``: (total_tokens, hidden) packed states of the masked pass;
         ``other_sentence``: (batch, hidden) clean sentence vectors of the other language;
-        ``labels``: (total_tokens,) original ids at masked positions, ``IGNORE_INDEX`` elsewhere.
+        ``labels``: (total_tokens,) original ids at masked positions, ``IGNORE_INDEX`` elsewhere;
+        ``output_ids``: sorted vocabulary ids the softmax runs over (every label among them), or
+        ``None`` for the whole vocabulary.
         """
         hidden = masked_hidden.index_copy(0, layout.first_token_index, other_sentence.to(masked_hidden.dtype))
         hidden = run_packed_layers(self.layers, hidden, layout.seqlens, attention)
         positions = (labels != IGNORE_INDEX).nonzero(as_tuple=True)[0]
+        targets = labels.index_select(0, positions)
+        weight, bias = embedding_matrix, self.bias
+        if output_ids is not None:
+            weight, bias = weight.index_select(0, output_ids), bias.index_select(0, output_ids)
+            targets = torch.searchsorted(output_ids, targets)  # id -> its row in the restricted softmax
         # Project only the masked positions: the vocabulary matmul is the head's largest.
-        logits = F.linear(hidden.index_select(0, positions), embedding_matrix, self.bias)
-        losses = F.cross_entropy(logits.float(), labels.index_select(0, positions), reduction="none")
+        logits = F.linear(hidden.index_select(0, positions), weight, bias)
+        losses = F.cross_entropy(logits.float(), targets, reduction="none")
         return losses, positions
