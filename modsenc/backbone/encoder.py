@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +105,9 @@ class Backbone(nn.Module):
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         self.pooling = pooling
         self.prefix = prefix
+        # A language's orthography (e.g. Uzbek apostrophes and Cyrillic), set by ModularBackbone
+        # when it activates a language; applied to every text before the prefix and the tokenizer.
+        self.normalize_text: Callable[[str], str] | None = None
         config = model.config
         if config.model_type not in SUPPORTED_MODEL_TYPES:
             raise ValueError(
@@ -225,6 +228,8 @@ class Backbone(nn.Module):
         limit = min(max_length or self.max_length, self.max_length)
         if not texts:
             return []  # fast tokenizers fail on an empty batch
+        if self.normalize_text is not None:
+            texts = [self.normalize_text(t) for t in texts]
         encoded = self.tokenizer(
             [self.prefix + t for t in texts] if self.prefix else list(texts),
             truncation=True,

@@ -36,6 +36,7 @@ from torch import nn
 from transformers import AutoTokenizer
 
 from modsenc.backbone.encoder import Backbone
+from modsenc.data.orthography import Orthography, get_orthography
 from modsenc.modules.bundle import BUNDLE_MANIFEST, EMBEDDINGS_FILE, TOKENIZER_DIR
 
 MODULE_KINDS = ("vocab", "la", "se", "cla")
@@ -70,6 +71,7 @@ class ModularBackbone(nn.Module):
         self.base_embeddings = backbone.word_embeddings
         self.language_embeddings = nn.ModuleDict()
         self.tokenizers: dict[str, Any] = {}
+        self.orthographies: dict[str, Orthography] = {}
         self.loaded: dict[str, set[str]] = {}
         self.active: tuple[str, tuple[str, ...]] | None = None
         # Held outside the module tree: PeftModel wraps ``backbone`` itself, so registering it would
@@ -85,6 +87,11 @@ class ModularBackbone(nn.Module):
     # ----------------------------------------------------------------- adding modules
     def _mark(self, lang: str, kind: str) -> None:
         self.loaded.setdefault(lang, set()).add(kind)
+        self.active = None
+
+    def set_orthography(self, lang: str, orthography: Orthography) -> None:
+        """Normalise ``lang``'s text this way before its tokenizer (takes effect on activation)."""
+        self.orthographies[lang] = orthography
         self.active = None
 
     def add_vocabulary(self, lang: str, tokenizer: Any, weight: torch.Tensor) -> nn.Embedding:
@@ -145,6 +152,8 @@ class ModularBackbone(nn.Module):
         if lang in self.loaded:
             self.remove_language(lang)
         try:
+            orthography = (manifest.get("orthography") or {}).get("name", "none")  # none: older bundles
+            self.set_orthography(lang, get_orthography(orthography))
             for kind in wanted:
                 if kind == "vocab":
                     tokenizer = AutoTokenizer.from_pretrained(bundle_dir / TOKENIZER_DIR)
@@ -181,6 +190,7 @@ class ModularBackbone(nn.Module):
         if lang in self.language_embeddings:
             del self.language_embeddings[lang]
         self.tokenizers.pop(lang, None)
+        self.orthographies.pop(lang, None)
 
     # ----------------------------------------------------------------- switching
     def modules_of(self, lang: str) -> set[str]:
@@ -205,6 +215,11 @@ class ModularBackbone(nn.Module):
         if key == self.active:
             return
         model = self.backbone.model
+        orthography = self.orthographies.get(lang) if lang else None
+        if orthography is not None and orthography.name != "none":
+            self.backbone.normalize_text = orthography.normalize
+        else:
+            self.backbone.normalize_text = None
         if "vocab" in wanted:
             model.set_input_embeddings(self.language_embeddings[lang])
             self.backbone.tokenizer = self.tokenizers[lang]

@@ -34,6 +34,7 @@ from modsenc.backbone.focus import focus_from_texts
 from modsenc.backbone.manifest import library_versions
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import AlternatingBatchSampler, LengthBucketBatchSampler
+from modsenc.data.orthography import get_orthography, orthography_for
 from modsenc.data.readers import ParaphrasePair, load_monolingual, load_parallel, load_paraphrases
 from modsenc.eval.bitext import precision_at_1
 from modsenc.eval.sts import evaluate_sts, read_sts_tsv
@@ -178,7 +179,9 @@ def load_language_data(
 
 
 # --------------------------------------------------------------------------------------------- stages
-def _stage_key(previous: str, stage: str, recipe: dict[str, Any], data: LanguageData) -> str:
+def _stage_key(
+    previous: str, stage: str, recipe: dict[str, Any], data: LanguageData, orthography: str = "none"
+) -> str:
     payload = {
         "previous": previous,
         "stage": stage,
@@ -189,6 +192,8 @@ def _stage_key(previous: str, stage: str, recipe: dict[str, Any], data: Language
         "data": data.files,
         "dev_pairs": recipe.get("data", {}).get("dev_pairs"),
     }
+    if orthography != "none":  # (absent for "none", so keys of runs from before orthographies hold)
+        payload["orthography"] = orthography
     return json_digest(payload)
 
 
@@ -243,6 +248,9 @@ class AddLanguage:
             self.backbone_dir, attention=recipe.get("attention", "auto"), max_length=recipe.get("max_length")
         )
         self.modular = ModularBackbone(backbone)
+        name = recipe.get("orthography", "auto")
+        self.orthography = orthography_for(self.lang) if name in (None, "auto") else get_orthography(name)
+        self.modular.set_orthography(self.lang, self.orthography)
         self.pivot_kinds: set[str] = set()
         self.pivot_manifest_digest: str | None = None
         if self.lang != self.pivot and self.pivot in self.zoo.languages():
@@ -311,7 +319,8 @@ class AddLanguage:
 
     # ----------------------------------------------------------------------------------------- evaluation
     def _encoder(self, lang: str, kinds: set[str]):
-        return lambda texts: self.modular.encode(list(texts), lang, kinds, batch_size=64)
+        # No modules: the bare backbone, without the language's orthography either (the baseline).
+        return lambda texts: self.modular.encode(list(texts), lang if kinds else None, kinds, batch_size=64)
 
     def evaluate(self, kinds: set[str]) -> dict[str, Any]:
         """Dev metrics with LANG's ``kinds`` loaded.
@@ -496,7 +505,7 @@ class AddLanguage:
         print(f"[{self.lang}] dev, backbone alone: {json.dumps(dev['backbone'])}")
         key = self.zoo.backbone_fingerprint()
         for index, stage in enumerate(self.stages):
-            key = _stage_key(key, stage, self.recipe, self.data)
+            key = _stage_key(key, stage, self.recipe, self.data, self.orthography.name)
             if stage == "cla":  # the CLA fits the pivot's vectors: another pivot bundle retrains it
                 key = json_digest([key, self.pivot_manifest_digest])
             stage_dir = self.work / stage
@@ -556,6 +565,8 @@ class AddLanguage:
             modules["vocab"]["vocab_size"] = len(self.modular.tokenizers[self.lang])
         # What the router needs to recognise this language, from this language's text alone.
         langid_texts = self.data.mono or [t for p in self.data.paraphrases for t in (p.anchor, p.positive)]
+        # in every script the orthography declares (Uzbek: Latin and Cyrillic), so both route here
+        langid_texts = [v for t in langid_texts for v in self.orthography.script_variants(t)]
         langid_path = self.work / LANGID_FILE
         CharNgramProfile.build(self.lang, langid_texts).save(langid_path)
         files[LANGID_FILE] = langid_path
@@ -568,6 +579,7 @@ class AddLanguage:
             },
             "language": self.lang,
             "script": detect_script(self.data.mono or [p.anchor for p in self.data.paraphrases]),
+            "orthography": self.orthography.to_manifest(),
             "pivot": self.pivot,
             "is_pivot": self.lang == self.pivot,
             "backbone": {"fingerprint": self.zoo.backbone_fingerprint(), "parameters": backbone_params},

@@ -1,0 +1,81 @@
+"""Orthography handling: Uzbek apostrophes and Cyrillic land on one canonical spelling."""
+
+from __future__ import annotations
+
+import pytest
+
+from modsenc.data.demo import demo_path
+from modsenc.data.orthography import get_orthography, orthography_for
+from modsenc.data.readers import read_parallel_tsv
+from modsenc.routing.langid import CharNgramProfile, ProfileDetector
+
+UZ = get_orthography("uz")
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "Oʻzbekiston gʻalaba taʼlim",  # U+02BB, U+02BC: the standard
+        "O'zbekiston g'alaba ta'lim",  # ASCII
+        "O‘zbekiston g‘alaba ta’lim",  # U+2018, U+2019
+        "O’zbekiston g’alaba ta’lim",
+        "O`zbekiston g`alaba ta`lim",  # backtick
+        "O´zbekiston g´alaba ta´lim",  # acute accent
+        "Ўзбекистон ғалаба таълим",  # Cyrillic
+    ],
+)
+def test_uzbek_spellings_become_one(variant) -> None:
+    assert UZ.normalize(variant) == "O'zbekiston g'alaba ta'lim"
+
+
+def test_uzbek_cyrillic_by_hand() -> None:
+    # е is "ye" at a word start and after a vowel, "e" after a consonant; ц is "ts"; ь disappears
+    assert UZ.normalize("Ер юзида чиройли шаҳар бор") == "Yer yuzida chiroyli shahar bor"
+    assert UZ.normalize("Мен келдим, оила ҳам келди.") == "Men keldim, oila ham keldi."
+    assert UZ.normalize("Концерт, қўшиқ, ЁЗ") == "Kontsert, qo'shiq, YoZ"
+
+
+def test_quotes_and_other_scripts_stay() -> None:
+    # apostrophes that are not between two letters are quotation marks: kept as typed
+    assert UZ.normalize("U 'salom' dedi.") == "U 'salom' dedi."
+    assert UZ.normalize("ʻsalomʼ") == "ʻsalomʼ"
+    assert UZ.normalize("2019'da") == "2019'da"
+    assert get_orthography("none").normalize("Oʻzbek") == "Oʻzbek"
+    assert get_orthography("kk").normalize("Менің анам") == "Менің анам"
+    assert orthography_for("de").name == "none" and orthography_for("uz") is UZ
+
+
+def test_unknown_orthography_names_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="unknown orthography 'uzb'; known: az, kk, none, tr, uz"):
+        get_orthography("uzb")
+
+
+def test_router_recognises_cyrillic_uzbek_from_a_latin_profile() -> None:
+    """The uz profile is built from Latin text plus its Cyrillic rendering (script_variants)."""
+    corpus = read_parallel_tsv(demo_path("parallel.tsv"))
+    train, held_out = slice(0, 240), slice(240, 320)
+    profiles = {
+        "uz": CharNgramProfile.build(
+            "uz", [v for t in corpus.columns["uz"][train] for v in UZ.script_variants(t)]
+        ),
+        "kk": CharNgramProfile.build("kk", corpus.columns["kk"][train]),
+        "ru": CharNgramProfile.build("ru", corpus.columns["ru"][train]),
+    }
+    latin_only = {**profiles, "uz": CharNgramProfile.build("uz", corpus.columns["uz"][train])}
+    cyrillic_uz = [UZ.script_variants(t)[1] for t in corpus.columns["uz"][held_out]]
+    assert all(any("\u0400" <= ch <= "\u04ff" for ch in t) for t in cyrillic_uz)
+    found = [lang for lang, _ in ProfileDetector(profiles).detect(cyrillic_uz, ["uz", "kk", "ru"])]
+    # 60 of 80 from 240 short training sentences (the rest go to ru); a Latin-only profile: none
+    assert found.count("uz") >= 0.7 * len(cyrillic_uz)
+    without = [lang for lang, _ in ProfileDetector(latin_only).detect(cyrillic_uz, ["uz", "kk", "ru"])]
+    assert without.count("uz") <= 0.1 * len(cyrillic_uz)
+    latin = [
+        lang
+        for lang, _ in ProfileDetector(profiles).detect(corpus.columns["uz"][held_out], ["uz", "kk", "ru"])
+    ]
+    assert latin.count("uz") >= 0.9 * len(latin)
+    # and Kazakh and Russian are still theirs
+    for lang in ("kk", "ru"):
+        texts = corpus.columns[lang][held_out]
+        hits = [found for found, _ in ProfileDetector(profiles).detect(texts, ["uz", "kk", "ru"])]
+        assert hits.count(lang) >= 0.9 * len(texts)
