@@ -354,3 +354,16 @@ def test_real_kardes_xnli() -> None:
     assert len(corpus) == 4950
     assert corpus.languages == ["en", "uz", "kk", "az", "ky", "ug"]
     assert corpus.columns["en"][0] == "And I was like OK, and that was it!"
+
+
+def test_parallel_spec_rows_select_a_slice(tmp_path: Path) -> None:
+    path = tmp_path / "p.tsv"
+    path.write_text("en\tuz\n" + "".join(f"s{i}\tt{i}\n" for i in range(6)), encoding="utf-8")
+    corpus = load_parallel({"path": path, "rows": [1, 4]})
+    assert corpus.columns == {"en": ["s1", "s2", "s3"], "uz": ["t1", "t2", "t3"]}
+    assert corpus.path.endswith("p.tsv[1:4]")
+    assert load_parallel({"path": path, "rows": [4, None]}).columns["uz"] == ["t4", "t5"]
+    with pytest.raises(ValueError, match=r"rows must be \[start, stop\]"):
+        load_parallel({"path": path, "rows": [1]})
+    with pytest.raises(ValueError, match=r"rows \[6, 9\] select none of its 6 rows"):
+        load_parallel({"path": path, "rows": [6, 9]})

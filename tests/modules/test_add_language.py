@@ -208,3 +208,26 @@ def test_bad_input_gets_a_clear_error(tiny_backbone_dir, tmp_path) -> None:
     (tmp_path / "w5" / "leftover").write_text("x")
     with pytest.raises(FileExistsError, match="--resume"):
         run("en", fast_recipe(), tmp_path / "zoo", backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w5")
+
+
+def test_a_module_less_pivot_and_per_language_stages(tiny_backbone_dir, tmp_path) -> None:
+    """stages {en: [none], default: [se, cla]}: English keeps the backbone; uz's CLA aligns onto the
+    bare backbone's English; a reinstalled pivot retrains the CLA on --resume, not the SE."""
+    recipe = fast_recipe(stages="{en: [none], default: [se, cla]}")
+    zoo_dir = tmp_path / "zoo"
+    run("en", recipe, zoo_dir, backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w-en")
+    en = Zoo(zoo_dir).read_manifest("en")
+    assert en["stages"] == [] and en["modules"] == {} and en["is_pivot"]
+    assert sorted(p.name for p in (zoo_dir / "en").iterdir()) == ["langid.json", "modsenc_bundle.json"]
+    run("uz", recipe, zoo_dir, work_dir=tmp_path / "w-uz")
+    uz = Zoo(zoo_dir).read_manifest("uz")
+    assert uz["stages"] == ["se", "cla"] and sorted(uz["modules"]) == ["cla", "se"]
+    assert uz["orthography"]["name"] == "uz" and uz["orthography"]["scripts"] == ["Latn", "Cyrl"]
+    se_before = _hashes(tmp_path / "w-uz" / "se" / "module")
+    cla_key = json.loads((tmp_path / "w-uz" / "cla" / "done.json").read_text())["key"]
+    run("en", recipe, zoo_dir, work_dir=tmp_path / "w-en", overwrite=True)  # a new pivot bundle
+    run("uz", recipe, zoo_dir, work_dir=tmp_path / "w-uz", resume=True)
+    assert _hashes(tmp_path / "w-uz" / "se" / "module") == se_before  # reused
+    assert json.loads((tmp_path / "w-uz" / "cla" / "done.json").read_text())["key"] != cla_key  # retrained
+    with pytest.raises(ValueError, match="stages 'none' is for the pivot"):
+        run("kk", recipe, zoo_dir, work_dir=tmp_path / "w-kk", stages=["none"])
