@@ -44,7 +44,7 @@ def run_arm(arm: str, steps: int, batch_size: int, threads: int | None) -> dict:
     objective = build_objective("mexma", backbone, options)
     examples = objective.prepare(pairs, backbone, recipe["model"]["max_length"])
     sampler = LengthBucketBatchSampler([e.length for e in examples], batch_size, seed=0, drop_last=True)
-    batches = [b for _, b in zip(range(steps + 1), iter(sampler))]
+    batches = sampler.batches(epoch=0)[: steps + 1]
     params = list(backbone.parameters()) + list(objective.parameters())
     optimizer = build_optimizer(torch.nn.ModuleList([backbone, objective]), lr=2e-5, weight_decay=0.01)
     rng = np.random.default_rng(0)

@@ -21,7 +21,8 @@ def main() -> None:
     "--recipe",
     default="demo",
     show_default=True,
-    help="Recipe name in recipes/ (demo, cpu-small, cpu-minilm, mexma-base, mexma-large) or a YAML path.",
+    help="Recipe name in recipes/ (demo, demo-e5, cpu-small, cpu-minilm, cpu-e5, mexma-base, mexma-large) "
+    "or a YAML path.",
 )
 @click.option(
     "--output",
@@ -138,8 +139,8 @@ def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> N
     "--recipe",
     default="add-language",
     show_default=True,
-    help="Recipe name in recipes/ (add-language: demo corpus; add-language-cpu: ../shared/data) "
-    "or a YAML path.",
+    help="Recipe name in recipes/ (add-language: demo corpus; add-language-cpu: ../shared/data; "
+    "add-language-e5 and add-language-demo-e5: on multilingual-e5, modules only) or a YAML path.",
 )
 @click.option(
     "--mono",
@@ -157,8 +158,9 @@ def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> N
 )
 @click.option(
     "--stages",
-    help="Comma-separated subset of vocab,la,se,cla (default: se for the pivot, all for others); "
-    "e.g. se,cla for the paper's 'w/o LA' ablation, vocab,la,cla for 'w/o SE'.",
+    help="Comma-separated subset of vocab,la,se,cla (default: the recipe's; else se for the pivot, all "
+    "for others); e.g. se,cla for the paper's 'w/o LA' ablation, vocab,la,cla for 'w/o SE'; 'none' "
+    "for a pivot that keeps the backbone as is.",
 )
 @click.option(
     "--work-dir",

