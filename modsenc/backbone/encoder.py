@@ -358,7 +358,11 @@ def sentence_conventions(name_or_path: str | os.PathLike) -> tuple[str, str]:
     pooling_file = path / "1_Pooling" / "config.json"
     if pooling_file.is_file():
         cfg = json.loads(pooling_file.read_text(encoding="utf-8"))
-        pooling = "mean" if cfg.get("pooling_mode_mean_tokens") else "cls"
+        # sentence-transformers 5 writes pooling_mode: "mean"; earlier versions one flag per mode
+        mode = cfg.get("pooling_mode") or ("mean" if cfg.get("pooling_mode_mean_tokens") else "cls")
+        if mode not in POOLINGS:
+            raise ValueError(f"{pooling_file}: pooling mode {mode!r} is not supported (only {POOLINGS})")
+        pooling = mode
         prefix = ""
         st_config = path / "config_sentence_transformers.json"
         if st_config.is_file():

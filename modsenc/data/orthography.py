@@ -99,6 +99,29 @@ class Orthography:
             variants.append(_TRANSLITERATORS[self.transliterate["Cyrl"] + "-reverse"](self.normalize(text)))
         return variants
 
+    def tokenizer_normalizer(self):
+        """The same normalisation as a ``tokenizers`` normaliser, for a standalone export.
+
+        Rules run in order: NFC; Cyrillic ``е`` where it reads "ye"; every other Cyrillic letter;
+        apostrophes between letters.
+        """
+        from tokenizers import Regex, normalizers  # noqa: PLC0415
+
+        rules = [normalizers.NFC()]
+        if self.transliterate.get("Cyrl") == "uz-cyrillic-to-latin":
+            after = "".join(sorted(_UZ_VOWELS | {c.upper() for c in _UZ_VOWELS} | set("ъьЪЬ")))
+            for cyrillic, latin in (("Е", "Ye"), ("е", "ye")):
+                rules.append(
+                    normalizers.Replace(Regex(rf"(?<!\p{{L}}){cyrillic}|(?<=[{after}]){cyrillic}"), latin)
+                )
+            for cyrillic, latin in (*_UZ_CYRILLIC.items(), ("е", "e")):
+                rules.append(normalizers.Replace(cyrillic, latin))
+                if cyrillic.upper() != cyrillic:
+                    rules.append(normalizers.Replace(cyrillic.upper(), latin[:1].upper() + latin[1:]))
+        if self.unify_apostrophes:
+            rules.append(normalizers.Replace(Regex(rf"(?<=\p{{L}})[{APOSTROPHES}](?=\p{{L}})"), "'"))
+        return normalizers.Sequence(rules)
+
     def to_manifest(self) -> dict[str, object]:
         return {"name": self.name, "scripts": list(self.scripts), "description": self.description}
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+from tokenizers import normalizers
 from transformers import AutoModel
 from transformers.activations import get_activation
 
@@ -88,6 +89,13 @@ def export_sentence_transformer(
     embeddings = model.get_input_embeddings().weight.detach()
     config.vocab_size = embeddings.shape[0]
     tokenizer = backbone.tokenizer
+    orthography = modular.orthographies.get(lang)
+    if orthography is not None and orthography.name != "none":
+        # the language's orthography (e.g. Uzbek apostrophes, Cyrillic) goes into the exported
+        # tokenizer's own normaliser, ahead of the model's
+        backend = tokenizer.backend_tokenizer
+        steps = [orthography.tokenizer_normalizer()] + ([backend.normalizer] if backend.normalizer else [])
+        backend.normalizer = normalizers.Sequence(steps)
     config.pad_token_id = tokenizer.pad_token_id
     # With a (never used) pooler, sentence-transformers loads the model without a "newly
     # initialised weights" warning; CLS pooling reads the token states, not the pooler.

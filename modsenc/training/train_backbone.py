@@ -165,6 +165,10 @@ def run(
     ).to(device)
     backbone.set_attention(recipe["model"].get("attention", "auto"))
 
+    if train_cfg.get("freeze_embeddings"):
+        # e5's 250K x 384 matrix is 96M of its 118M parameters: its dense gradient and AdamW state
+        # dominate a CPU step, while a short continuation touches a fraction of its rows.
+        backbone.word_embeddings.weight.requires_grad_(False)
     objective_cfg = dict(recipe.get("objective", {}))
     torch.manual_seed(seed + 1)  # the head's initialisation does not depend on the backbone's
     objective = build_objective(objective_cfg.pop("name", "mexma"), backbone, objective_cfg).to(device)

@@ -209,3 +209,14 @@ def test_sentence_transformers_folders_declare_their_pooling(tmp_path) -> None:
     assert sentence_conventions(tmp_path) == ("mean", "query: ")
     assert sentence_conventions("sentence-transformers/LaBSE") == ("cls", "")
     assert sentence_conventions("intfloat/multilingual-e5-small") == ("mean", "query: ")
+
+
+def test_sentence_transformers_5_pooling_config(tmp_path) -> None:
+    import json  # noqa: PLC0415
+
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": "mean"}))
+    assert sentence_conventions(tmp_path) == ("mean", "")
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": "max"}))
+    with pytest.raises(ValueError, match="pooling mode 'max' is not supported"):
+        sentence_conventions(tmp_path)

@@ -79,3 +79,21 @@ def test_router_recognises_cyrillic_uzbek_from_a_latin_profile() -> None:
         texts = corpus.columns[lang][held_out]
         hits = [found for found, _ in ProfileDetector(profiles).detect(texts, ["uz", "kk", "ru"])]
         assert hits.count(lang) >= 0.9 * len(texts)
+
+
+@pytest.mark.parametrize("name", ["uz", "az", "tr", "kk"])
+def test_tokenizer_normaliser_equals_normalize(name) -> None:
+    """What export puts into a standalone tokenizer gives the same text as modsenc's own."""
+    orthography = get_orthography(name)
+    texts = [
+        "Ер юзида чиройли шаҳар бор",
+        "Мен келдим, оила ҳам келди. aе Ёз ъе",
+        "Концерт, қўшиқ, ЁЗ",
+        "O‘zbekiston g`alaba ta’lim, İstanbul’a",
+        "U 'salom' dedi. 2019'da",
+        "Менің анам ауруханада жұмыс істейді.",
+        "e\u0301 café",
+    ]
+    normaliser = orthography.tokenizer_normalizer()
+    for text in texts:
+        assert normaliser.normalize_str(text) == orthography.normalize(text), text

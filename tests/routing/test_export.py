@@ -70,7 +70,7 @@ def test_export_keeps_mean_pooling_and_the_prefix(tiny_backbone_dir, tmp_path) -
         stages=["se", "cla"])
     out = export_sentence_transformer(zoo, "uz", tmp_path / "model", mode="cross")
     pooling = json.loads((out / "1_Pooling" / "config.json").read_text())
-    assert pooling["pooling_mode_mean_tokens"] and not pooling["pooling_mode_cls_token"]
+    assert pooling["pooling_mode"] == "mean" and pooling["include_prompt"] is True
     st = SentenceTransformer(str(out), device="cpu")
     assert st.default_prompt_name == "query" and st.prompts["query"] == "query: "
     expected = ModularEncoder.from_pretrained(zoo, device="cpu").encode(TEXTS, lang="uz")
