@@ -55,7 +55,7 @@ def train(args: argparse.Namespace, run: Runner) -> Path:
         zoo = work / zoo_name
         en = ["add-language", "en", "--recipe", "add-language-e5", "--backbone", str(backbone)]
         en += ["--zoo", str(zoo), "--work-dir", str(work / work_name / "en"), "--resume"]
-        run("train", en + ([] if pivot_stages == "se" else ["--stages", "none"]), zoo / "en")
+        run("train", en + ["--stages", pivot_stages], zoo / "en")
         for lang in TARGETS:
             cmd = ["add-language", lang, "--recipe", "add-language-e5", "--zoo", str(zoo), "--stages", stages]
             cmd += ["--work-dir", str(work / work_name / lang), "--resume"]
