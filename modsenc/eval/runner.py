@@ -19,7 +19,7 @@ from modsenc.data.readers import load_parallel
 from modsenc.eval.bitext import bitext_mining
 from modsenc.eval.similarity import language_bias
 from modsenc.eval.sts import read_sts_tsv, row_cosines, spearman_x100
-from modsenc.utils.io import atomic_write_json, atomic_write_text
+from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text
 
 EncodeFn = Callable[[Sequence[str]], np.ndarray]
 
@@ -178,10 +178,9 @@ def heatmap(results: dict[str, Any], path: str | os.PathLike) -> None:
     ax.set_title(f"xsim error % ({name})")
     fig.colorbar(image, ax=ax)
     fig.tight_layout()
-    tmp = Path(path).with_name(f".{Path(path).name}.tmp.png")
-    fig.savefig(tmp, dpi=120)
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")  # the temporary's name has no .png to infer it from
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 def write_reports(results: dict[str, Any], json_path=None, markdown_path=None, heatmap_path=None) -> None:

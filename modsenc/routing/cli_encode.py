@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from modsenc.data.readers import _iter_lines
 from modsenc.modules.bundle import Zoo, check_language_code
-from modsenc.utils.io import _fsync_dir
+from modsenc.utils.io import atomic_file
 
 
 def _count_lines(path: Path) -> int:
@@ -69,47 +69,42 @@ def encode_file(
         total = _count_lines(source)
         encoder = ModularEncoder.from_pretrained(zoo_dir, device=device)
         dim = encoder.get_sentence_embedding_dimension()
-        output_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = output_path.with_name(f".{output_path.name}.tmp")
         bar = tqdm(total=total, desc="encode", unit="sent", disable=total < 1000)
         written = 0
-        try:
-            if output_path.suffix == ".npy":
-                matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(total, dim))
-                for chunk in _chunks(source, chunk_size):
-                    vectors = encoder.encode(
-                        chunk, lang=lang, batch_size=batch_size, normalize_embeddings=normalize, mode=mode
-                    )
-                    matrix[written : written + len(chunk)] = vectors
-                    written += len(chunk)
-                    bar.update(len(chunk))
-                matrix.flush()
-                del matrix
-            else:
-                with tmp.open("w", encoding="utf-8") as out:
+        # A temporary unique to this run: two runs writing one path each finish a complete file.
+        with atomic_file(output_path) as tmp:
+            try:
+                if output_path.suffix == ".npy":
+                    matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(total, dim))
                     for chunk in _chunks(source, chunk_size):
-                        vectors, langs = encoder.encode(
-                            chunk,
-                            lang=lang,
-                            batch_size=batch_size,
-                            normalize_embeddings=normalize,
-                            mode=mode,
-                            return_languages=True,
+                        vectors = encoder.encode(
+                            chunk, lang=lang, batch_size=batch_size, normalize_embeddings=normalize, mode=mode
                         )
-                        for text, code, vector in zip(chunk, langs, vectors):
-                            out.write(
-                                json.dumps({"text": text, "lang": code, "embedding": vector.tolist()}) + "\n"
-                            )
+                        matrix[written : written + len(chunk)] = vectors
                         written += len(chunk)
                         bar.update(len(chunk))
-                    out.flush()
-                    os.fsync(out.fileno())
-            os.replace(tmp, output_path)
-            _fsync_dir(output_path.parent)
-        finally:
-            bar.close()
-            if tmp.exists():
-                tmp.unlink()
+                    matrix.flush()
+                    del matrix
+                else:
+                    with tmp.open("w", encoding="utf-8") as out:
+                        for chunk in _chunks(source, chunk_size):
+                            vectors, langs = encoder.encode(
+                                chunk,
+                                lang=lang,
+                                batch_size=batch_size,
+                                normalize_embeddings=normalize,
+                                mode=mode,
+                                return_languages=True,
+                            )
+                            for text, code, vector in zip(chunk, langs, vectors):
+                                out.write(
+                                    json.dumps({"text": text, "lang": code, "embedding": vector.tolist()})
+                                    + "\n"
+                                )
+                            written += len(chunk)
+                            bar.update(len(chunk))
+            finally:
+                bar.close()
     return written
 
 
