@@ -27,6 +27,7 @@ demo: install
 	$(BIN)/modsenc add-language uz --zoo $(RUN_DIR)/zoo --work-dir $(RUN_DIR)/work/uz
 
 test: install
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q tests
 
 lint: install

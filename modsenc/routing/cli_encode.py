@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from modsenc.data.readers import _iter_lines
-from modsenc.modules.bundle import Zoo, check_language_code
+from modsenc.data.readers import iter_lines
+from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.utils.io import atomic_file
 
 
@@ -28,9 +28,9 @@ def _count_lines(path: Path) -> int:
         return sum(1 for _ in handle)
 
 
-def _chunks(path: Path, size: int) -> Iterator[list[str]]:
+def _chunks(path: Path, size: int, name: str) -> Iterator[list[str]]:
     chunk: list[str] = []
-    for _, line in _iter_lines(path):
+    for _, line in iter_lines(path, name=name):
         chunk.append(line)
         if len(chunk) == size:
             yield chunk
@@ -49,7 +49,12 @@ def encode_file(
     chunk_size: int = 10000,
     normalize: bool = False,
     device: str | None = None,
+    verify: bool = True,
 ) -> int:
+    """Encode ``input_path`` ('-': stdin) line by line into ``output_path`` (.npy or .jsonl).
+
+    ``verify=False`` skips re-hashing the backbone and bundles (see ``ModularEncoder.from_pretrained``).
+    """
     from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415 - heavy import
 
     output_path = Path(output_path)
@@ -57,6 +62,9 @@ def encode_file(
         raise ValueError(f"--output must end in .npy or .jsonl, got {output_path}")
     if lang != "auto":
         check_language_code(lang)
+    check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
+    # Errors name what the user gave, not the spooled copy of stdin.
+    shown = "standard input" if input_path == "-" else input_path
     with tempfile.TemporaryDirectory() as scratch:
         if input_path == "-":
             source = Path(scratch) / "stdin.txt"
@@ -67,7 +75,7 @@ def encode_file(
             if not source.is_file():
                 raise FileNotFoundError(f"{input_path}: no such input file")
         total = _count_lines(source)
-        encoder = ModularEncoder.from_pretrained(zoo_dir, device=device)
+        encoder = ModularEncoder.from_pretrained(zoo_dir, device=device, verify=verify)
         dim = encoder.get_sentence_embedding_dimension()
         bar = tqdm(total=total, desc="encode", unit="sent", disable=total < 1000)
         written = 0
@@ -76,7 +84,7 @@ def encode_file(
             try:
                 if output_path.suffix == ".npy":
                     matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(total, dim))
-                    for chunk in _chunks(source, chunk_size):
+                    for chunk in _chunks(source, chunk_size, shown):
                         vectors = encoder.encode(
                             chunk, lang=lang, batch_size=batch_size, normalize_embeddings=normalize, mode=mode
                         )
@@ -87,7 +95,7 @@ def encode_file(
                     del matrix
                 else:
                     with tmp.open("w", encoding="utf-8") as out:
-                        for chunk in _chunks(source, chunk_size):
+                        for chunk in _chunks(source, chunk_size, shown):
                             vectors, langs = encoder.encode(
                                 chunk,
                                 lang=lang,

@@ -164,16 +164,39 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
 
+def check_replaceable(path: str | os.PathLike, owner_marker: str | None) -> None:
+    """Refuse to replace ``path`` unless it is missing, an empty folder, or holds ``owner_marker``.
+
+    The marker (a manifest modsenc writes into every folder it creates) proves the folder is the
+    tool's own: replacing a folder deletes its contents, and a user's folder must never be lost to a
+    mistyped ``--output``.
+    """
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return
+    if not path.is_dir() or path.is_symlink():
+        raise FileExistsError(f"{path} exists and is not a folder; choose another output path")
+    if owner_marker is None or (path / owner_marker).is_file() or not any(path.iterdir()):
+        return
+    raise FileExistsError(
+        f"{path} is a non-empty folder that modsenc did not write (no {owner_marker} in it); "
+        "it is left untouched: choose a new or empty folder, or remove it yourself"
+    )
+
+
 @contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_directory(path: str | os.PathLike, owner_marker: str | None = None) -> Iterator[Path]:
     """Yield a scratch directory that replaces ``path`` only when the block succeeds.
 
+    With ``owner_marker``, an existing non-empty ``path`` is replaced only if it holds that file
+    (see ``check_replaceable``), checked before the block and again at the swap.
     The swap is two renames (old -> backup, new -> path) under a lock on the parent folder, so
     concurrent writers of one path take turns (the last one wins, each leaving a complete
     directory). A kill between the renames leaves the backup, which the next write restores or
     removes (see ``clean_stale_temporaries``).
     """
     path = Path(path)
+    check_replaceable(path, owner_marker)
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temporaries(path)
     tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent))
@@ -183,6 +206,11 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     with _directory_lock(path.parent):
+        try:
+            check_replaceable(path, owner_marker)  # another process may have created it meanwhile
+        except FileExistsError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         backup = None
         if path.exists():
             backup = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=BACKUP_SUFFIX, dir=path.parent))
