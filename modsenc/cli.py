@@ -134,7 +134,12 @@ def train_backbone(recipe, output_dir, resume, max_steps, batch_size, lr, seed, 
 @click.option(
     "--resume", is_flag=True, help="Reuse finished stages whose config is unchanged; continue a killed one."
 )
-@click.option("--overwrite", is_flag=True, help="Discard an earlier run in the work dir and start over.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Start over: remove the stage folders of an earlier run in the work dir (only a work dir "
+    "add-language created), once every input has been checked.",
+)
 @click.option("--seed", type=int, help="Override the recipe's seed.")
 @click.option(
     "--set",
@@ -361,7 +366,13 @@ def zoo_info(lang, zoo_dir) -> None:
 @main.command("export")
 @click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
 @click.option("--lang", required=True, help="Language whose modules are merged into the exported model.")
-@click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False))
+@click.option(
+    "--output",
+    "output_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="A new or empty folder, or an earlier export (replaced); never inside the zoo.",
+)
 @click.option("--mode", type=click.Choice(["cross", "mono"]), default="cross", show_default=True)
 def export(zoo_dir, lang, output_dir, mode) -> None:
     """Write a standalone sentence-transformers model for one language (modules merged).

@@ -85,6 +85,7 @@ def verify_bundle(bundle_dir: str | os.PathLike, manifest: dict[str, Any]) -> No
                 f"rebuild the bundle with `modsenc add-language {lang}`"
             )
 
+
 _SCRIPTS = {
     "LATIN": "Latn",
     "CYRILLIC": "Cyrl",
