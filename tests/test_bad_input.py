@@ -279,6 +279,14 @@ CASES = [
         setup=lambda env: _user_folder(env, "out/m") and None,
         untouched=lambda env: [env.tmp / "out"],
     ),
+    Case(
+        "train-backbone-over-a-user-folder-named-backbone",
+        lambda env: ["train-backbone", "--output", str(env.tmp / "out"), "--max-steps", "1"],
+        1,
+        "out/backbone is a non-empty folder that modsenc did not write",
+        setup=lambda env: _user_folder(env, "out/backbone") and None,
+        untouched=lambda env: [env.tmp / "out"],
+    ),
     # ---- 2. bundle integrity
     Case(
         "encode-with-a-corrupted-bundle-file",
@@ -347,6 +355,14 @@ CASES = [
         1,
         "found keys []",
         setup=_fake_zoo("{}"),
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "zoo-info-with-a-manifest-that-is-a-list",
+        lambda env: ["zoo", "info", "uz", "--zoo", str(env.zoo)],
+        1,
+        "modsenc_bundle.json is not a bundle manifest",
+        setup=lambda env: env.write("zoo/uz/modsenc_bundle.json", "[]") and None,
         untouched=lambda env: [env.zoo],
     ),
     Case(

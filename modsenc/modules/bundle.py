@@ -232,11 +232,17 @@ class Zoo:
                 f"run `modsenc add-language {lang}`"
             )
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise ValueError(
                 f"{path} is corrupt ({err}); rebuild the bundle with `modsenc add-language {lang}`"
             ) from err
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("modules"), dict):
+            raise ValueError(
+                f"{path} is not a bundle manifest (expected a JSON object with a 'modules' mapping); "
+                f"rebuild the bundle with `modsenc add-language {lang}`"
+            )
+        return manifest
 
     def read_compatible_manifest(self, lang: str) -> dict[str, Any]:
         """The bundle's manifest, after checking it was built on this zoo's backbone."""

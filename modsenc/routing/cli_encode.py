@@ -60,6 +60,8 @@ def encode_file(
     output_path = Path(output_path)
     if output_path.suffix not in (".npy", ".jsonl"):
         raise ValueError(f"--output must end in .npy or .jsonl, got {output_path}")
+    if output_path.is_dir():
+        raise ValueError(f"--output {output_path} is a folder; give a file name ending in .npy or .jsonl")
     if lang != "auto":
         check_language_code(lang)
     check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
