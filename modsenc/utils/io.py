@@ -72,7 +72,8 @@ def _directory_lock(directory: Path) -> Iterator[None]:
     # lock file among the user's files.
     fd = os.open(directory, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        with contextlib.suppress(OSError):  # a file system without flock: the renames stay atomic
+            fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # closing releases the lock
