@@ -184,8 +184,9 @@ class ModularBackbone(nn.Module):
                     else:
                         self.load_alignment(lang, source)
                 except Exception as err:
+                    reason = " ".join(str(err).split())[:200]  # one line, whatever the library said
                     raise BundleIntegrityError(
-                        f"{source}: cannot be loaded ({type(err).__name__}: {str(err)[:200]}); the bundle "
+                        f"{source}: cannot be loaded ({type(err).__name__}: {reason}); the bundle "
                         "is damaged or was not written by modsenc: rebuild it with "
                         f"`modsenc add-language {lang}`"
                     ) from err
