@@ -31,6 +31,7 @@ demo: install
 		--src en --tgt uz --name 'modsenc (e5 + MEXMA + uz modules)' --baseline-name 'e5 alone'
 
 test: install
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q tests
 
 lint: install

@@ -254,9 +254,9 @@ class Timer:
 
 class ModsencArm:
     def __init__(self, backbone: Any, objective: Any, examples: list, batches: list[list[int]], a) -> None:
-        from modsenc.training.distributed import DistContext
         from modsenc.training.loop import TrainModule
         from modsenc.training.optim import build_optimizer
+        from modsenc.utils.distributed import DistContext
 
         self.backbone, self.objective = backbone, objective
         self.examples, self.batches, self.a = examples, batches, a

@@ -47,7 +47,7 @@ def settled_rss():
     libc.malloc_trim(0)  # hand freed heap back to the OS, so RSS counts live memory only
     return rss_mb()
 zoo, languages, texts = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-enc = ModularEncoder.from_pretrained(zoo, device="cpu", verify_backbone=False)
+enc = ModularEncoder.from_pretrained(zoo, device="cpu", verify=False)
 enc.modular.encode(texts, None)  # the bare backbone
 steps = [("backbone", settled_rss())]
 for lang in languages:
@@ -169,7 +169,7 @@ def main() -> None:
     )
 
     # ---------------------------------------------------------------- 3. language ID
-    router = ModularEncoder.from_pretrained(args.zoo, device="cpu", verify_backbone=False).router
+    router = ModularEncoder.from_pretrained(args.zoo, device="cpu", verify=False).router
     print(
         f"\n## language ID on held-out {Path(args.sentences).name} "
         f"(router over {', '.join(installed)}; fallback {router.fallback})"

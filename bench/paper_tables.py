@@ -39,6 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from modsenc.utils.io import atomic_write_text
+
 LANGS = ("en", "uz", "kk", "az")
 TARGETS = ("uz", "kk", "az")
 PUD_LANGS = ("en", "de", "fr", "es", "ru", "tr")  # stsb-mt has no tr: en-de/fr/es/ru
@@ -87,10 +89,7 @@ def read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
 
 
 def write_tsv(path: Path, header: list[str], rows: list[list[str]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join("\t".join(r) for r in [header, *rows]) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, "\n".join("\t".join(r) for r in [header, *rows]) + "\n")
 
 
 def sts_subset(sts: Path, out: Path, langs: tuple[str, ...], first: str | None = None) -> Path:
@@ -505,9 +504,7 @@ def main() -> None:
     if args.dry_run:
         return
     text = document(args, run, results, models)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(args.out)
+    atomic_write_text(args.out, text)
     print(f"wrote {args.out}")
 
 

@@ -7,6 +7,12 @@ import sys
 import click
 
 
+def _fail(err: Exception) -> click.ClickException:
+    """One line for the user. A KeyError's str() wraps its message in quotes; its argument does not."""
+    message = err.args[0] if isinstance(err, KeyError) and err.args else err
+    return click.ClickException(str(message))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="modsenc")
 def main() -> None:
@@ -74,7 +80,7 @@ def train_backbone(recipe, output_dir, resume, max_steps, batch_size, lr, seed, 
         config = load_recipe(recipe, extra)
         final = run(config, output_dir, resume=resume)
     except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
-        raise click.ClickException(str(err)) from err
+        raise _fail(err) from err
     click.echo(f"backbone written to {final}")
 
 
@@ -170,7 +176,12 @@ def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> N
 @click.option(
     "--resume", is_flag=True, help="Reuse finished stages whose config is unchanged; continue a killed one."
 )
-@click.option("--overwrite", is_flag=True, help="Discard an earlier run in the work dir and start over.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Start over: remove the stage folders of an earlier run in the work dir (only a work dir "
+    "add-language created), once every input has been checked.",
+)
 @click.option("--seed", type=int, help="Override the recipe's seed.")
 @click.option(
     "--set",
@@ -229,7 +240,7 @@ def add_language(
             overwrite=overwrite,
         )
     except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
-        raise click.ClickException(str(err)) from err
+        raise _fail(err) from err
     click.echo(f"{lang} bundle written to {target}")
 
 
@@ -274,7 +285,7 @@ def finetune(backbone_dir, output_dir, recipe, pairs, resume, seed, overrides) -
 
     The pairs are the ones add-language trains its SE (mono) and CLA (cross) modules on, so a zoo
     and these baselines can be compared on the same data. The result is a plain backbone directory,
-    usable with `modsenc eval --model`.
+    which `modsenc eval OUTPUT/<phases>/backbone` evaluates.
 
     \b
     modsenc finetune --backbone runs/cpu-minilm/backbone --output runs/paper/full --pairs mono,cross
@@ -288,7 +299,7 @@ def finetune(backbone_dir, output_dir, recipe, pairs, resume, seed, overrides) -
         config = load_recipe(recipe, extra)
         final = run(config, backbone_dir, output_dir, pairs=phases, resume=resume)
     except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
-        raise click.ClickException(str(err)) from err
+        raise _fail(err) from err
     click.echo(f"backbone written to {final}")
 
 
@@ -330,7 +341,14 @@ def finetune(backbone_dir, output_dir, recipe, pairs, resume, seed, overrides) -
 )
 @click.option("--normalize", is_flag=True, help="L2-normalise the embeddings.")
 @click.option("--device", default=None, help="cpu, cuda, cuda:1 ... [default: cuda if available]")
-def encode(zoo_dir, lang, input_path, output_path, mode, batch_size, chunk_size, normalize, device) -> None:
+@click.option(
+    "--no-verify",
+    is_flag=True,
+    help="Skip re-hashing the backbone and bundle files against their manifests (faster start).",
+)
+def encode(
+    zoo_dir, lang, input_path, output_path, mode, batch_size, chunk_size, normalize, device, no_verify
+) -> None:
     """Embed sentences with the zoo's modules, routing each line to its language.
 
     \b
@@ -350,9 +368,10 @@ def encode(zoo_dir, lang, input_path, output_path, mode, batch_size, chunk_size,
             chunk_size=chunk_size,
             normalize=normalize,
             device=device,
+            verify=not no_verify,
         )
-    except (FileNotFoundError, KeyError, ValueError, TypeError) as err:
-        raise click.ClickException(str(err).strip("'\"")) from err
+    except (FileNotFoundError, FileExistsError, KeyError, ValueError, TypeError) as err:
+        raise _fail(err) from err
     click.echo(f"{count} sentences encoded to {output_path}", err=True)
 
 
@@ -370,7 +389,7 @@ def zoo_list(zoo_dir) -> None:
     try:
         click.echo(zoo_table(zoo_dir))
     except (FileNotFoundError, ValueError) as err:
-        raise click.ClickException(str(err)) from err
+        raise _fail(err) from err
 
 
 @zoo_group.command("info")
@@ -383,13 +402,19 @@ def zoo_info(lang, zoo_dir) -> None:
     try:
         click.echo(bundle_info(zoo_dir, lang))
     except (FileNotFoundError, ValueError) as err:
-        raise click.ClickException(str(err)) from err
+        raise _fail(err) from err
 
 
 @main.command("export")
 @click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
 @click.option("--lang", required=True, help="Language whose modules are merged into the exported model.")
-@click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False))
+@click.option(
+    "--output",
+    "output_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="A new or empty folder, or an earlier export (replaced); never inside the zoo.",
+)
 @click.option("--mode", type=click.Choice(["cross", "mono"]), default="cross", show_default=True)
 def export(zoo_dir, lang, output_dir, mode) -> None:
     """Write a standalone sentence-transformers model for one language (modules merged).
@@ -402,8 +427,8 @@ def export(zoo_dir, lang, output_dir, mode) -> None:
 
     try:
         target = export_sentence_transformer(zoo_dir, lang, output_dir, mode=mode)
-    except (FileNotFoundError, KeyError, ValueError) as err:
-        raise click.ClickException(str(err)) from err
+    except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
+        raise _fail(err) from err
     click.echo(f"{lang} ({mode}) exported to {target}")
 
 
@@ -453,7 +478,7 @@ def eval_command(model, bitext, sts, pivot, mode, route, json_path, markdown_pat
         results = evaluate(model, bitext=bitext, sts=sts, pivot=pivot, mode=mode, route=route)
         write_reports(results, json_path, markdown_path, heatmap_path)
     except (FileNotFoundError, KeyError, ValueError) as err:
-        raise click.ClickException(str(err)) from err
+        raise _fail(err) from err
     click.echo(markdown(results))
 
 
@@ -526,13 +551,18 @@ def mine_command(
     src, tgt, zoo_dir, src_lang, tgt_lang, output_path, threshold, k, exact_limit, batch_size
 ) -> None:
     """Mine translation pairs from two monolingual files (one sentence per line), margin-scored."""
-    from modsenc.data.readers import _iter_lines  # noqa: PLC0415
+    from modsenc.data.readers import iter_lines  # noqa: PLC0415
     from modsenc.eval.mining import mine, write_pairs  # noqa: PLC0415
+    from modsenc.modules.bundle import Zoo, check_outside_zoo  # noqa: PLC0415
     from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
 
     try:
+        check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
+        texts = [[line for _, line in iter_lines(p) if line.strip()] for p in (src, tgt)]
+        for path, lines in zip((src, tgt), texts):
+            if not lines:
+                raise ValueError(f"{path}: no non-blank lines; mine needs one sentence per line on each side")
         encoder = ModularEncoder.from_pretrained(zoo_dir)
-        texts = [[line for _, line in _iter_lines(p) if line.strip()] for p in (src, tgt)]
         vectors = [
             encoder.encode(t, lang=lang, batch_size=batch_size, show_progress_bar=True)
             for t, lang in zip(texts, (src_lang, tgt_lang))
@@ -540,7 +570,7 @@ def mine_command(
         pairs = mine(vectors[0], vectors[1], k=k, exact_limit=exact_limit, threshold=threshold)
         write_pairs(output_path, pairs, texts[0], texts[1])
     except (FileNotFoundError, KeyError, ValueError) as err:
-        raise click.ClickException(str(err)) from err
+        raise _fail(err) from err
     click.echo(f"{len(pairs)} pairs written to {output_path}", err=True)
 
 

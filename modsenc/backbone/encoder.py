@@ -314,7 +314,7 @@ class Backbone(nn.Module):
     ) -> Path:
         """Write a Hugging Face model directory (safetensors) + tokenizer + modsenc manifest, atomically."""
         output_dir = Path(output_dir)
-        with atomic_directory(output_dir) as tmp:
+        with atomic_directory(output_dir, owner_marker=MANIFEST_NAME) as tmp:
             self.model.save_pretrained(tmp, safe_serialization=True)
             self.tokenizer.save_pretrained(tmp)
             manifest = build_manifest(

@@ -34,6 +34,23 @@ def _cache_in(cache_dir: Path) -> Iterator[None]:
         fasttext_embs.CACHE_DIR = previous
 
 
+@contextlib.contextmanager
+def _explain_focus_failure(text_path: Path, vocab_size: int, min_count: int) -> Iterator[None]:
+    # On too little text, fastText keeps (almost) no tokens and deepfocus fails deep inside
+    # numba/fastdist with a typing error that says nothing about the cause.
+    try:
+        yield
+    except Exception as err:
+        lines = sum(1 for line in text_path.open(encoding="utf-8") if line.strip())
+        raise ValueError(
+            f"FOCUS could not initialise the {vocab_size}-token vocabulary from {lines} monolingual "
+            f"sentences ({type(err).__name__}); the vocab stage needs more monolingual text (its "
+            f"fastText model keeps only tokens seen at least vocab.fasttext_min_count={min_count} times): "
+            "pass more --mono data, lower vocab.fasttext_min_count / vocab.vocab_size, or leave the "
+            "stage out with --stages la,se,cla"
+        ) from err
+
+
 def focus_embeddings(
     source_tokenizer: Any,
     source_embeddings: torch.Tensor,
@@ -63,7 +80,8 @@ def focus_embeddings(
         raise ValueError(f"FOCUS reads .txt/.json/.jsonl target text, got {target_text_path}")
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    with _cache_in(cache_dir):
+    explain = _explain_focus_failure(target_text_path, len(target_tokenizer), fasttext_min_count)
+    with _cache_in(cache_dir), explain:
         embeddings = FOCUS(
             target_tokenizer=target_tokenizer,
             source_tokenizer=source_tokenizer,

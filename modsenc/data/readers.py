@@ -25,14 +25,18 @@ __all__ = [
     "ParaphrasePair",
     "TranslationPair",
     "english_centric_pairs",
+    "check_file",
     "is_language_code",
+    "iter_lines",
     "load_hf_parallel",
     "load_monolingual",
     "load_parallel",
     "load_paraphrases",
+    "no_rows_error",
     "read_monolingual",
     "read_parallel_tsv",
     "read_paraphrase_tsv",
+    "read_table",
 ]
 
 PathLike = str | os.PathLike
@@ -114,7 +118,7 @@ def _check_languages_arg(languages: Sequence[str] | None) -> list[str] | None:
     return list(dict.fromkeys(languages))
 
 
-def _check_file(path: PathLike) -> Path:
+def check_file(path: PathLike) -> Path:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(
@@ -126,9 +130,13 @@ def _check_file(path: PathLike) -> Path:
     return p
 
 
-def _iter_lines(path: PathLike) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` with the line ending removed, decoding each line separately."""
-    p = _check_file(path)
+def iter_lines(path: PathLike, name: str | None = None) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` with the line ending removed, decoding each line separately.
+
+    ``name`` is what errors call the file (e.g. "standard input" for a spooled copy of stdin).
+    """
+    p = check_file(path)
+    path = name or path
     with p.open("rb") as f:
         for lineno, raw in enumerate(f, start=1):
             try:
@@ -149,13 +157,13 @@ def _is_blank(text: str) -> bool:
     return "\t" not in text and text.strip() == ""
 
 
-def _read_table(path: PathLike) -> tuple[int, list[str], Iterator[tuple[int, list[str]]]]:
+def read_table(path: PathLike) -> tuple[int, list[str], Iterator[tuple[int, list[str]]]]:
     """Header line number, header fields, and a lazy iterator over ``(line_number, fields)`` rows.
 
     Blank lines at the end of a file are tolerated (editors add them); a blank line between rows
     is an error because it usually means a row was split in two.
     """
-    lines = _iter_lines(path)
+    lines = iter_lines(path)
     header: list[str] | None = None
     header_line = 0
     for lineno, text in lines:
@@ -196,7 +204,7 @@ def _read_table(path: PathLike) -> tuple[int, list[str], Iterator[tuple[int, lis
     return header_line, header, rows()
 
 
-def _no_rows(path: PathLike) -> DataFormatError:
+def no_rows_error(path: PathLike) -> DataFormatError:
     return DataFormatError(path, None, "has a header but no data rows")
 
 
@@ -233,7 +241,7 @@ def read_parallel_tsv(path: PathLike, languages: Sequence[str] | None = None) ->
     wrong file.
     """
     wanted = _check_languages_arg(languages)
-    header_line, header, rows = _read_table(path)
+    header_line, header, rows = read_table(path)
     _check_header_codes(path, header_line, header)
     if wanted is not None:
         missing = [lang for lang in wanted if lang not in header]
@@ -253,7 +261,7 @@ def read_parallel_tsv(path: PathLike, languages: Sequence[str] | None = None) ->
         for target, position in zip(targets, positions):
             target.append(fields[position])
     if not targets[0]:
-        raise _no_rows(path)
+        raise no_rows_error(path)
     return ParallelCorpus(path=os.fspath(path), columns=columns)
 
 
@@ -264,7 +272,7 @@ def read_paraphrase_tsv(path: PathLike, languages: Sequence[str] | None = None) 
     positive is an error because the pair would train the model towards an empty string.
     """
     wanted = _check_languages_arg(languages)
-    header_line, header, rows = _read_table(path)
+    header_line, header, rows = read_table(path)
     for name in PARAPHRASE_COLUMNS:
         if name not in header:
             raise DataFormatError(
@@ -296,7 +304,7 @@ def read_paraphrase_tsv(path: PathLike, languages: Sequence[str] | None = None) 
             ParaphrasePair(fields[i_id], lang, fields[i_anchor], fields[i_pos], fields[i_neg] or None)
         )
     if n_rows == 0:
-        raise _no_rows(path)
+        raise no_rows_error(path)
     if wanted is not None:
         missing = [lang for lang in wanted if lang not in seen_langs]
         if missing:
@@ -310,7 +318,7 @@ def read_paraphrase_tsv(path: PathLike, languages: Sequence[str] | None = None) 
 
 def read_monolingual(path: PathLike) -> list[str]:
     """Read plain text, one sentence per line; blank lines are separators, not sentences."""
-    sentences = [text.strip() for _lineno, text in _iter_lines(path) if text.strip()]
+    sentences = [text.strip() for _lineno, text in iter_lines(path) if text.strip()]
     if not sentences:
         raise DataFormatError(path, None, "empty file: expected one sentence per line")
     return sentences
@@ -552,7 +560,7 @@ def load_paraphrases(spec: PathLike | Mapping[str, Any]) -> list[ParaphrasePair]
 
 def _tsv_header_hint(path: PathLike) -> str:
     try:
-        _header_line, header, _rows = _read_table(path)
+        _header_line, header, _rows = read_table(path)
     except (OSError, DataFormatError):
         return ""
     return f" (its columns: {' '.join(header)})"
@@ -575,7 +583,7 @@ def load_monolingual(spec: PathLike | Mapping[str, Any]) -> list[str]:
     path, column = d["path"], d.get("column")
     if column is None:
         if Path(path).suffix.lower() == ".tsv":
-            _check_file(path)
+            check_file(path)
             raise DataFormatError(
                 path,
                 None,

@@ -68,6 +68,8 @@ def mine(
     threshold: float | None = None,
 ) -> list[MinedPair]:
     """Margin-scored pairs (best first) between the rows of ``src`` and ``tgt``."""
+    if len(src) == 0 or len(tgt) == 0:
+        raise ValueError(f"nothing to mine: {len(src)} source and {len(tgt)} target sentences")
     src, tgt = l2_normalise(src), l2_normalise(tgt)
     k = min(k, len(src), len(tgt))
     fwd_sims, fwd_ids = chunked_knn(

@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from modsenc.data.errors import DataFormatError
 from modsenc.data.readers import load_parallel
 from modsenc.eval.bitext import bitext_mining
 from modsenc.eval.similarity import language_bias
 from modsenc.eval.sts import read_sts_tsv, row_cosines, spearman_x100
-from modsenc.utils.io import atomic_write_json, atomic_write_text
+from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text
 
 EncodeFn = Callable[[Sequence[str]], np.ndarray]
 
@@ -101,17 +102,27 @@ def evaluate(
     mode: str = "cross",
     route: str | None = None,
 ) -> dict[str, Any]:
+    # Every input is read (and its errors reported) before the model loads.
+    corpora = []
+    for spec in bitext:
+        corpus = load_parallel(spec)  # a TSV path, or {"hf": name, "split": ..., ...} for datasets
+        if len(corpus.languages) < 2 or (pivot is not None and pivot not in corpus.languages):
+            raise DataFormatError(
+                corpus.path,
+                None,
+                f"has the language columns {corpus.languages}; bitext mining needs the pivot {pivot!r} "
+                "and at least one other language (one tab-separated column per language)",
+            )
+        corpora.append((Path(spec).name if isinstance(spec, (str, os.PathLike)) else corpus.path, corpus))
+    sts_sets = [(path, read_sts_tsv(path)) for path in sts]
     encoders = EncoderSet(model, mode=mode, route=route)
     results: dict[str, Any] = {"model": str(model), "mode": mode, "bitext": {}, "sts": {}}
     if route is not None:
         results["route"] = route
-    for spec in bitext:
-        corpus = load_parallel(spec)  # a TSV path, or {"hf": name, "split": ..., ...} for datasets
-        name = Path(spec).name if isinstance(spec, (str, os.PathLike)) else corpus.path
+    for name, corpus in corpora:
         fns = {lang: encoders.for_language(lang) for lang in corpus.languages}
         results["bitext"][name] = bitext_mining(corpus.columns, fns, pivot=pivot)
-    for path in sts:
-        pairs = read_sts_tsv(path)
+    for path, pairs in sts_sets:
         groups: dict[tuple[str, str], list] = {}
         for pair in pairs:
             groups.setdefault((pair.lang1, pair.lang2), []).append(pair)
@@ -178,10 +189,9 @@ def heatmap(results: dict[str, Any], path: str | os.PathLike) -> None:
     ax.set_title(f"xsim error % ({name})")
     fig.colorbar(image, ax=ax)
     fig.tight_layout()
-    tmp = Path(path).with_name(f".{Path(path).name}.tmp.png")
-    fig.savefig(tmp, dpi=120)
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")  # the temporary's name has no .png to infer it from
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 def write_reports(results: dict[str, Any], json_path=None, markdown_path=None, heatmap_path=None) -> None:

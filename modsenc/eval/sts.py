@@ -14,7 +14,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from modsenc.data.errors import DataFormatError
-from modsenc.data.readers import _check_file, _no_rows, _read_table, is_language_code
+from modsenc.data.readers import check_file, is_language_code, no_rows_error, read_table
 from modsenc.eval.bitext import l2_normalise
 
 STS_COLUMNS = ["lang1", "lang2", "sentence1", "sentence2", "score"]
@@ -33,8 +33,8 @@ class STSPair:
 
 
 def read_sts_tsv(path: str | os.PathLike) -> list[STSPair]:
-    _check_file(path)
-    header_line, header, rows = _read_table(path)
+    check_file(path)
+    header_line, header, rows = read_table(path)
     if header != STS_COLUMNS:
         raise DataFormatError(
             path, header_line, f"expected the header {' '.join(STS_COLUMNS)}, got {' '.join(header)}"
@@ -50,7 +50,27 @@ def read_sts_tsv(path: str | os.PathLike) -> list[STSPair]:
             raise DataFormatError(path, lineno, f"score {score!r} is not a number") from None
         pairs.append(STSPair(lang1, lang2, s1, s2, value))
     if not pairs:
-        raise _no_rows(path)
+        raise no_rows_error(path)
+    # A Spearman correlation of one pair, or of constant gold scores, is NaN: say so here
+    # instead of reporting "nan" later.
+    groups: dict[tuple[str, str], list[float]] = {}
+    for pair in pairs:
+        groups.setdefault((pair.lang1, pair.lang2), []).append(pair.score)
+    for (lang1, lang2), scores in groups.items():
+        if len(scores) < 2:
+            raise DataFormatError(
+                path,
+                None,
+                f"{lang1}-{lang2} has {len(scores)} scored pair; a Spearman correlation needs at least 2 "
+                "pairs per language pair (add pairs, or remove that row)",
+            )
+        if len(set(scores)) == 1:
+            raise DataFormatError(
+                path,
+                None,
+                f"every {lang1}-{lang2} pair has the score {scores[0]}; a Spearman correlation needs "
+                "scores that differ",
+            )
     return pairs
 
 

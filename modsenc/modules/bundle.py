@@ -3,13 +3,16 @@
     ZOO/index.json                 installed languages and the backbone's fingerprint
     ZOO/backbone/                  the backbone every bundle was built on (copied once, never rewritten)
     ZOO/LANG/modsenc_bundle.json   manifest: language, script, backbone fingerprint, module sizes,
-                                   data files with hashes and counts, training config, dev metrics
+                                   data files with hashes and counts, training config, dev metrics,
+                                   and the sha256 of every other file of the bundle (``file_sha256``)
     ZOO/LANG/tokenizer/            the language's tokenizer (if it has its own vocabulary)
     ZOO/LANG/embeddings.safetensors
     ZOO/LANG/{la,se}/              peft LoRA adapters (adapter_config.json + adapter_model.safetensors)
     ZOO/LANG/cla/                  adapters parallel bottleneck (adapter_config.json + adapter.safetensors)
 
-Bundles are written with ``atomic_directory`` (a crash leaves the old bundle or the new one) and
+Loading a bundle checks those hashes (``verify_bundle``), so a damaged or truncated file is an
+error naming it rather than wrong vectors; bundles written before the hashes existed load with a
+warning. Bundles are written with ``atomic_directory`` (a crash leaves the old bundle or the new one) and
 the index under an exclusive file lock, so two ``add-language`` runs for different languages can
 share a zoo.
 """
@@ -22,6 +25,7 @@ import json
 import os
 import shutil
 import unicodedata
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -30,13 +34,57 @@ from typing import Any
 from modsenc.backbone.encoder import load_manifest
 from modsenc.backbone.manifest import MANIFEST_NAME, fingerprint
 from modsenc.data.readers import is_language_code
-from modsenc.utils.io import atomic_directory, atomic_write_json
+from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
 
 BUNDLE_MANIFEST = "modsenc_bundle.json"
 INDEX_NAME = "index.json"
 BACKBONE_DIR = "backbone"
 EMBEDDINGS_FILE = "embeddings.safetensors"
 TOKENIZER_DIR = "tokenizer"
+HASHES_KEY = "file_sha256"  # in the bundle manifest: {relative posix path: sha256}
+
+
+class BundleIntegrityError(ValueError):
+    """A bundle file is missing, altered, truncated or holds non-finite weights."""
+
+
+def bundle_file_hashes(bundle_dir: str | os.PathLike) -> dict[str, str]:
+    """sha256 of every file of a bundle folder but its manifest, by relative posix path."""
+    root = Path(bundle_dir)
+    return {
+        p.relative_to(root).as_posix(): file_sha256(p)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != BUNDLE_MANIFEST
+    }
+
+
+def verify_bundle(bundle_dir: str | os.PathLike, manifest: dict[str, Any]) -> None:
+    """Check every file the manifest lists against its sha256; raise BundleIntegrityError naming
+    the first damaged file. A manifest without hashes (an older bundle) passes with a warning."""
+    root = Path(bundle_dir)
+    lang = manifest.get("language", root.name)
+    hashes = manifest.get(HASHES_KEY)
+    if hashes is None:
+        warnings.warn(
+            f"{root / BUNDLE_MANIFEST} lists no file hashes (written by an older modsenc): its files "
+            f"cannot be verified; rebuild it with `modsenc add-language {lang}` to add them",
+            stacklevel=3,
+        )
+        return
+    if not isinstance(hashes, dict):
+        raise BundleIntegrityError(f"{root / BUNDLE_MANIFEST}: {HASHES_KEY} must be a mapping of file hashes")
+    for name, expected in sorted(hashes.items()):
+        path = root / name
+        if not path.is_file():
+            raise BundleIntegrityError(
+                f"{path} is missing from the bundle; rebuild it with `modsenc add-language {lang}`"
+            )
+        if file_sha256(path) != expected:
+            raise BundleIntegrityError(
+                f"{path} is damaged (its sha256 differs from the one in {BUNDLE_MANIFEST}); "
+                f"rebuild the bundle with `modsenc add-language {lang}`"
+            )
+
 
 _SCRIPTS = {
     "LATIN": "Latn",
@@ -75,6 +123,20 @@ def detect_script(texts: Iterable[str], sample: int = 2000) -> str:
     return counts.most_common(1)[0][0] if counts else "Zyyy"
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_outside_zoo(path: str | os.PathLike, zoo: Zoo, option: str) -> None:
+    """Refuse an output that is the zoo, lies inside it, or contains it: writing there would
+    replace or mix with bundles (and replacing a folder that holds the zoo would delete it)."""
+    target, root = Path(path).resolve(), zoo.root.resolve()
+    if _inside(target, root) or (zoo.index_path.exists() and _inside(root, target)):
+        raise ValueError(
+            f"{option} {path} is inside the zoo {zoo.root} (or contains it); write outside the zoo"
+        )
+
+
 class Zoo:
     """A folder of language bundles sharing one backbone."""
 
@@ -97,11 +159,19 @@ class Zoo:
         if not self.index_path.exists():
             return {"format": "modsenc-zoo/1", "backbone": None, "languages": {}}
         try:
-            return json.loads(self.index_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
+            index = json.loads(self.index_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise ValueError(
                 f"{self.index_path} is not valid JSON ({err}); delete it and re-run `modsenc add-language`"
             ) from err
+        if not isinstance(index, dict) or not isinstance(index.get("languages"), dict):
+            found = type(index).__name__ if not isinstance(index, dict) else f"keys {sorted(index)}"
+            raise ValueError(
+                f"{self.index_path} is not a modsenc zoo index (expected a JSON object with a 'languages' "
+                f"mapping, found {found}); restore it, or delete it and re-run `modsenc add-language` "
+                "for each language"
+            )
+        return index
 
     def languages(self) -> list[str]:
         return sorted(self.read_index()["languages"])
@@ -144,7 +214,7 @@ class Zoo:
                     "`modsenc train-backbone` (its manifest holds the fingerprint that bundles are "
                     "checked against)"
                 )
-            with atomic_directory(self.backbone_dir) as tmp:
+            with atomic_directory(self.backbone_dir, owner_marker=MANIFEST_NAME) as tmp:
                 for item in source.iterdir():
                     if item.is_file():
                         shutil.copy2(item, tmp / item.name)
@@ -162,11 +232,17 @@ class Zoo:
                 f"run `modsenc add-language {lang}`"
             )
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise ValueError(
                 f"{path} is corrupt ({err}); rebuild the bundle with `modsenc add-language {lang}`"
             ) from err
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("modules"), dict):
+            raise ValueError(
+                f"{path} is not a bundle manifest (expected a JSON object with a 'modules' mapping); "
+                f"rebuild the bundle with `modsenc add-language {lang}`"
+            )
+        return manifest
 
     def read_compatible_manifest(self, lang: str) -> dict[str, Any]:
         """The bundle's manifest, after checking it was built on this zoo's backbone."""
@@ -186,12 +262,13 @@ class Zoo:
         """Install a bundle atomically: ``files`` maps names inside the bundle to files or folders."""
         target = self.bundle_dir(lang)
         with self.locked():
-            with atomic_directory(target) as tmp:
+            with atomic_directory(target, owner_marker=BUNDLE_MANIFEST) as tmp:
                 for name, source in files.items():
                     if source.is_dir():
                         shutil.copytree(source, tmp / name)
                     else:
                         shutil.copy2(source, tmp / name)
+                manifest = {**manifest, HASHES_KEY: bundle_file_hashes(tmp)}
                 atomic_write_json(tmp / BUNDLE_MANIFEST, manifest)
             index = self.read_index()
             index["languages"][lang] = {

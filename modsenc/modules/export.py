@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 from pathlib import Path
 
 import torch
@@ -28,9 +29,12 @@ from transformers import AutoModel
 from transformers.activations import get_activation
 
 from modsenc.backbone.encoder import Backbone
-from modsenc.modules.bundle import Zoo, check_language_code
+from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.modules.modular import ModularBackbone, module_name
-from modsenc.utils.io import atomic_directory
+from modsenc.utils.io import atomic_directory, atomic_write_json, check_replaceable
+
+# Written into every export: proves the folder is modsenc's, so a later export may replace it.
+EXPORT_MARKER = "modsenc_export.json"
 
 
 def _merge_parallel_adapter(layer: torch.nn.Module, adapter: torch.nn.Module, hidden_act: str) -> None:
@@ -67,7 +71,11 @@ def export_sentence_transformer(
     if mode not in ("cross", "mono"):
         raise ValueError(f"mode must be 'cross' or 'mono', got {mode!r}")
     zoo = Zoo(zoo_dir)
-    zoo.read_compatible_manifest(lang)
+    output_dir = Path(output_dir)
+    # Before any work: the output must not be (in) the zoo, nor a folder of the user's.
+    check_outside_zoo(output_dir, zoo, "--output")
+    check_replaceable(output_dir, EXPORT_MARKER)
+    manifest = zoo.read_compatible_manifest(lang)
     backbone = Backbone.from_pretrained(zoo.backbone_dir, attention="sdpa")
     modular = ModularBackbone(backbone)
     kinds = modular.load_bundle(zoo.bundle_dir(lang), lang)
@@ -114,8 +122,7 @@ def export_sentence_transformer(
             f"export: parameters did not map onto {config.model_type}: {missing[:3]} {unexpected[:3]}"
         )
 
-    output_dir = Path(output_dir)
-    with atomic_directory(output_dir) as tmp:
+    with atomic_directory(output_dir, owner_marker=EXPORT_MARKER) as tmp:
         hf_dir = tmp / "hf"
         plain.save_pretrained(hf_dir, safe_serialization=True)
         tokenizer.save_pretrained(hf_dir)
@@ -134,8 +141,16 @@ def export_sentence_transformer(
         for item in (tmp / "model").iterdir():
             item.rename(tmp / item.name)
         (tmp / "model").rmdir()
-        import shutil  # noqa: PLC0415
-
         shutil.rmtree(hf_dir)
         (tmp / "README.md").write_text(model_card + "\n", encoding="utf-8")
+        atomic_write_json(
+            tmp / EXPORT_MARKER,
+            {
+                "format": "modsenc-export/1",
+                "language": lang,
+                "mode": mode,
+                "modules": sorted(kinds),
+                "backbone_fingerprint": manifest.get("backbone", {}).get("fingerprint"),
+            },
+        )
     return output_dir

@@ -37,7 +37,13 @@ from transformers import AutoTokenizer
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.data.orthography import Orthography, get_orthography
-from modsenc.modules.bundle import BUNDLE_MANIFEST, EMBEDDINGS_FILE, TOKENIZER_DIR
+from modsenc.modules.bundle import (
+    BUNDLE_MANIFEST,
+    EMBEDDINGS_FILE,
+    TOKENIZER_DIR,
+    BundleIntegrityError,
+    verify_bundle,
+)
 
 MODULE_KINDS = ("vocab", "la", "se", "cla")
 LORA_KINDS = ("la", "se")
@@ -144,10 +150,23 @@ class ModularBackbone(nn.Module):
         """adapters' format: ``adapter_config.json`` + ``adapter_model.safetensors``."""
         self.backbone.model.save_adapter(str(path), module_name(lang, "cla"), use_safetensors=True)
 
-    def load_bundle(self, bundle_dir: str | Path, lang: str, kinds: Iterable[str] | None = None) -> set[str]:
-        """Load a bundle's modules (all, or ``kinds``); on any error nothing of ``lang`` stays loaded."""
+    def load_bundle(
+        self,
+        bundle_dir: str | Path,
+        lang: str,
+        kinds: Iterable[str] | None = None,
+        verify: bool = True,
+    ) -> set[str]:
+        """Load a bundle's modules (all, or ``kinds``); on any error nothing of ``lang`` stays loaded.
+
+        ``verify`` checks every file against the manifest's sha256 first (``verify_bundle``);
+        whatever ``verify`` says, a file that cannot be read or loads non-finite weights is a
+        BundleIntegrityError naming it.
+        """
         bundle_dir = Path(bundle_dir)
         manifest = json.loads((bundle_dir / BUNDLE_MANIFEST).read_text(encoding="utf-8"))
+        if verify:
+            verify_bundle(bundle_dir, manifest)
         wanted = [k for k in MODULE_KINDS if k in manifest["modules"] and (kinds is None or k in set(kinds))]
         if lang in self.loaded:
             self.remove_language(lang)
@@ -155,14 +174,36 @@ class ModularBackbone(nn.Module):
             orthography = (manifest.get("orthography") or {}).get("name", "none")  # none: older bundles
             self.set_orthography(lang, get_orthography(orthography))
             for kind in wanted:
-                if kind == "vocab":
-                    tokenizer = AutoTokenizer.from_pretrained(bundle_dir / TOKENIZER_DIR)
-                    weight = load_file(bundle_dir / EMBEDDINGS_FILE)["weight"]
-                    self.add_vocabulary(lang, tokenizer, weight)
-                elif kind in LORA_KINDS:
-                    self.load_lora(lang, kind, bundle_dir / kind)
-                else:
-                    self.load_alignment(lang, bundle_dir / kind)
+                source = bundle_dir / (EMBEDDINGS_FILE if kind == "vocab" else kind)
+                if kind != "vocab" and not list(source.glob("*.safetensors")):
+                    # A pickle (adapter_model.bin) can run code when loaded: only safetensors are read.
+                    found = sorted(p.name for p in source.iterdir()) if source.is_dir() else []
+                    raise BundleIntegrityError(
+                        f"{source}: no *.safetensors weights (found: {', '.join(found) or 'nothing'}"
+                        "); modsenc loads adapters only from safetensors, never from pickles: rebuild the "
+                        f"bundle with `modsenc add-language {lang}`"
+                    )
+                try:
+                    if kind == "vocab":
+                        tokenizer = AutoTokenizer.from_pretrained(bundle_dir / TOKENIZER_DIR)
+                        weight = load_file(source)["weight"]
+                        self.add_vocabulary(lang, tokenizer, weight)
+                    elif kind in LORA_KINDS:
+                        self.load_lora(lang, kind, source)
+                    else:
+                        self.load_alignment(lang, source)
+                except Exception as err:
+                    reason = " ".join(str(err).split())[:200]  # one line, whatever the library said
+                    raise BundleIntegrityError(
+                        f"{source}: cannot be loaded ({type(err).__name__}: {reason}); the bundle "
+                        "is damaged or was not written by modsenc: rebuild it with "
+                        f"`modsenc add-language {lang}`"
+                    ) from err
+                if not all(torch.isfinite(p).all() for p in self.module_parameters(lang, kind)):
+                    raise BundleIntegrityError(
+                        f"{source}: holds NaN or infinite weights; rebuild the bundle with "
+                        f"`modsenc add-language {lang}`"
+                    )
         except Exception:
             with contextlib.suppress(Exception):
                 self.remove_language(lang)

@@ -12,7 +12,7 @@ from torch import nn
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.data.readers import TranslationPair
-from modsenc.training.distributed import DistContext
+from modsenc.utils.distributed import DistContext
 
 
 @dataclass

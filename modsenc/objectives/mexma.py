@@ -33,7 +33,7 @@ from modsenc.objectives.losses.infonce_alignment import InfoNCEAlignmentLoss
 from modsenc.objectives.losses.koleo import KoLeoLoss
 from modsenc.objectives.losses.mse_alignment import MSEAlignmentLoss
 from modsenc.objectives.masking import mask_sequence
-from modsenc.training.distributed import DistContext
+from modsenc.utils.distributed import DistContext
 
 
 @dataclass

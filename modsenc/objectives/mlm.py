@@ -22,7 +22,7 @@ from modsenc.backbone.packing import PackedBatch
 from modsenc.objectives.base import Objective, ObjectiveOutput
 from modsenc.objectives.losses.cross_unmasking import IGNORE_INDEX
 from modsenc.objectives.masking import mask_sequence
-from modsenc.training.distributed import DistContext
+from modsenc.utils.distributed import DistContext
 
 
 @dataclass

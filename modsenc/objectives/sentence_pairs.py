@@ -27,7 +27,7 @@ from sentence_transformers.sentence_transformer.losses import (
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.packing import PackedBatch
 from modsenc.objectives.base import Objective, ObjectiveOutput
-from modsenc.training.distributed import DistContext
+from modsenc.utils.distributed import DistContext
 
 KINDS = ("paraphrase", "parallel")
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from modsenc.data.readers import _iter_lines
-from modsenc.modules.bundle import Zoo, check_language_code
-from modsenc.utils.io import _fsync_dir
+from modsenc.data.readers import iter_lines
+from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
+from modsenc.utils.io import atomic_file
 
 
 def _count_lines(path: Path) -> int:
@@ -28,9 +28,9 @@ def _count_lines(path: Path) -> int:
         return sum(1 for _ in handle)
 
 
-def _chunks(path: Path, size: int) -> Iterator[list[str]]:
+def _chunks(path: Path, size: int, name: str) -> Iterator[list[str]]:
     chunk: list[str] = []
-    for _, line in _iter_lines(path):
+    for _, line in iter_lines(path, name=name):
         chunk.append(line)
         if len(chunk) == size:
             yield chunk
@@ -49,14 +49,24 @@ def encode_file(
     chunk_size: int = 10000,
     normalize: bool = False,
     device: str | None = None,
+    verify: bool = True,
 ) -> int:
+    """Encode ``input_path`` ('-': stdin) line by line into ``output_path`` (.npy or .jsonl).
+
+    ``verify=False`` skips re-hashing the backbone and bundles (see ``ModularEncoder.from_pretrained``).
+    """
     from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415 - heavy import
 
     output_path = Path(output_path)
     if output_path.suffix not in (".npy", ".jsonl"):
         raise ValueError(f"--output must end in .npy or .jsonl, got {output_path}")
+    if output_path.is_dir():
+        raise ValueError(f"--output {output_path} is a folder; give a file name ending in .npy or .jsonl")
     if lang != "auto":
         check_language_code(lang)
+    check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
+    # Errors name what the user gave, not the spooled copy of stdin.
+    shown = "standard input" if input_path == "-" else input_path
     with tempfile.TemporaryDirectory() as scratch:
         if input_path == "-":
             source = Path(scratch) / "stdin.txt"
@@ -67,49 +77,44 @@ def encode_file(
             if not source.is_file():
                 raise FileNotFoundError(f"{input_path}: no such input file")
         total = _count_lines(source)
-        encoder = ModularEncoder.from_pretrained(zoo_dir, device=device)
+        encoder = ModularEncoder.from_pretrained(zoo_dir, device=device, verify=verify)
         dim = encoder.get_sentence_embedding_dimension()
-        output_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = output_path.with_name(f".{output_path.name}.tmp")
         bar = tqdm(total=total, desc="encode", unit="sent", disable=total < 1000)
         written = 0
-        try:
-            if output_path.suffix == ".npy":
-                matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(total, dim))
-                for chunk in _chunks(source, chunk_size):
-                    vectors = encoder.encode(
-                        chunk, lang=lang, batch_size=batch_size, normalize_embeddings=normalize, mode=mode
-                    )
-                    matrix[written : written + len(chunk)] = vectors
-                    written += len(chunk)
-                    bar.update(len(chunk))
-                matrix.flush()
-                del matrix
-            else:
-                with tmp.open("w", encoding="utf-8") as out:
-                    for chunk in _chunks(source, chunk_size):
-                        vectors, langs = encoder.encode(
-                            chunk,
-                            lang=lang,
-                            batch_size=batch_size,
-                            normalize_embeddings=normalize,
-                            mode=mode,
-                            return_languages=True,
+        # A temporary unique to this run: two runs writing one path each finish a complete file.
+        with atomic_file(output_path) as tmp:
+            try:
+                if output_path.suffix == ".npy":
+                    matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(total, dim))
+                    for chunk in _chunks(source, chunk_size, shown):
+                        vectors = encoder.encode(
+                            chunk, lang=lang, batch_size=batch_size, normalize_embeddings=normalize, mode=mode
                         )
-                        for text, code, vector in zip(chunk, langs, vectors):
-                            out.write(
-                                json.dumps({"text": text, "lang": code, "embedding": vector.tolist()}) + "\n"
-                            )
+                        matrix[written : written + len(chunk)] = vectors
                         written += len(chunk)
                         bar.update(len(chunk))
-                    out.flush()
-                    os.fsync(out.fileno())
-            os.replace(tmp, output_path)
-            _fsync_dir(output_path.parent)
-        finally:
-            bar.close()
-            if tmp.exists():
-                tmp.unlink()
+                    matrix.flush()
+                    del matrix
+                else:
+                    with tmp.open("w", encoding="utf-8") as out:
+                        for chunk in _chunks(source, chunk_size, shown):
+                            vectors, langs = encoder.encode(
+                                chunk,
+                                lang=lang,
+                                batch_size=batch_size,
+                                normalize_embeddings=normalize,
+                                mode=mode,
+                                return_languages=True,
+                            )
+                            for text, code, vector in zip(chunk, langs, vectors):
+                                out.write(
+                                    json.dumps({"text": text, "lang": code, "embedding": vector.tolist()})
+                                    + "\n"
+                                )
+                            written += len(chunk)
+                            bar.update(len(chunk))
+            finally:
+                bar.close()
     return written
 
 

@@ -35,6 +35,13 @@ from modsenc.routing.langid import (
 MODES = ("cross", "mono")
 
 
+def _check_limits(max_languages: int | None, max_memory_mb: float | None) -> None:
+    if max_languages is not None and (isinstance(max_languages, bool) or int(max_languages) < 1):
+        raise ValueError(f"max_languages must be at least 1 (or None for no limit), got {max_languages!r}")
+    if max_memory_mb is not None and not max_memory_mb > 0:
+        raise ValueError(f"max_memory_mb must be positive (or None for no limit), got {max_memory_mb!r}")
+
+
 class ModularEncoder:
     def __init__(
         self,
@@ -44,8 +51,10 @@ class ModularEncoder:
         max_languages: int | None = None,
         max_memory_mb: float | None = None,
     ) -> None:
+        _check_limits(max_languages, max_memory_mb)
         self.zoo = zoo
         self.modular = modular
+        self.verify = True  # check each bundle's file hashes when it loads (from_pretrained's verify)
         self.router = router
         self.max_languages = max_languages
         self.max_memory_mb = max_memory_mb
@@ -67,15 +76,20 @@ class ModularEncoder:
         fallback: str | None = None,
         detector: Detector | None = None,
         min_confidence: float = 0.5,
-        verify_backbone: bool = True,
+        verify_backbone: bool | None = None,
+        verify: bool = True,
     ) -> ModularEncoder:
         """Open a zoo (``path``: a folder written by ``modsenc add-language``).
 
         ``languages`` are loaded now (others on first use). ``fallback`` receives sentences the
         detector is unsure about (default: the pivot). ``detector`` replaces the bundles' own
-        language profiles (e.g. ``FastTextDetector("glotlid.bin")``). ``verify_backbone`` re-hashes
-        the backbone's weights against its manifest, so a corrupt copy fails here, not later.
+        language profiles (e.g. ``FastTextDetector("glotlid.bin")``). ``verify`` re-hashes the
+        backbone's weights against its manifest and every bundle's files against theirs when the
+        bundle loads, so a corrupt copy fails with its file named, not with wrong vectors; pass
+        ``verify=False`` to skip the hashing (faster start; non-finite weights are still refused).
+        ``verify_backbone`` overrides ``verify`` for the backbone alone.
         """
+        _check_limits(max_languages, max_memory_mb)  # before the slow part
         zoo = Zoo(path)
         if not zoo.backbone_dir.is_dir():
             raise FileNotFoundError(
@@ -90,7 +104,9 @@ class ModularEncoder:
                 raise KeyError(
                     f"language {lang!r} is not installed in {path} (installed: {', '.join(installed)})"
                 )
-        if verify_backbone and fingerprint(zoo.backbone_dir) != zoo.backbone_fingerprint():
+        if (verify if verify_backbone is None else verify_backbone) and fingerprint(
+            zoo.backbone_dir
+        ) != zoo.backbone_fingerprint():
             raise ValueError(
                 f"{zoo.backbone_dir}: weights do not match their manifest's fingerprint (corrupt copy?)"
             )
@@ -111,6 +127,7 @@ class ModularEncoder:
         )
         backbone.eval()
         encoder = cls(zoo, ModularBackbone(backbone), router, max_languages, max_memory_mb)
+        encoder.verify = verify
         for lang in wanted:
             encoder.load_language(lang)
         return encoder
@@ -135,7 +152,7 @@ class ModularEncoder:
             self.zoo.read_compatible_manifest(lang)
             size = self.zoo.bundle_bytes(lang)
             self._make_room(size)
-            self.modular.load_bundle(self.zoo.bundle_dir(lang), lang)
+            self.modular.load_bundle(self.zoo.bundle_dir(lang), lang, verify=self.verify)
             self.modular.to(self.modular.backbone.device)
             self.modular.eval()
             self._sizes[lang] = size
@@ -165,6 +182,11 @@ class ModularEncoder:
             return [d.lang for d in self.router.route(texts)]
         if isinstance(lang, str):
             return [check_language_code(lang)] * len(texts)
+        if not isinstance(lang, Sequence):
+            raise TypeError(
+                f"lang must be a language code such as 'uz', a list of codes (one per sentence), or "
+                f"None/'auto' to detect; got {type(lang).__name__} {lang!r}"
+            )
         langs = list(lang)
         if len(langs) != len(texts):
             raise ValueError(f"lang has {len(langs)} codes for {len(texts)} sentences; give one per sentence")
@@ -193,6 +215,8 @@ class ModularEncoder:
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         single = isinstance(sentences, str)
         texts = [sentences] if single else list(sentences)
         for i, text in enumerate(texts):
@@ -217,7 +241,15 @@ class ModularEncoder:
                     normalize_embeddings=normalize_embeddings,
                     convert_to_tensor=True,
                 )
-            out[torch.as_tensor(index)] = vectors.float().cpu()
+            vectors = vectors.float().cpu()
+            if not torch.isfinite(vectors).all():
+                # Never hand back NaN/inf: downstream search would silently rank garbage.
+                raise ValueError(
+                    f"the {code} modules in {self.zoo.bundle_dir(code)} produced non-finite embeddings "
+                    f"(NaN or inf); the bundle or the backbone is damaged: rebuild it with "
+                    f"`modsenc add-language {code}`"
+                )
+            out[torch.as_tensor(index)] = vectors
         result: Any = out[0] if single else out
         if not (convert_to_tensor or not convert_to_numpy):
             result = result.numpy()

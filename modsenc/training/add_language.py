@@ -38,7 +38,14 @@ from modsenc.data.orthography import get_orthography, orthography_for
 from modsenc.data.readers import ParaphrasePair, load_monolingual, load_parallel, load_paraphrases
 from modsenc.eval.bitext import precision_at_1
 from modsenc.eval.sts import evaluate_sts, read_sts_tsv
-from modsenc.modules.bundle import EMBEDDINGS_FILE, TOKENIZER_DIR, Zoo, check_language_code, detect_script
+from modsenc.modules.bundle import (
+    EMBEDDINGS_FILE,
+    TOKENIZER_DIR,
+    Zoo,
+    check_language_code,
+    check_outside_zoo,
+    detect_script,
+)
 from modsenc.modules.configs import alignment_adapter_config, language_adapter_config, sentence_adapter_config
 from modsenc.modules.modular import ModularBackbone
 from modsenc.objectives.mlm import MaskedLanguageModeling, MLMConfig
@@ -54,6 +61,43 @@ from modsenc.utils.io import atomic_directory, atomic_write_json, json_digest
 
 STAGES = ("vocab", "la", "se", "cla")
 CLA_VARIANTS = ("pp", "pl", "jt")
+WORK_MARKER = "modsenc_add_language.json"  # in every work dir this command created
+
+
+def _has_files(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.iterdir())
+
+
+def _owns_work_dir(work: Path) -> bool:
+    """True for a work dir this command created: it holds WORK_MARKER, or (runs from before the
+    marker) only stage folders with their key files and the language profile."""
+    if (work / WORK_MARKER).is_file():
+        return True
+    names = {p.name for p in work.iterdir()}
+    return names <= {*STAGES, LANGID_FILE} and any((work / s / "key.json").is_file() for s in STAGES)
+
+
+def _check_work_dir(work: Path, zoo: Zoo) -> None:
+    if work.exists() and not work.is_dir():
+        raise FileExistsError(f"--work-dir {work} is a file; give a folder")
+    check_outside_zoo(work, zoo, "--work-dir")
+    if _has_files(work) and not _owns_work_dir(work):
+        raise FileExistsError(
+            f"--work-dir {work} is a non-empty folder that add-language did not create (no {WORK_MARKER}); "
+            "it is left untouched: choose a new or empty folder"
+        )
+
+
+def _clear_work_dir(work: Path) -> None:
+    """``--overwrite``: remove this command's own stage folders and files, nothing else."""
+    if not work.is_dir():
+        return
+    for name in (*STAGES, LANGID_FILE):
+        path = work / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
 
 
 # --------------------------------------------------------------------------------------------- data
@@ -221,15 +265,15 @@ class AddLanguage:
         self.stages = self._resolve_stages(stages)
         self.work = Path(work_dir or Path("runs") / "add-language" / lang)
         self.resume = resume
-        if self.work.exists() and any(self.work.iterdir()) and not (resume or overwrite):
+        # Every input is validated before any output is touched, and only folders this command
+        # created (WORK_MARKER) are ever cleared.
+        _check_work_dir(self.work, self.zoo)
+        if _has_files(self.work) and not (resume or overwrite):
             raise FileExistsError(
                 f"{self.work} holds an earlier run of add-language {lang}: pass --resume to reuse "
                 "its finished "
                 "stages (and continue a killed one), or --overwrite to start over"
             )
-        if overwrite and self.work.exists():
-            shutil.rmtree(self.work)
-        self.work.mkdir(parents=True, exist_ok=True)
         if "cla" in self.stages and self.pivot not in self.zoo.languages():
             raise FileNotFoundError(
                 f"the cla stage aligns {lang} to the pivot {self.pivot!r}, which is not installed in "
@@ -241,7 +285,15 @@ class AddLanguage:
             self.lang, self.pivot, recipe.get("data", {}), recipe.get("_recipe_path")
         )
         self._check_data()
+        self.sts = [
+            read_sts_tsv(resolve_data_spec(p, recipe.get("_recipe_path")))
+            for p in recipe.get("dev", {}).get("sts") or []
+        ]
         self.backbone_dir = self.zoo.install_backbone(backbone_dir)
+        if overwrite:
+            _clear_work_dir(self.work)
+        self.work.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.work / WORK_MARKER, {"command": "add-language", "language": self.lang})
         if recipe.get("training", {}).get("num_threads"):
             torch.set_num_threads(int(recipe["training"]["num_threads"]))
         backbone = Backbone.from_pretrained(
@@ -258,10 +310,6 @@ class AddLanguage:
             self.pivot_manifest_digest = json_digest(pivot_manifest)
             self.pivot_kinds = self.modular.load_bundle(self.zoo.bundle_dir(self.pivot), self.pivot)
             self.pivot_kinds.discard("cla")
-        self.sts = [
-            read_sts_tsv(resolve_data_spec(p, recipe.get("_recipe_path")))
-            for p in recipe.get("dev", {}).get("sts") or []
-        ]
 
     def _resolve_stages(self, stages: list[str] | None) -> list[str]:
         if stages is None:

@@ -94,7 +94,7 @@ def save_checkpoint(
     """Write ``run_dir/checkpoints/step-NNNNNN`` atomically and keep only the newest ``keep``."""
     root = Path(run_dir) / "checkpoints"
     path = root / f"step-{step:06d}"
-    with atomic_directory(path) as tmp:
+    with atomic_directory(path, owner_marker="state.json") as tmp:
         save_file(
             {k: v.detach().cpu().contiguous() for k, v in model_state.items()}, tmp / "model.safetensors"
         )

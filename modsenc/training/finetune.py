@@ -114,6 +114,12 @@ def run(
             continue
         if phase_dir.exists():
             key_file = phase_dir / "key.json"
+            if not key_file.is_file() and any(phase_dir.iterdir()):
+                # Not a phase this command started (it writes key.json first): never delete it.
+                raise FileExistsError(
+                    f"{phase_dir} is a non-empty folder that finetune did not create (no key.json); "
+                    "it is left untouched: choose another --output"
+                )
             stale = json.loads(key_file.read_text())["key"] if key_file.exists() else None
             if stale != key:
                 shutil.rmtree(phase_dir)  # another config, data or starting point: start over

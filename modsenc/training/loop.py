@@ -27,8 +27,8 @@ from modsenc.training.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from modsenc.training.distributed import DistContext, init_distributed
 from modsenc.training.optim import build_optimizer, build_scheduler
+from modsenc.utils.distributed import DistContext, init_distributed
 from modsenc.utils.io import atomic_write_text
 
 

@@ -22,6 +22,7 @@ from torch.nn.parallel import DistributedDataParallel
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.focus import focus_from_texts
 from modsenc.backbone.importer import load_source
+from modsenc.backbone.manifest import MANIFEST_NAME
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import BatchStream, LengthBucketBatchSampler
 from modsenc.data.demo import demo_path
@@ -31,6 +32,7 @@ from modsenc.training.checkpoint import latest_checkpoint
 from modsenc.training.distributed import DistContext, init_distributed
 from modsenc.training.loop import LoopConfig, TrainModule, train_loop
 from modsenc.training.optim import build_optimizer, build_scheduler
+from modsenc.utils.io import check_replaceable
 
 
 def resolve_data_spec(spec: Any, recipe_path: str | None = None) -> Any:
@@ -132,6 +134,8 @@ def run(
     recipe["seed"] = seed
     if train_cfg.get("num_threads"):
         torch.set_num_threads(int(train_cfg["num_threads"]))
+    for folder in (final_dir, run_dir / "init"):  # fail now, not after training, on a user's folder
+        check_replaceable(folder, MANIFEST_NAME)
     if not resume and latest_checkpoint(run_dir) is not None:
         raise FileExistsError(
             f"{run_dir} already holds checkpoints: pass --resume to continue, or choose another --output"

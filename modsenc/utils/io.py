@@ -1,19 +1,34 @@
-"""Atomic file and directory writes: a crash leaves the old version or the new one, never a mix."""
+"""Atomic file and directory writes: a crash leaves the old version or the new one, never a mix.
+
+Every temporary lives next to its target as ``.NAME.PID.RANDOM.tmp`` (a directory's backup during
+the swap as ``.NAME.PID.RANDOM.old``): unique per process, so two runs writing the same path each
+finish their own complete file (the last one to finish wins) instead of sharing one temporary. A
+run killed mid-write leaves its temporary behind; the next write of the same target removes the
+temporaries whose process is gone (only names of this pattern, never anything else), and restores
+a backup if the kill fell between a directory swap's two renames.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+TEMP_SUFFIX = ".tmp"
+BACKUP_SUFFIX = ".old"
 
-def _fsync_dir(path: Path) -> None:
+
+def fsync_dir(path: str | os.PathLike) -> None:
+    """Make a rename inside ``path`` durable (best effort: some file systems refuse a directory fsync)."""
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -22,10 +37,113 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}.{os.getpid()}."
+
+
+def _temp_pattern(path: Path) -> re.Pattern[str]:
+    # mkstemp/mkdtemp fill the random part with [a-z0-9_]; the pid says whose it is.
+    return re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[a-z0-9_]+({re.escape(TEMP_SUFFIX)}|\.old)$")
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+@contextlib.contextmanager
+def _directory_lock(directory: Path) -> Iterator[None]:
+    # flock on the parent folder itself: serialises concurrent swaps into it without leaving a
+    # lock file among the user's files.
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        with contextlib.suppress(OSError):  # a file system without flock: the renames stay atomic
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def clean_stale_temporaries(path: str | os.PathLike) -> list[Path]:
+    """Remove the temporaries of ``path`` left by killed processes; returns what was removed.
+
+    Only ``.NAME.PID.RANDOM.tmp``/``.old`` entries whose PID is no longer running are touched (the
+    PID test assumes the writers ran on this machine). If ``path`` itself is missing and a dead
+    writer's backup exists, the backup is renamed back first: the kill fell between the two renames
+    of a directory swap, and the backup is the last complete version.
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    pattern = _temp_pattern(path)
+    removed = []
+    with _directory_lock(path.parent):  # a live writer's directory swap never sees a half-restored state
+        stale = []
+        for entry in path.parent.iterdir():
+            match = pattern.match(entry.name)
+            if match and not _process_alive(int(match.group(1))):
+                stale.append((entry, match.group(2)))
+        for entry, kind in sorted(stale):
+            if kind == BACKUP_SUFFIX and not path.exists():
+                with contextlib.suppress(OSError):
+                    os.replace(entry, path)
+                    continue
+            _remove(entry)
+            removed.append(entry)
+    return removed
+
+
+def temporary_file(path: str | os.PathLike) -> Path:
+    """Create (empty) and return a temporary file for ``path``, unique to this process."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path to write ``path``'s content to; it replaces ``path`` when the block succeeds.
+
+    For writers that need a file name rather than bytes (``np.lib.format.open_memmap``, matplotlib):
+    the content is fsynced before the rename, and the temporary removed if the block fails.
+    """
+    path = Path(path)
+    tmp = temporary_file(path)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    clean_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -36,7 +154,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -47,31 +165,80 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
 
-@contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a scratch directory that replaces ``path`` only when the block succeeds.
+def check_replaceable(path: str | os.PathLike, owner_marker: str | None) -> None:
+    """Refuse to replace ``path`` unless it is missing, an empty folder, or holds ``owner_marker``.
 
-    The swap is two renames (old -> backup, new -> path); a crash between them leaves the
-    backup next to the target, and the next write cleans it up.
+    The marker (a manifest modsenc writes into every folder it creates) proves the folder is the
+    tool's own: replacing a folder deletes its contents, and a user's folder must never be lost to a
+    mistyped ``--output``.
     """
     path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return
+    if not path.is_dir() or path.is_symlink():
+        raise FileExistsError(f"{path} exists and is not a folder; choose another output path")
+    if owner_marker is None or (path / owner_marker).is_file() or not any(path.iterdir()):
+        return
+    raise FileExistsError(
+        f"{path} is a non-empty folder that modsenc did not write (no {owner_marker} in it); "
+        "it is left untouched: choose a new or empty folder, or remove it yourself"
+    )
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike, owner_marker: str | None = None) -> Iterator[Path]:
+    """Yield a scratch directory that replaces ``path`` only when the block succeeds.
+
+    With ``owner_marker``, an existing non-empty ``path`` is replaced only if it holds that file
+    (see ``check_replaceable``), checked before the block and again at the swap.
+    The swap is two renames (old -> backup, new -> path) under a lock on the parent folder, so
+    concurrent writers of one path take turns (the last one wins, each leaving a complete
+    directory). A kill between the renames leaves the backup, which the next write restores or
+    removes (see ``clean_stale_temporaries``).
+    """
+    path = Path(path)
+    check_replaceable(path, owner_marker)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    backup = path.with_name(f".{path.name}.old")
+    clean_stale_temporaries(path)
+    tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent))
     try:
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if backup.exists():
-        shutil.rmtree(backup)
-    if path.exists():
-        os.replace(path, backup)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-    shutil.rmtree(backup, ignore_errors=True)
+    with _directory_lock(path.parent):
+        try:
+            check_replaceable(path, owner_marker)  # another process may have created it meanwhile
+        except FileExistsError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        backup = None
+        if path.exists():
+            backup = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=BACKUP_SUFFIX, dir=path.parent))
+            os.replace(path, backup)  # replaces the empty placeholder mkdtemp made
+        try:
+            os.replace(tmp, path)
+        except OSError as err:
+            if backup is not None and not path.exists():
+                os.replace(backup, path)
+            shutil.rmtree(tmp, ignore_errors=True)
+            if err.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                raise FileExistsError(f"{path} could not be replaced ({err.strerror})") from err
+            raise
+        fsync_dir(path.parent)
+    if backup is not None:
+        shutil.rmtree(backup, ignore_errors=True)
 
 
 def json_digest(obj: Any) -> str:
     """sha256 of ``obj`` as canonical JSON: the key that tells a finished stage's config from another."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def file_sha256(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
+    """sha256 of a file's bytes, read in chunks (bundle and data files can be large)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -206,6 +206,9 @@ def test_bad_input_gets_a_clear_error(tiny_backbone_dir, tmp_path) -> None:
         run("en", fast_recipe(), tmp_path / "empty-zoo", work_dir=tmp_path / "w4")
     (tmp_path / "w5").mkdir()
     (tmp_path / "w5" / "leftover").write_text("x")
+    with pytest.raises(FileExistsError, match="add-language did not create"):  # a user's folder
+        run("en", fast_recipe(), tmp_path / "zoo", backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w5")
+    (tmp_path / "w5" / "modsenc_add_language.json").write_text("{}")  # an earlier run's
     with pytest.raises(FileExistsError, match="--resume"):
         run("en", fast_recipe(), tmp_path / "zoo", backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w5")
 

@@ -22,7 +22,7 @@ from modsenc.objectives.losses import (
     MSEAlignmentLoss,
 )
 from modsenc.objectives.masking import mask_sequence
-from modsenc.training.distributed import DistContext
+from modsenc.utils.distributed import DistContext
 
 SQRT2 = math.sqrt(2.0)
 

@@ -17,8 +17,8 @@ from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.readers import english_centric_pairs, read_parallel_tsv
 from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
-from modsenc.training.distributed import DistContext
 from modsenc.training.loop import TrainModule
+from modsenc.utils.distributed import DistContext
 from tests.training.conftest import free_port, tiny_recipe, write_tiny_parallel
 
 pytestmark = pytest.mark.slow

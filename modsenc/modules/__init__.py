@@ -1,0 +1,1 @@
+"""Per-language modules: bundles on disk (bundle), the modular backbone (modular), export."""

@@ -1,0 +1,615 @@
+"""The bad-input table: hostile or broken inputs to every command, each with the exit code, a fragment
+of the one-line message, and the files and folders that must be byte-identical afterwards.
+
+Classes covered (issue 13): never deleting what modsenc did not create, bundle integrity, concurrent
+writers (a separate test: it needs two processes), and one-line errors for malformed inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+from safetensors.torch import load_file, save_file
+
+from modsenc.cli import main
+from modsenc.data.demo import demo_path
+from modsenc.data.readers import read_parallel_tsv
+from modsenc.modules.bundle import BUNDLE_MANIFEST, HASHES_KEY
+from modsenc.routing.encoder import ModularEncoder
+from modsenc.utils.io import file_sha256
+from tests._zoo import HELD_OUT
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ----------------------------------------------------------------------------------------- helpers
+def snapshot(paths: list[Path]) -> dict[str, str | None]:
+    """Every file (sha256) and folder under ``paths``; None for a path that does not exist."""
+    state: dict[str, str | None] = {}
+    for root in paths:
+        if not root.exists():
+            state[str(root)] = None
+            continue
+        for path in [root, *sorted(root.rglob("*"))] if root.is_dir() else [root]:
+            state[str(path)] = "folder" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
+    return state
+
+
+@dataclass
+class Env:
+    """One case's sandbox: ``tmp`` for its files, ``zoo`` a private copy of the test zoo (if asked
+    for) or a fake zoo folder, ``backbone`` the tiny backbone."""
+
+    tmp: Path
+    zoo: Path
+    backbone: Path
+
+    def write(self, name: str, content: str | bytes) -> Path:
+        path = self.tmp / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+        return path
+
+
+@dataclass
+class Case:
+    id: str
+    args: Callable[[Env], list[str]]
+    code: int
+    message: str
+    untouched: Callable[[Env], list[Path]] = lambda env: []
+    setup: Callable[[Env], None] = lambda env: None
+    real_zoo: bool = False  # a copy of the trained test zoo (else a fake zoo folder)
+    stdin: bytes | None = None
+    absent: Callable[[Env], list[Path]] = lambda env: []  # outputs that must not appear
+    not_in_message: list[str] = field(default_factory=list)
+
+
+def _user_folder(env: Env, name: str = "mine") -> Path:
+    folder = env.tmp / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "thesis.txt").write_text("years of work\n", encoding="utf-8")
+    (folder / "data").mkdir(exist_ok=True)
+    (folder / "data" / "notes.md").write_text("keep me\n", encoding="utf-8")
+    return folder
+
+
+def _owned_work_dir(env: Env) -> Path:
+    """A work dir an earlier add-language run created (marker and a finished stage's key)."""
+    work = env.tmp / "work"
+    (work / "vocab").mkdir(parents=True)
+    (work / "modsenc_add_language.json").write_text('{"command": "add-language"}\n')
+    (work / "vocab" / "key.json").write_text('{"key": "abc"}\n')
+    return work
+
+
+def _fake_zoo(index: str) -> Callable[[Env], None]:
+    def setup(env: Env) -> None:
+        (env.zoo / "backbone").mkdir(parents=True)
+        (env.zoo / "index.json").write_text(index)
+
+    return setup
+
+
+def _damage(change: Callable[[Path], None], rehash: bool = False) -> Callable[[Env], None]:
+    """Apply ``change`` to the uz bundle of the zoo copy; ``rehash`` updates the manifest's hashes
+    (a file that is internally broken but listed with its current hash)."""
+
+    def setup(env: Env) -> None:
+        bundle = env.zoo / "uz"
+        change(bundle)
+        if rehash:
+            manifest_path = bundle / BUNDLE_MANIFEST
+            manifest = json.loads(manifest_path.read_text())
+            manifest[HASHES_KEY] = {name: file_sha256(bundle / name) for name in manifest[HASHES_KEY]}
+            manifest_path.write_text(json.dumps(manifest))
+
+    return setup
+
+
+def _flip_byte(bundle: Path) -> None:
+    path = bundle / "embeddings.safetensors"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _truncate(bundle: Path) -> None:
+    path = bundle / "embeddings.safetensors"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _nan_embeddings(bundle: Path) -> None:
+    path = bundle / "embeddings.safetensors"
+    weight = load_file(path)["weight"]
+    weight[5, 3] = float("nan")
+    save_file({"weight": weight}, path)
+
+
+def _pickled_adapter(bundle: Path) -> None:
+    adapter = bundle / "la"
+    state = load_file(adapter / "adapter_model.safetensors")
+    (adapter / "adapter_model.safetensors").unlink()
+    torch.save(state, adapter / "adapter_model.bin")
+
+
+def _encode(env: Env, *extra: str) -> list[str]:
+    return [
+        "encode",
+        "--zoo",
+        str(env.zoo),
+        "--lang",
+        "uz",
+        "--input",
+        str(env.write("in.txt", "\n".join(HELD_OUT["uz"]) + "\n")),
+        "--output",
+        str(env.tmp / "out.npy"),
+        *extra,
+    ]
+
+
+def _three_uz_sentences() -> str:
+    return "\n".join(read_parallel_tsv(demo_path("parallel.tsv")).columns["uz"][:3]) + "\n"
+
+
+CASES = [
+    # ---- 1. never delete what modsenc did not create
+    Case(
+        "export-into-a-user-folder",
+        lambda env: ["export", "--zoo", str(env.zoo), "--lang", "uz", "--output", str(_user_folder(env))],
+        1,
+        "non-empty folder that modsenc did not write",
+        untouched=lambda env: [env.tmp / "mine", env.zoo],
+        real_zoo=True,
+    ),
+    Case(
+        "export-into-a-bundle-of-the-zoo",
+        lambda env: ["export", "--zoo", str(env.zoo), "--lang", "uz", "--output", str(env.zoo / "uz")],
+        1,
+        "is inside the zoo",
+        untouched=lambda env: [env.zoo],
+        real_zoo=True,
+    ),
+    Case(
+        "export-onto-the-zoo-itself",
+        lambda env: ["export", "--zoo", str(env.zoo), "--lang", "uz", "--output", str(env.zoo)],
+        1,
+        "is inside the zoo",
+        untouched=lambda env: [env.zoo],
+        real_zoo=True,
+    ),
+    Case(
+        "export-onto-a-folder-holding-the-zoo",
+        lambda env: ["export", "--zoo", str(env.zoo), "--lang", "uz", "--output", str(env.zoo.parent)],
+        1,
+        "(or contains it)",
+        untouched=lambda env: [env.zoo.parent],
+        real_zoo=True,
+    ),
+    Case(
+        "add-language-overwrite-a-user-folder",
+        lambda env: [
+            "add-language",
+            "uz",
+            "--zoo",
+            str(env.tmp / "z"),
+            "--work-dir",
+            str(_user_folder(env)),
+            "--overwrite",
+            "--stages",
+            "vocab,la",
+        ],
+        1,
+        "non-empty folder that add-language did not create",
+        untouched=lambda env: [env.tmp / "mine"],
+        absent=lambda env: [env.tmp / "z"],
+    ),
+    Case(
+        "add-language-overwrite-with-a-missing-input",
+        lambda env: [
+            "add-language",
+            "uz",
+            "--zoo",
+            str(env.tmp / "z"),
+            "--work-dir",
+            str(_owned_work_dir(env)),
+            "--overwrite",
+            "--stages",
+            "vocab,la",
+            "--mono",
+            str(env.tmp / "missing.txt"),
+        ],
+        1,
+        "missing.txt: no such file",
+        untouched=lambda env: [env.tmp / "work"],
+        absent=lambda env: [env.tmp / "z"],
+    ),
+    Case(
+        "add-language-work-dir-is-the-zoo",
+        lambda env: [
+            "add-language",
+            "uz",
+            "--zoo",
+            str(env.zoo),
+            "--work-dir",
+            str(env.zoo),
+            "--overwrite",
+            "--stages",
+            "vocab,la",
+        ],
+        1,
+        "--work-dir",
+        untouched=lambda env: [env.zoo],
+        real_zoo=True,
+    ),
+    Case(
+        "finetune-over-a-user-folder-named-like-a-phase",
+        lambda env: [
+            "finetune",
+            "--backbone",
+            str(env.backbone),
+            "--output",
+            str(env.tmp / "out"),
+            "--set",
+            "languages=[uz]",
+            "--set",
+            f"data.paraphrase=[{demo_path('paraphrase.tsv')}]",
+            "--set",
+            "data.dev_pairs=0",
+        ],
+        1,
+        "non-empty folder that finetune did not create",
+        setup=lambda env: _user_folder(env, "out/m") and None,
+        untouched=lambda env: [env.tmp / "out"],
+    ),
+    Case(
+        "train-backbone-over-a-user-folder-named-backbone",
+        lambda env: ["train-backbone", "--output", str(env.tmp / "out"), "--max-steps", "1"],
+        1,
+        "out/backbone is a non-empty folder that modsenc did not write",
+        setup=lambda env: _user_folder(env, "out/backbone") and None,
+        untouched=lambda env: [env.tmp / "out"],
+    ),
+    # ---- 2. bundle integrity
+    Case(
+        "encode-with-a-corrupted-bundle-file",
+        _encode,
+        1,
+        "embeddings.safetensors is damaged",
+        setup=_damage(_flip_byte),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "encode-with-a-truncated-bundle-file-unverified",
+        lambda env: _encode(env, "--no-verify"),
+        1,
+        "embeddings.safetensors: cannot be loaded",
+        setup=_damage(_truncate),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "encode-with-nan-weights-listed-with-their-hash",
+        _encode,
+        1,
+        "embeddings.safetensors: holds NaN or infinite weights",
+        setup=_damage(_nan_embeddings, rehash=True),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "encode-with-a-pickled-adapter-unverified",
+        lambda env: _encode(env, "--no-verify"),
+        1,
+        "never from pickles",
+        setup=_damage(_pickled_adapter),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "encode-with-a-pickled-adapter",
+        _encode,
+        1,
+        "adapter_model.safetensors is missing from the bundle",
+        setup=_damage(_pickled_adapter),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    # ---- 4. one-line errors
+    Case(
+        "encode-with-an-index-that-is-a-list",
+        lambda env: ["encode", "--zoo", str(env.zoo), "--output", str(env.tmp / "o.npy")],
+        1,
+        "index.json is not a modsenc zoo index (expected a JSON object with a 'languages' mapping, "
+        "found list)",
+        setup=_fake_zoo("[]"),
+        stdin=b"Salom\n",
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "zoo-list-with-an-empty-index",
+        lambda env: ["zoo", "list", "--zoo", str(env.zoo)],
+        1,
+        "found keys []",
+        setup=_fake_zoo("{}"),
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "zoo-info-with-a-manifest-that-is-a-list",
+        lambda env: ["zoo", "info", "uz", "--zoo", str(env.zoo)],
+        1,
+        "modsenc_bundle.json is not a bundle manifest",
+        setup=lambda env: env.write("zoo/uz/modsenc_bundle.json", "[]") and None,
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "encode-output-inside-the-zoo",
+        lambda env: [
+            "encode",
+            "--zoo",
+            str(env.zoo),
+            "--lang",
+            "uz",
+            "--output",
+            str(env.zoo / "uz" / "v.npy"),
+        ],
+        1,
+        "--output",
+        stdin=b"Salom\n",
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "encode-stdin-with-invalid-utf8",
+        lambda env: ["encode", "--zoo", str(env.zoo), "--lang", "uz", "--output", str(env.tmp / "o.npy")],
+        1,
+        "standard input, line 2: not valid UTF-8",
+        stdin=b"Salom\n\xff\xfe dunyo\n",
+        real_zoo=True,
+        absent=lambda env: [env.tmp / "o.npy"],
+        not_in_message=["stdin.txt"],
+    ),
+    Case(
+        "encode-a-language-not-installed-keeps-its-quotes",
+        lambda env: ["encode", "--zoo", str(env.zoo), "--lang", "fr", "--output", str(env.tmp / "o.npy")],
+        1,
+        "language 'fr' is not installed",
+        stdin=b"Bonjour\n",
+        real_zoo=True,
+        absent=lambda env: [env.tmp / "o.npy"],
+    ),
+    Case(
+        "encode-batch-size-zero",
+        lambda env: [
+            "encode",
+            "--zoo",
+            str(env.zoo),
+            "--output",
+            str(env.tmp / "o.npy"),
+            "--batch-size",
+            "0",
+        ],
+        2,
+        "--batch-size",
+    ),
+    Case(
+        "mine-an-empty-file",
+        lambda env: [
+            "mine",
+            str(env.write("src.txt", "")),
+            str(env.write("tgt.txt", "Salom\n")),
+            "--zoo",
+            str(env.zoo),
+            "--output",
+            str(env.tmp / "pairs.tsv"),
+        ],
+        1,
+        "src.txt: no non-blank lines",
+        untouched=lambda env: [env.tmp / "src.txt", env.tmp / "tgt.txt"],
+        absent=lambda env: [env.tmp / "pairs.tsv"],
+    ),
+    Case(
+        "mine-a-blank-only-file",
+        lambda env: [
+            "mine",
+            str(env.write("src.txt", "Hello\n")),
+            str(env.write("tgt.txt", "  \n\t\n\n")),
+            "--zoo",
+            str(env.zoo),
+            "--output",
+            str(env.tmp / "pairs.tsv"),
+        ],
+        1,
+        "tgt.txt: no non-blank lines",
+        absent=lambda env: [env.tmp / "pairs.tsv"],
+    ),
+    Case(
+        "eval-a-one-row-sts-file",
+        lambda env: [
+            "eval",
+            str(env.backbone),
+            "--sts",
+            str(env.write("sts.tsv", "lang1\tlang2\tsentence1\tsentence2\tscore\nen\tuz\tHi\tSalom\t4.5\n")),
+        ],
+        1,
+        "sts.tsv: en-uz has 1 scored pair; a Spearman correlation needs at least 2",
+        untouched=lambda env: [env.tmp / "sts.tsv"],
+    ),
+    Case(
+        "eval-a-one-column-bitext",
+        lambda env: ["eval", str(env.backbone), "--bitext", str(env.write("bi.tsv", "en\nHello\nBye\n"))],
+        1,
+        "bi.tsv: has the language columns ['en']; bitext mining needs the pivot 'en' and at least one other",
+    ),
+    Case(
+        "add-language-vocab-stage-on-three-sentences",
+        lambda env: [
+            "add-language",
+            "uz",
+            "--backbone",
+            str(env.backbone),
+            "--zoo",
+            str(env.tmp / "z"),
+            "--work-dir",
+            str(env.tmp / "w"),
+            "--stages",
+            "vocab",
+            "--mono",
+            str(env.write("uz.txt", _three_uz_sentences())),
+            "--set",
+            "vocab.fasttext_min_count=10",
+        ],
+        1,
+        "FOCUS could not initialise the",
+        untouched=lambda env: [env.tmp / "uz.txt"],
+    ),
+]
+
+
+@pytest.fixture
+def env(tmp_path: Path, tiny_backbone_dir: Path) -> Env:
+    box = tmp_path / "box"
+    box.mkdir()
+    return Env(tmp=box, zoo=box / "zoo", backbone=tiny_backbone_dir)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(case: Case, env: Env, request: pytest.FixtureRequest) -> None:
+    if case.real_zoo:
+        shutil.copytree(request.getfixturevalue("zoo_dir"), env.zoo)
+    case.setup(env)
+    args = case.args(env)
+    watched = case.untouched(env)
+    before = snapshot(watched)
+    result = CliRunner().invoke(main, args, input=case.stdin)
+    output = result.output.strip()
+    assert result.exit_code == case.code, output
+    # One line says what is wrong (click may put its usage lines before it), no traceback.
+    errors = [line for line in output.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and case.message in errors[0], output
+    assert "Traceback" not in output and output.endswith(errors[0]), output
+    for fragment in case.not_in_message:
+        assert fragment not in output, output
+    assert snapshot(watched) == before
+    for path in case.absent(env):
+        assert not path.exists(), path
+
+
+# ----------------------------------------------------------------------------------------- library API
+@pytest.fixture(scope="module")
+def encoder(zoo_dir: Path) -> ModularEncoder:
+    return ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda e: e.encode(["Salom"], batch_size=0),
+            ValueError,
+            "batch_size must be a positive integer, got 0",
+        ),
+        (lambda e: e.encode(["Salom"], lang=3), TypeError, "lang must be a language code such as 'uz'"),
+        (
+            lambda e: ModularEncoder.from_pretrained(e.zoo.root, max_languages=0),
+            ValueError,
+            "max_languages must be at least 1",
+        ),
+        (lambda e: e.encode(["Salom"], lang=["uz", "en"]), ValueError, "lang has 2 codes for 1 sentences"),
+    ],
+    ids=["batch-size-zero", "lang-is-an-int", "max-languages-zero", "lang-list-too-long"],
+)
+def test_bad_library_arguments(encoder: ModularEncoder, call, error, message) -> None:
+    with pytest.raises(error, match=message.replace("(", r"\(")):
+        call(encoder)
+
+
+def test_every_bundle_file_is_hashed_and_a_bundle_without_hashes_still_loads(zoo_dir: Path, tmp_path) -> None:
+    manifest = json.loads((zoo_dir / "uz" / BUNDLE_MANIFEST).read_text())
+    files = {p.relative_to(zoo_dir / "uz").as_posix() for p in (zoo_dir / "uz").rglob("*") if p.is_file()}
+    assert set(manifest[HASHES_KEY]) == files - {BUNDLE_MANIFEST}
+    assert manifest[HASHES_KEY]["embeddings.safetensors"] == file_sha256(
+        zoo_dir / "uz" / "embeddings.safetensors"
+    )
+
+    old = tmp_path / "zoo"
+    shutil.copytree(zoo_dir, old)
+    old_manifest = old / "uz" / BUNDLE_MANIFEST
+    stripped = {k: v for k, v in json.loads(old_manifest.read_text()).items() if k != HASHES_KEY}
+    old_manifest.write_text(json.dumps(stripped))
+    with pytest.warns(UserWarning, match="lists no file hashes"):
+        vectors = ModularEncoder.from_pretrained(old, device="cpu").encode(HELD_OUT["uz"], lang="uz")
+    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu").encode(HELD_OUT["uz"], lang="uz")
+    np.testing.assert_allclose(vectors, expected, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------- concurrency
+def test_two_encode_runs_writing_one_output_leave_one_complete_result(zoo_dir: Path, tmp_path: Path) -> None:
+    """Each run writes its own temporary; the output is one run's vectors, whole, never a mix, and a
+    killed run's leftover temporary is cleaned up."""
+    texts = {
+        "a": [HELD_OUT["uz"][0]] * 300,
+        "b": [HELD_OUT["uz"][1]] * 500,
+    }
+    output = tmp_path / "out.npy"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    leftover = tmp_path / f".out.npy.{dead.pid}.x1y2.tmp"  # from a run killed earlier
+    leftover.write_bytes(b"half a matrix")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    runs = []
+    for name, lines in texts.items():
+        source = tmp_path / f"{name}.txt"
+        source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        command = [
+            sys.executable,
+            "-m",
+            "modsenc.cli",
+            "encode",
+            "--zoo",
+            str(zoo_dir),
+            "--lang",
+            "uz",
+            "--input",
+            str(source),
+            "--output",
+            str(output),
+            "--chunk-size",
+            "50",
+            "--device",
+            "cpu",
+        ]
+        runs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    for run in runs:
+        out, _ = run.communicate(timeout=300)
+        assert run.returncode == 0, out.decode()
+    result = np.load(output)
+    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    expected = {name: encoder.encode(lines[:1], lang="uz")[0] for name, lines in texts.items()}
+    winner = "a" if len(result) == 300 else "b"
+    assert len(result) == len(texts[winner])
+    np.testing.assert_allclose(result, np.tile(expected[winner], (len(result), 1)), atol=1e-5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "out.npy"]
