@@ -375,6 +375,9 @@ def test_emmax_phase2_queue_momentum_and_gradient_separation(tiny_xlmr, corpus):
     assert int(objective.queue_filled) == 6 and int(objective.queue_pointer) == 6
     ranks = out.extras["gmm_ranks"]
     assert ranks.shape == (6, 6)  # the first batch: candidates = its own keys only (empty queue)
+    # The GMM (not yet trained) puts some candidates below the last rank, so the encoder loss has
+    # terms (it is not only the 0·Σq that keeps the encoder in the graph).
+    assert (ranks < 3).any() and out.metrics["rank_infonce"] > 0
     _no_cross_gradients(objective, tiny_xlmr, out)
     # The second batch sees 6 keys + 6 queued; the ring buffer wraps at 8.
     out = objective(tiny_xlmr, _batch(objective, tiny_xlmr, corpus, n=6, seed=1))
