@@ -505,6 +505,11 @@ def main() -> None:
     if args.dry_run:
         return
     text = document(args, run, results, models)
+    # bench/objectives.py writes its own section into the same document: keep it.
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    begin, end = "<!-- bench/objectives.py: begin -->", "<!-- bench/objectives.py: end -->"
+    if begin in old and end in old:
+        text += "\n" + old[old.index(begin) : old.index(end) + len(end)] + "\n"
     tmp = args.out.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(args.out)
