@@ -230,6 +230,8 @@ def run(
                     "pairs": len(pairs),
                     "pairs_per_language": {lang: sum(p.lang_b == lang for p in pairs) for lang in languages},
                     "files": [file_record(Path(s)) for s in specs if isinstance(s, Path)],
+                    # (query, key) items of data.monolingual / data.paraphrase, for objectives using them
+                    "non_parallel_items": len(objective_data.non_parallel),
                 },
                 "steps": loop_cfg.max_steps,
                 "final_metrics": last,
