@@ -142,14 +142,29 @@ def sts_rows(source: Path, out: Path, pairs: set[tuple[str, str]], limit: int | 
     return out
 
 
+def first_rows(source: Path, out: Path, limit: int | None) -> Path:
+    """``source`` itself, or a copy of its header and first ``limit`` rows (quick smoke runs)."""
+    if limit is None:
+        return source
+    header, rows = paper_tables.read_tsv(source)
+    paper_tables.write_tsv(out, header, rows[:limit])
+    return out
+
+
 def eval_files(args: argparse.Namespace) -> list[str]:
     data, files = args.data, args.work / "data"
     kardes = data / "eval-dev/sts/kardes-sts-dev.tsv"
+    pud = first_rows(data / "eval-dev/bitext/pud.tsv", files / "pud.tsv", args.bitext_rows)
+    kardes_bitext = first_rows(
+        paper_tables.kardes_sts_bitext(kardes, files / "kardes-sts-bitext.all.tsv"),
+        files / "kardes-sts-bitext.tsv",
+        args.bitext_rows if args.bitext_rows is not None else 10**9,
+    )
     stsb_pairs = {(lang, lang) for lang in ("en", *STSB_LANGS)} | {("en", lang) for lang in STSB_LANGS}
     kardes_pairs = {(lang, lang) for lang in KARDES_LANGS} | {("en", lang) for lang in KARDES_LANGS}
     return [
-        "--bitext", str(data / "eval-dev/bitext/pud.tsv"),
-        "--bitext", str(paper_tables.kardes_sts_bitext(kardes, files / "kardes-sts-bitext.tsv")),
+        "--bitext", str(pud),
+        "--bitext", str(kardes_bitext),
         "--sts", str(sts_rows(data / "eval-dev/sts/stsb-mt-dev.tsv", files / "stsb-mt-dev.objectives.tsv",
                               stsb_pairs, args.sts_rows)),
         "--sts", str(sts_rows(kardes, files / "kardes-sts-dev.objectives.tsv", kardes_pairs, args.sts_rows)),
@@ -215,6 +230,7 @@ def section(
         f"directions with en, averaged. STS: Spearman x100, mono = en de fr es ru uz kk, en-xx = de "
         f"fr es ru uz kk"
         + (f" (first {args.sts_rows} rows per language pair)" if args.sts_rows else "")
+        + (f"; bitext: first {args.bitext_rows} sentences" if args.bitext_rows else "")
         + ".",
         "",
         "| arm | seed | steps | s/step | wall s | PUD xsim err. % (de fr es ru tr) "
@@ -264,6 +280,7 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     parser.add_argument("--repeat", choices=ARMS, default="mexma", help="arm trained again with seed + 1")
     parser.add_argument("--sts-rows", type=int, default=None, help="at most this many STS rows per pair")
+    parser.add_argument("--bitext-rows", type=int, default=None, help="only the first rows of each bitext")
     parser.add_argument("--note", default="", help="a sentence for the document (e.g. what shared the CPU)")
     parser.add_argument("--out", type=Path, default=Path("docs/results.md"))
     args = parser.parse_args()

@@ -81,3 +81,11 @@ def test_write_section_replaces_its_own_section_only(tmp_path):
     bench.write_section(out, f"{bench.BEGIN}\nsecond\n{bench.END}\n")
     text = out.read_text(encoding="utf-8")
     assert text == f"# Results\n\nother tables\n\n{bench.BEGIN}\nsecond\n{bench.END}\n"
+
+
+def test_first_rows_copies_the_header_and_the_first_rows(tmp_path):
+    source = tmp_path / "bitext.tsv"
+    source.write_text("en\tde\na\tA\nb\tB\nc\tC\n", encoding="utf-8")
+    assert bench.first_rows(source, tmp_path / "x.tsv", None) == source
+    out = bench.first_rows(source, tmp_path / "x.tsv", 2)
+    assert out.read_text(encoding="utf-8") == "en\tde\na\tA\nb\tB\n"
