@@ -27,6 +27,7 @@ import argparse
 import copy
 import importlib.util
 import json
+import shlex
 import statistics
 import subprocess
 import sys
@@ -218,7 +219,7 @@ def loss_curves(runs: dict[str, dict], path: Path) -> None:
 def section(
     args: argparse.Namespace, runs: dict[str, dict], table: dict[str, dict], image: Path, out: Path
 ) -> str:
-    command = " ".join(sys.argv)
+    command = shlex.join(sys.argv)
     lines = [
         BEGIN,
         "## Objectives on one budget: MEXMA, EMS, EMMA-X, contrastive (LaBSE AMS)",
