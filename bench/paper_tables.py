@@ -504,6 +504,11 @@ def main() -> None:
     if args.dry_run:
         return
     text = document(args, run, results, models)
+    # bench/objectives.py writes its own section into the same document: keep it.
+    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
+    begin, end = "<!-- bench/objectives.py: begin -->", "<!-- bench/objectives.py: end -->"
+    if begin in old and end in old:
+        text += "\n" + old[old.index(begin) : old.index(end) + len(end)] + "\n"
     atomic_write_text(args.out, text)
     print(f"wrote {args.out}")
 

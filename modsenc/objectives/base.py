@@ -27,6 +27,16 @@ class TokenizedPair:
 
 
 @dataclass
+class ObjectiveData:
+    """What an objective may need from the recipe's data besides the translation pairs."""
+
+    languages: list[str] = field(default_factory=list)  # every language of the pairs, sorted
+    # (query, key) texts without a translation: monolingual sentences (key = the sentence itself)
+    # and paraphrase pairs (key = the paraphrase), for objectives that use non-parallel text.
+    non_parallel: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
 class ObjectiveOutput:
     loss: torch.Tensor  # what to back-propagate (scaled so DDP averaging gives global-batch gradients)
     metrics: dict[str, float]  # global-batch values, for logging

@@ -227,11 +227,3 @@ class MEXMAObjective(Objective):
             num_tokens=batch.clean.num_tokens,
             extras={"hidden_clean": hidden_clean, "hidden_masked": hidden_masked, "s_a": s_a, "s_b": s_b},
         )
-
-
-def build_objective(name: str, backbone: Backbone, options: dict | None = None) -> Objective:
-    """Objectives by recipe name; later objectives (EMS, EMMA-X, contrastive) register here."""
-    options = dict(options or {})
-    if name == "mexma":
-        return MEXMAObjective(backbone, MEXMAConfig(**options))
-    raise ValueError(f"unknown objective {name!r}; available: mexma")

@@ -26,8 +26,15 @@ from modsenc.backbone.manifest import MANIFEST_NAME
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import BatchStream, LengthBucketBatchSampler
 from modsenc.data.demo import demo_path
-from modsenc.data.readers import ParallelCorpus, english_centric_pairs, load_parallel
-from modsenc.objectives.mexma import build_objective
+from modsenc.data.readers import (
+    ParallelCorpus,
+    english_centric_pairs,
+    load_monolingual,
+    load_parallel,
+    load_paraphrases,
+)
+from modsenc.objectives.base import ObjectiveData
+from modsenc.objectives.registry import NON_PARALLEL_OBJECTIVES, build_objective
 from modsenc.training.checkpoint import latest_checkpoint
 from modsenc.training.distributed import DistContext, init_distributed
 from modsenc.training.loop import LoopConfig, TrainModule, train_loop
@@ -59,6 +66,17 @@ def resolve_data_spec(spec: Any, recipe_path: str | None = None) -> Any:
 def file_record(path: Path) -> dict[str, Any]:
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return {"path": str(path), "sha256": digest}
+
+
+def load_non_parallel(data_cfg: dict[str, Any], recipe_path: str | None = None) -> list[tuple[str, str]]:
+    """(query, key) texts of ``data.monolingual`` (key = the sentence itself) and ``data.paraphrase``
+    (key = the paraphrase), for objectives that train on text without translations (EMMA-X)."""
+    items: list[tuple[str, str]] = []
+    for spec in data_cfg.get("monolingual") or []:
+        items.extend((s, s) for s in load_monolingual(resolve_data_spec(spec, recipe_path)))
+    for spec in data_cfg.get("paraphrase") or []:
+        items.extend((p.anchor, p.positive) for p in load_paraphrases(resolve_data_spec(spec, recipe_path)))
+    return items
 
 
 def seed_everything(seed: int) -> None:
@@ -174,8 +192,17 @@ def run(
         # dominate a CPU step, while a short continuation touches a fraction of its rows.
         backbone.word_embeddings.weight.requires_grad_(False)
     objective_cfg = dict(recipe.get("objective", {}))
+    objective_name = objective_cfg.pop("name", "mexma")
+    objective_data = ObjectiveData(
+        languages=sorted({p.lang_a for p in pairs} | {p.lang_b for p in pairs}),
+        non_parallel=(
+            load_non_parallel(data_cfg, recipe.get("_recipe_path"))
+            if objective_name in NON_PARALLEL_OBJECTIVES
+            else []
+        ),
+    )
     torch.manual_seed(seed + 1)  # the head's initialisation does not depend on the backbone's
-    objective = build_objective(objective_cfg.pop("name", "mexma"), backbone, objective_cfg).to(device)
+    objective = build_objective(objective_name, backbone, objective_cfg, objective_data).to(device)
     module = TrainModule(backbone, objective, dist)
     ddp_module = DistributedDataParallel(module) if dist.is_distributed else module
 
@@ -228,6 +255,8 @@ def run(
                         for s in specs
                         if isinstance(s, Path) or isinstance(s, dict) and isinstance(s.get("path"), Path)
                     ],
+                    # (query, key) items of data.monolingual / data.paraphrase, for objectives using them
+                    "non_parallel_items": len(objective_data.non_parallel),
                 },
                 "steps": loop_cfg.max_steps,
                 "final_metrics": last,

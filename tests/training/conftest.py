@@ -75,6 +75,25 @@ def tiny_recipe(data: Path, **training) -> dict:
     return recipe
 
 
+# The objective section of tiny_recipe for each objective: MEXMA's flat keys stay (the other
+# objectives leave them alone); EMMA-X reaches phase 2 at the third batch and alternates.
+OBJECTIVES = {
+    "mexma": {},
+    "ems": {"name": "ems"},
+    "contrastive": {"name": "contrastive"},
+    "emmax": {"name": "emmax", "emmax": {"phase1_steps": 2, "phase2_every": 2, "queue_size": 16}},
+}
+
+
+def recipe_for(objective: str, data: Path, **training) -> dict:
+    """tiny_recipe training ``objective``; EMMA-X's non-parallel text is the data's uz column."""
+    recipe = tiny_recipe(data, **training)
+    recipe["objective"].update(OBJECTIVES[objective])
+    if objective == "emmax":
+        recipe["data"]["monolingual"] = [{"path": str(data), "column": "uz"}]
+    return recipe
+
+
 @pytest.fixture()
 def tiny_data(tmp_path: Path) -> Path:
     return write_tiny_parallel(tmp_path / "tiny.tsv")

@@ -16,7 +16,7 @@ from torch.nn.parallel import DistributedDataParallel
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.readers import english_centric_pairs, read_parallel_tsv
-from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
+from modsenc.objectives import ObjectiveData, build_objective
 from modsenc.training.loop import TrainModule
 from modsenc.utils.distributed import DistContext
 from tests.training.conftest import free_port, tiny_recipe, write_tiny_parallel
@@ -25,6 +25,7 @@ pytestmark = pytest.mark.slow
 
 
 def _build(tokenizer_dir: Path, objective_options: dict, dist_ctx: DistContext) -> TrainModule:
+    """``objective_options``: MEXMA's options, or ``{"name": other, ...its options}``."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
@@ -33,9 +34,13 @@ def _build(tokenizer_dir: Path, objective_options: dict, dist_ctx: DistContext) 
     config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     backbone = Backbone.from_config(config, tokenizer, attention="sdpa", seed=0)
     torch.manual_seed(1)
-    objective = MEXMAObjective(
-        backbone, MEXMAConfig(head_layers=1, head_heads=2, head_dropout=0.0, **objective_options)
-    )
+    options = dict(objective_options)
+    name = options.pop("name", "mexma")
+    if name == "mexma":
+        options = {"head_layers": 1, "head_heads": 2, "head_dropout": 0.0, **options}
+    corpus = read_parallel_tsv(tokenizer_dir.parent / "data.tsv")
+    data = ObjectiveData(languages=["de", "en", "uz"], non_parallel=[(s, s) for s in corpus.columns["uz"]])
+    objective = build_objective(name, backbone, options, data)
     return TrainModule(backbone, objective, dist_ctx)
 
 
@@ -71,8 +76,22 @@ def _examples(module: TrainModule, data: Path) -> list:
         ({}, 10),  # MSE alignment + cross-unmasking + KoLeo, 5 pairs per rank
         ({}, 9),  # uneven split: 5 + 4 pairs
         ({"alignment": "infonce", "token_gradients": False}, 10),
+        ({"name": "ems"}, 9),  # XTR (per-pair sums) + MLP InfoNCE (gathered), uneven split
+        ({"name": "ems", "contrastive": "ams", "tied_embedding": True}, 10),
+        ({"name": "contrastive"}, 9),
+        ({"name": "emmax", "phase2_every": 0}, 9),  # phase 1: InfoNCE + mixup GMM
+        ({"name": "emmax", "phase1_steps": 0, "phase2_every": 1}, 9),  # phase 2: queue keys, rank-InfoNCE
     ],
-    ids=["mexma", "mexma-uneven", "infonce-no-token-grads"],
+    ids=[
+        "mexma",
+        "mexma-uneven",
+        "infonce-no-token-grads",
+        "ems",
+        "ems-ams-tied",
+        "contrastive",
+        "emmax-1",
+        "emmax-2",
+    ],
 )
 def test_two_process_gloo_matches_single_process(
     tmp_path: Path, objective_options: dict, batch_size: int

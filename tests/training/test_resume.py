@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from tests.training.conftest import tiny_recipe
+from tests.training.conftest import OBJECTIVES, recipe_for, tiny_recipe
 
 pytestmark = pytest.mark.slow
 
@@ -33,8 +33,11 @@ def _train(recipe: dict, out: Path, resume: bool = False, kill_at: int = 0) -> s
     return subprocess.run(args, capture_output=True, text=True, timeout=300)
 
 
-def test_killed_and_resumed_run_matches_uninterrupted(tmp_path: Path, tiny_data: Path) -> None:
-    recipe = tiny_recipe(tiny_data, max_steps=6, checkpoint_every=2)
+@pytest.mark.parametrize("objective", list(OBJECTIVES))
+def test_killed_and_resumed_run_matches_uninterrupted(
+    tmp_path: Path, tiny_data: Path, objective: str
+) -> None:
+    recipe = recipe_for(objective, tiny_data, max_steps=6, checkpoint_every=2)
 
     straight = _train(recipe, tmp_path / "straight")
     assert straight.returncode == 0, straight.stderr[-2000:]
@@ -66,6 +69,8 @@ def test_killed_and_resumed_run_matches_uninterrupted(tmp_path: Path, tiny_data:
         json.loads(x) for x in (tmp_path / "straight" / "run" / "metrics.jsonl").read_text().splitlines()
     ]
     assert [round(r["loss"], 5) for r in log] == [round(r["loss"], 5) for r in straight_log]
+    if objective == "emmax":  # the resumed run picked up the phase schedule: steps 3 and 5 are phase 2
+        assert [("rank_infonce" in r) for r in log] == [False, False, True, False, True, False]
 
 
 def test_fresh_run_refuses_a_folder_with_checkpoints(tmp_path: Path, tiny_data: Path) -> None:

@@ -13,15 +13,16 @@ import pytest
 import yaml
 from transformers import AutoModel
 
-from tests.training.conftest import free_port, tiny_recipe
+from tests.training.conftest import OBJECTIVES, free_port, recipe_for
 
 pytestmark = pytest.mark.slow
 
 
-def test_torchrun_two_processes_trains_and_saves(tmp_path: Path, tiny_data: Path) -> None:
+@pytest.mark.parametrize("objective", list(OBJECTIVES))
+def test_torchrun_two_processes_trains_and_saves(tmp_path: Path, tiny_data: Path, objective: str) -> None:
     recipe_path = tmp_path / "tiny.yaml"
     recipe_path.write_text(
-        yaml.safe_dump(tiny_recipe(tiny_data, max_steps=3, checkpoint_every=2)), encoding="utf-8"
+        yaml.safe_dump(recipe_for(objective, tiny_data, max_steps=3, checkpoint_every=2)), encoding="utf-8"
     )
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or "torchrun"
     cmd = [
@@ -37,6 +38,7 @@ def test_torchrun_two_processes_trains_and_saves(tmp_path: Path, tiny_data: Path
     manifest = json.loads((tmp_path / "out" / "backbone" / "modsenc_backbone.json").read_text())
     assert manifest["world_size"] == 2
     assert manifest["steps"] == 3
+    assert manifest["objective"]["name"] == objective
     assert len(manifest["fingerprint"]) == 64
     log = [json.loads(x) for x in (tmp_path / "out" / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == [1, 2, 3]  # written once, by rank 0

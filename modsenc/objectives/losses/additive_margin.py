@@ -1,0 +1,47 @@
+"""LaBSE's bidirectional in-batch softmax with additive margin (Yang et al., 2019; Feng et al., 2022).
+
+    L = -1/N Σ_i log e^{s(φ(x_i,y_i) - m)} / (e^{s(φ(x_i,y_i) - m)} + Σ_{j≠i} e^{s φ(x_i,y_j)}),  L̄ = L + L'
+
+φ = cosine, m = margin, s = scale; L' is the same with x and y swapped. This is
+sentence-transformers' ``MultipleNegativesRankingLoss`` with both directions
+(``query_to_doc``, ``doc_to_query``) normalised per direction, on precomputed vectors through
+``compute_loss_from_embeddings``, and a similarity that subtracts the margin from the positive
+(diagonal) entries; MNRL itself has no margin parameter.
+"""
+
+from __future__ import annotations
+
+import torch
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+from sentence_transformers.util import cos_sim
+from torch import nn
+
+
+class AdditiveMarginSoftmaxLoss(nn.Module):
+    def __init__(self, margin: float = 0.3, scale: float = 20.0) -> None:
+        super().__init__()
+        if margin < 0:
+            raise ValueError(f"margin must be >= 0, got {margin}")
+        self.margin = margin
+        self.mnrl = MultipleNegativesRankingLoss(
+            model=None,
+            scale=scale,
+            similarity_fct=self.margin_cosine,
+            directions=("query_to_doc", "doc_to_query"),
+            partition_mode="per_direction",
+        )
+
+    def margin_cosine(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """Cosine matrix with the margin taken off the positives. Positives are the diagonal only
+        when every x has exactly its y and no extra (hard-negative) candidates: the square case."""
+        similarity = cos_sim(a, b)
+        if similarity.shape[0] != similarity.shape[1]:
+            raise ValueError(f"additive margin needs one candidate per anchor, got {tuple(similarity.shape)}")
+        return similarity - self.margin * torch.eye(similarity.shape[0], device=similarity.device)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """L + L' (LaBSE's bidirectional loss) over the batch; vectors already gathered across processes."""
+        if x.shape != y.shape:
+            raise ValueError(f"x {tuple(x.shape)} and y {tuple(y.shape)} differ in shape")
+        # MNRL's per_direction mode returns (L + L') / 2.
+        return 2 * self.mnrl.compute_loss_from_embeddings([x.float(), y.float()], labels=None)
