@@ -14,7 +14,7 @@ from modsenc.data.readers import TranslationPair
 from modsenc.objectives.base import Objective, ObjectiveOutput, TokenizedPair
 from modsenc.objectives.losses.additive_margin import AdditiveMarginSoftmaxLoss
 from modsenc.objectives.pairs import PairBatch, collate_pairs, tokenize_pairs
-from modsenc.training.distributed import DistContext
+from modsenc.utils.distributed import DistContext
 
 
 @dataclass

@@ -37,7 +37,7 @@ from modsenc.objectives.losses.gmm_relation import GaussianMixtureRelation
 from modsenc.objectives.losses.infonce_alignment import InfoNCEAlignmentLoss
 from modsenc.objectives.losses.rank_infonce import RankInfoNCELoss
 from modsenc.objectives.pairs import PairBatch, collate_pairs, tokenize_pairs
-from modsenc.training.distributed import DistContext
+from modsenc.utils.distributed import DistContext
 
 NON_PARALLEL_KEYS = (
     "data.monolingual (text files, one sentence per line) and/or data.paraphrase (paraphrase TSVs)"

@@ -30,7 +30,7 @@ from modsenc.objectives.losses.additive_margin import AdditiveMarginSoftmaxLoss
 from modsenc.objectives.losses.projection_contrastive import ProjectionContrastiveLoss
 from modsenc.objectives.losses.xtr import XTRHead, XTRLoss, bag_of_tokens
 from modsenc.objectives.pairs import PairBatch, collate_pairs, language_index, tokenize_pairs
-from modsenc.training.distributed import DistContext
+from modsenc.utils.distributed import DistContext
 
 CONTRASTIVE = ("mlp", "ams", "none")
 
