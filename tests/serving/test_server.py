@@ -291,3 +291,22 @@ def test_health_reports_a_model_that_failed_to_load(tmp_path) -> None:
         assert health.status_code == 500 and "no languages installed" in health.json()["error"]
         response = client.post("/v1/embeddings", json={"input": "hello"})
         assert response.status_code == 500 and "failed to load" in response.json()["error"]["message"]
+
+
+def test_the_openai_client_works_with_base_url(zoo_dir, reference) -> None:
+    from openai import OpenAI  # noqa: PLC0415
+
+    with serving(zoo_dir) as client:
+        # TestClient is an httpx client, so the OpenAI client's requests go to the app in-process;
+        # by default it asks for base64 and decodes it.
+        openai = OpenAI(base_url="http://testserver/v1", api_key="unused", http_client=client)
+        response = openai.embeddings.create(model="zoo", input=MIXED)
+        vectors = np.array([d.embedding for d in response.data])
+        np.testing.assert_allclose(vectors, reference.encode(MIXED, normalize_embeddings=True), atol=1e-6)
+        assert [d.model_extra["lang"] for d in response.data] == MIXED_LANGS
+        assert response.usage.prompt_tokens == sum(
+            token_count(reference, t, lang) for t, lang in zip(MIXED, MIXED_LANGS)
+        )
+        with pytest.raises(Exception, match="is not installed in this zoo") as refused:
+            openai.embeddings.create(model="zoo", input="hello", extra_body={"lang": "fr"})
+        assert refused.value.status_code == 400
