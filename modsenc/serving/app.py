@@ -176,8 +176,8 @@ class TEIEmbedRequest(BaseModel):
 
 # ----------------------------------------------------------------- middleware
 class Guard:
-    """Pure ASGI middleware: refuse bodies over ``max_bytes`` (413, before the app reads them) and
-    record each request's status and duration."""
+    """Pure ASGI middleware: refuse bodies over ``max_body_bytes`` (413, before any JSON parsing)
+    and count every request by endpoint and status."""
 
     def __init__(self, app: Any, state: ServerState) -> None:
         self.app = app
@@ -212,28 +212,24 @@ class Guard:
                 if len(body) > limit:
                     too_large = True
                     break
-        if too_large:
-            self.state.metrics.errors.labels("body_too_large").inc()
-            response = error_response(
-                path, 413, f"request body is larger than {limit} bytes", "body_too_large"
-            )
-            await response(scope, receive, send_observed)
-        else:
-            replayed = False
+        replayed = False
 
-            async def replay() -> dict:
-                nonlocal replayed
-                if not replayed:
-                    replayed = True
-                    return {"type": "http.request", "body": bytes(body), "more_body": False}
-                return await receive()
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
 
-            try:
+        try:
+            if too_large:
+                self.state.metrics.errors.labels("body_too_large").inc()
+                message = f"request body is larger than {limit} bytes"
+                await error_response(path, 413, message, "body_too_large")(scope, receive, send_observed)
+            else:
                 await self.app(scope, replay, send_observed)
-            finally:
-                self.state.metrics.requests.labels(endpoint, str(status["code"])).inc()
-            return
-        self.state.metrics.requests.labels(endpoint, str(status["code"])).inc()
+        finally:
+            self.state.metrics.requests.labels(endpoint, str(status["code"])).inc()
 
 
 # ----------------------------------------------------------------- the application
