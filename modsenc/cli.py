@@ -574,5 +574,39 @@ def mine_command(
     click.echo(f"{len(pairs)} pairs written to {output_path}", err=True)
 
 
+@main.command("serve")
+@click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told)."
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True)
+@click.option(
+    "--languages", default="", help="Comma-separated languages to load at start (others on demand)."
+)
+@click.option("--max-languages", type=click.IntRange(min=1), help="Languages kept loaded; LRU evicted.")
+@click.option(
+    "--max-memory-mb", type=click.FloatRange(min=0), help="Module megabytes kept loaded; LRU evicted."
+)
+@click.option("--max-batch-size", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--max-wait-ms", type=click.FloatRange(min=0), default=2.0, show_default=True)
+@click.option("--max-inputs", type=click.IntRange(min=1), default=256, show_default=True, help="Per request.")
+@click.option("--max-input-tokens", type=click.IntRange(min=2), help="Per text [default: the model's].")
+@click.option(
+    "--max-queue", type=click.IntRange(min=1), default=1024, show_default=True, help="Texts; 503 past."
+)
+@click.option("--max-body-bytes", type=click.IntRange(min=1), default=2_000_000, show_default=True)
+@click.option("--device", default=None, help="cpu, cuda, cuda:1 ... [default: cuda if available]")
+def serve_command(zoo_dir, host, port, languages, device, **limits) -> None:
+    """HTTP embedding server: OpenAI /v1/embeddings, TEI /embed, /health, /info, /metrics."""
+    from modsenc.serving.app import ServeConfig  # noqa: PLC0415
+    from modsenc.serving.server import serve  # noqa: PLC0415
+
+    config = ServeConfig(zoo_dir, [c for c in languages.split(",") if c], device=device, **limits)
+    try:
+        serve(config, host=host, port=port)
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        raise click.ClickException(str(err).strip("'\"")) from err
+
+
 if __name__ == "__main__":
     sys.exit(main())

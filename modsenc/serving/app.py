@@ -1,0 +1,532 @@
+"""The HTTP API: OpenAI-style ``/v1/embeddings``, text-embeddings-inference-style ``/embed``,
+``/health``, ``/info`` and ``/metrics``, on FastAPI (see docs/design.md, "Serving").
+
+    app = create_app(ServeConfig(zoo="runs/demo/zoo"))
+    uvicorn.run(app, host="127.0.0.1", port=8080)
+
+The encoder loads in a worker thread after start-up, so ``/health`` answers (503, then 200) while
+the backbone loads. Every refusal is a JSON error with a one-line message: OpenAI's shape
+(``{"error": {"message", "type", "param", "code"}}``) under ``/v1/``, text-embeddings-inference's
+(``{"error", "error_type"}``) elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib.metadata
+import logging
+import time
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from modsenc.routing.encoder import ModularEncoder
+from modsenc.serving.batcher import Batcher, Item, Overloaded
+from modsenc.serving.metrics import ServerMetrics
+from modsenc.serving.service import Embedded, EmbeddingService, InputTooLong, Text, UnknownLanguage
+
+log = logging.getLogger("modsenc.serving")
+
+ENDPOINTS = ("/v1/embeddings", "/embed", "/health", "/info", "/metrics")
+
+
+@dataclass
+class ServeConfig:
+    """Server settings; the ``modsenc serve`` options map one to one."""
+
+    zoo: str
+    languages: list[str] = field(default_factory=list)  # loaded at start-up; others on first request
+    max_languages: int | None = None  # languages kept loaded (least recently used evicted)
+    max_memory_mb: float | None = None  # module bytes kept loaded (least recently used evicted)
+    max_batch_size: int = 32  # texts encoded in one forward pass
+    max_wait_ms: float = 2.0  # how long a batch may wait for more texts of its language
+    max_inputs: int = 256  # texts in one request
+    max_input_tokens: int | None = None  # token limit per text (default: the model's)
+    max_queue: int = 1024  # texts waiting; past this, 503 + Retry-After
+    max_body_bytes: int = 2_000_000  # request body size
+    retry_after_s: int = 1
+    device: str | None = None
+    model_name: str | None = None  # the `model` echoed in responses (default: the zoo folder's name)
+
+    def check(self) -> None:
+        for name in ("max_batch_size", "max_inputs", "max_queue", "max_body_bytes", "retry_after_s"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_wait_ms < 0:
+            raise ValueError(f"max_wait_ms must be >= 0, got {self.max_wait_ms}")
+        if self.max_queue < self.max_inputs:
+            raise ValueError(
+                f"max_queue ({self.max_queue}) must be at least max_inputs ({self.max_inputs}), "
+                "or a full-size request could never be queued"
+            )
+        if self.max_input_tokens is not None and self.max_input_tokens < 2:
+            raise ValueError("max_input_tokens must be >= 2 (the special tokens)")
+        if self.max_languages is not None and len(self.languages) > self.max_languages:
+            raise ValueError(
+                f"--languages names {len(self.languages)} languages but max_languages is {self.max_languages}"
+            )
+
+    def load_encoder(self) -> ModularEncoder:
+        return ModularEncoder.from_pretrained(
+            self.zoo,
+            languages=self.languages or None,
+            device=self.device,
+            max_length=self.max_input_tokens,
+            max_languages=self.max_languages,
+            max_memory_mb=self.max_memory_mb,
+        )
+
+
+# ----------------------------------------------------------------- errors
+class APIError(Exception):
+    def __init__(self, status: int, message: str, kind: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.kind, self.param = status, message, kind, param
+
+
+def error_response(
+    path: str, status: int, message: str, kind: str, param: str | None = None, headers: dict | None = None
+) -> JSONResponse:
+    if path.startswith("/v1/"):
+        body: dict[str, Any] = {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error" if status < 500 else "server_error",
+                "param": param,
+                "code": kind,
+            }
+        }
+    else:
+        body = {"error": message, "error_type": kind}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _validation_message(err: RequestValidationError) -> tuple[int, str, str]:
+    errors = err.errors()
+    for e in errors:
+        if e.get("type") == "json_invalid":
+            return 400, f"invalid JSON: {e.get('ctx', {}).get('error', e.get('msg'))}", "invalid_json"
+    parts = []
+    for e in errors:
+        where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{where}: {e.get('msg')}")
+    return 422, "; ".join(parts), "invalid_request"
+
+
+def check_inputs(raw: Any, max_inputs: int, name: str) -> list[str]:
+    """The request's texts, or an :class:`APIError` naming the first bad one."""
+    texts = [raw] if isinstance(raw, str) else raw
+    if not isinstance(texts, list):
+        raise APIError(400, f"{name} must be a string or a list of strings", "invalid_input", name)
+    if not texts:
+        raise APIError(400, f"{name} is an empty list", "empty_input", name)
+    if len(texts) > max_inputs:
+        raise APIError(
+            413, f"{name} has {len(texts)} texts; at most {max_inputs} per request", "too_many_inputs", name
+        )
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            what = (
+                "token ids are not accepted, send text"
+                if isinstance(text, (int, list))
+                else "expected a string"
+            )
+            raise APIError(400, f"{name}[{i}] is {type(text).__name__}: {what}", "invalid_input", name)
+        if not text.strip():
+            raise APIError(400, f"{name}[{i}] is empty", "empty_input", name)
+    return texts
+
+
+# ----------------------------------------------------------------- request bodies
+class OpenAIEmbeddingRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input: Any
+    model: str | None = None
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = None
+    user: str | None = None
+    # modsenc's own fields
+    lang: str | list[str] = "auto"
+    mode: Literal["cross", "mono"] = "cross"
+    normalize: bool = True  # OpenAI's vectors have unit length
+    truncate: bool = True
+
+
+class TEIEmbedRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: Any
+    normalize: bool = True
+    truncate: bool = False  # text-embeddings-inference's default: refuse over-long inputs
+    truncation_direction: Literal["Right", "right"] = "Right"  # the packed encoder keeps the start
+    # modsenc's own fields
+    lang: str | list[str] = "auto"
+    mode: Literal["cross", "mono"] = "cross"
+
+
+# ----------------------------------------------------------------- middleware
+class Guard:
+    """Pure ASGI middleware: refuse bodies over ``max_body_bytes`` (413, before any JSON parsing)
+    and count every request by endpoint and status."""
+
+    def __init__(self, app: Any, state: ServerState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        endpoint = path if path in ENDPOINTS else "other"
+        status = {"code": 500}
+
+        async def send_observed(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        limit = self.state.config.max_body_bytes
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        too_large = declared is not None and declared.isdigit() and int(declared) > limit
+        body = bytearray()
+        if not too_large:
+            # Read the body here, up to the limit, so a chunked upload cannot grow past it either.
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                body += message.get("body", b"")
+                more = message.get("more_body", False)
+                if len(body) > limit:
+                    too_large = True
+                    break
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        try:
+            if too_large:
+                self.state.metrics.errors.labels("body_too_large").inc()
+                message = f"request body is larger than {limit} bytes"
+                await error_response(path, 413, message, "body_too_large")(scope, receive, send_observed)
+            else:
+                await self.app(scope, replay, send_observed)
+        finally:
+            self.state.metrics.requests.labels(endpoint, str(status["code"])).inc()
+
+
+# ----------------------------------------------------------------- the application
+class ServerState:
+    def __init__(self, config: ServeConfig, encoder: ModularEncoder | None) -> None:
+        config.check()
+        self.config = config
+        self.metrics = ServerMetrics()
+        self.encoder = encoder
+        self.service: EmbeddingService | None = None
+        self.batcher: Batcher | None = None
+        self.load_error: str | None = None
+        self.previous_loaded: list[str] = []
+
+    async def start(self) -> None:
+        """Load the encoder in a thread (the loop keeps answering /health), then start batching."""
+        try:
+            encoder = self.encoder or await asyncio.to_thread(self.config.load_encoder)
+        except Exception as err:  # noqa: BLE001 - reported by /health and the log, not raised into uvicorn
+            self.load_error = f"{type(err).__name__}: {err}"
+            log.exception("modsenc serve: could not load %s", self.config.zoo)
+            return
+        self.service = EmbeddingService(encoder, self.config.zoo, self.config.model_name)
+        self.previous_loaded = self.service.loaded
+        self.batcher = Batcher(
+            self.service.run_batch,
+            max_batch_size=self.config.max_batch_size,
+            max_wait=self.config.max_wait_ms / 1000,
+            max_queue=self.config.max_queue,
+            on_batch=self.observe_batch,
+        )
+        self.batcher.start()
+        m = self.metrics
+        m.queued.set_function(lambda: self.batcher.queued)
+        m.languages_loaded.set(len(self.previous_loaded))
+        for lang in self.previous_loaded:
+            m.language_loads.labels(lang).inc()
+        m.ready.set(1)
+        log.info("modsenc serve: ready (%s, languages loaded: %s)", self.config.zoo, self.previous_loaded)
+
+    def observe_batch(self, items: list[Item], started: float, seconds: float) -> None:
+        m = self.metrics
+        m.batch_inputs.observe(len(items))
+        m.batch_requests.observe(len({item.request for item in items}))
+        m.encode_seconds.observe(seconds)
+        for item in items:
+            m.queue_seconds.observe(started - item.enqueued)
+        lang, mode = items[0].key
+        done = [
+            item.future.result()
+            for item in items
+            if item.future.done() and not item.future.cancelled() and item.future.exception() is None
+        ]
+        m.inputs.labels(lang, mode).inc(len(done))
+        m.tokens.inc(sum(e.tokens for e in done))
+        m.truncated.inc(sum(e.truncated for e in done))
+        loaded = self.service.loaded
+        for code in loaded:
+            if code not in self.previous_loaded:
+                m.language_loads.labels(code).inc()
+        for code in self.previous_loaded:
+            if code not in loaded:
+                m.language_evictions.labels(code).inc()
+        m.languages_loaded.set(len(loaded))
+        self.previous_loaded = loaded
+
+    def ready(self) -> tuple[EmbeddingService, Batcher]:
+        if self.load_error is not None:
+            raise APIError(500, f"the model failed to load: {self.load_error}", "load_failed")
+        if self.service is None or self.batcher is None:
+            raise Overloaded("the model is still loading")
+        return self.service, self.batcher
+
+    async def embed(
+        self, raw: Any, name: str, lang: str | list[str], mode: str, truncate: bool
+    ) -> tuple[EmbeddingService, list[str], list[Embedded]]:
+        """Validate, route, queue and wait: each text's language and embedding, in request order."""
+        service, batcher = self.ready()
+        texts = check_inputs(raw, self.config.max_inputs, name)
+        codes = [lang] * len(texts) if isinstance(lang, str) else list(lang)
+        if len(codes) != len(texts):
+            raise APIError(
+                400,
+                f"lang has {len(codes)} codes for {len(texts)} inputs; give one per input",
+                "invalid_lang",
+                "lang",
+            )
+        try:
+            codes = [code if code == "auto" else service.check_language(code) for code in codes]
+        except UnknownLanguage as err:
+            raise APIError(400, str(err), "unknown_language", "lang") from err
+        auto = [i for i, code in enumerate(codes) if code == "auto"]
+        if auto:
+            detected = await asyncio.to_thread(service.route, [texts[i] for i in auto])
+            for i, code in zip(auto, detected):
+                codes[i] = code
+        items = [((code, mode), Text(i, text, truncate)) for i, (text, code) in enumerate(zip(texts, codes))]
+        try:
+            embedded = await batcher.submit(items)
+        except InputTooLong as err:
+            message = (
+                f"{name}[{err.index}] has more than {err.limit} tokens; shorten it or send truncate=true"
+            )
+            raise APIError(413, message, "input_too_long", name) from err
+        return service, codes, embedded
+
+
+def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> FastAPI:
+    """The server for ``config``; pass ``encoder`` to serve one already loaded (tests, notebooks)."""
+    state = ServerState(config, encoder)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        loading = asyncio.create_task(state.start())
+        yield
+        # Uvicorn has stopped accepting connections and waited for in-flight requests; queued
+        # texts of requests still waiting are encoded before the worker stops.
+        await loading
+        if state.batcher is not None:
+            await state.batcher.close()
+
+    app = FastAPI(title="modsenc", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.modsenc = state
+
+    # ------------------------------------------------------------- error handlers
+    def counted(
+        request: Request,
+        status: int,
+        message: str,
+        kind: str,
+        param: str | None = None,
+        headers: dict | None = None,
+    ) -> JSONResponse:
+        state.metrics.errors.labels(kind).inc()
+        return error_response(request.url.path, status, message, kind, param, headers)
+
+    @app.exception_handler(APIError)
+    async def on_api_error(request: Request, err: APIError) -> JSONResponse:
+        return counted(request, err.status, err.message, err.kind, err.param)
+
+    @app.exception_handler(Overloaded)
+    async def on_overloaded(request: Request, err: Overloaded) -> JSONResponse:
+        headers = {"Retry-After": str(config.retry_after_s)}
+        return counted(request, 503, str(err), "overloaded", headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(request: Request, err: RequestValidationError) -> JSONResponse:
+        status, message, kind = _validation_message(err)
+        return counted(request, status, message, kind)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, err: StarletteHTTPException) -> JSONResponse:
+        return counted(request, err.status_code, str(err.detail), "http_error", headers=err.headers)
+
+    @app.exception_handler(Exception)
+    async def on_crash(request: Request, err: Exception) -> JSONResponse:
+        log.exception("modsenc serve: %s %s failed", request.method, request.url.path)
+        return counted(request, 500, f"internal error: {type(err).__name__}: {err}", "internal")
+
+    # ------------------------------------------------------------- endpoints
+    def timed(endpoint: str) -> Callable[[], None]:
+        start = time.perf_counter()
+        return lambda: state.metrics.request_seconds.labels(endpoint).observe(time.perf_counter() - start)
+
+    @app.post("/v1/embeddings")
+    async def openai_embeddings(body: OpenAIEmbeddingRequest) -> JSONResponse:
+        done = timed("/v1/embeddings")
+        if (
+            state.service is not None
+            and body.dimensions is not None
+            and body.dimensions != state.service.dimension
+        ):
+            raise APIError(
+                400,
+                f"dimensions={body.dimensions} is not supported: this model returns "
+                f"{state.service.dimension}-dimensional vectors",
+                "invalid_dimensions",
+                "dimensions",
+            )
+        service, codes, embedded = await state.embed(body.input, "input", body.lang, body.mode, body.truncate)
+        vectors = _vectors(embedded, body.normalize)
+        data = []
+        for i, (vector, code, e) in enumerate(zip(vectors, codes, embedded)):
+            value: Any = (
+                base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
+                if body.encoding_format == "base64"
+                else vector.tolist()
+            )
+            data.append(
+                {
+                    "object": "embedding",
+                    "index": i,
+                    "embedding": value,
+                    "lang": code,
+                    "truncated": e.truncated,
+                }
+            )
+        tokens = sum(e.tokens for e in embedded)
+        done()
+        return JSONResponse(
+            {
+                "object": "list",
+                "model": service.model_name,
+                "data": data,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
+
+    @app.post("/embed")
+    async def tei_embed(body: TEIEmbedRequest) -> JSONResponse:
+        done = timed("/embed")
+        _, codes, embedded = await state.embed(body.inputs, "inputs", body.lang, body.mode, body.truncate)
+        vectors = _vectors(embedded, body.normalize)
+        truncated = [str(i) for i, e in enumerate(embedded) if e.truncated]
+        headers = {
+            "x-modsenc-languages": ",".join(codes),
+            "x-modsenc-truncated": ",".join(truncated),
+            "x-modsenc-tokens": str(sum(e.tokens for e in embedded)),
+        }
+        done()
+        return JSONResponse([v.tolist() for v in vectors], headers=headers)
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        if state.load_error is not None:
+            return JSONResponse({"status": "failed", "error": state.load_error}, status_code=500)
+        if state.batcher is None:
+            return JSONResponse(
+                {"status": "loading"}, status_code=503, headers={"Retry-After": str(config.retry_after_s)}
+            )
+        if state.batcher.closing:
+            return JSONResponse({"status": "draining"}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    @app.get("/info")
+    async def info() -> JSONResponse:
+        return JSONResponse(_info(state))
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    app.add_middleware(Guard, state=state)
+    return app
+
+
+def _vectors(embedded: list[Embedded], normalize: bool) -> np.ndarray:
+    vectors = np.stack([e.vector for e in embedded]).astype(np.float32, copy=False)
+    if normalize:
+        # The same arithmetic as torch.nn.functional.normalize (eps 1e-12), in float32.
+        norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), np.float32(1e-12))
+        vectors = vectors / norms
+    return vectors
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for package in ("modsenc", "torch", "transformers", "peft", "adapters", "fastapi", "uvicorn"):
+        try:
+            out[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            out[package] = "not installed"
+    return out
+
+
+def _info(state: ServerState) -> dict[str, Any]:
+    config = state.config
+    limits = {k: v for k, v in asdict(config).items() if k.startswith("max_")}
+    out: dict[str, Any] = {
+        "ready": state.service is not None,
+        "zoo": str(config.zoo),
+        "limits": limits,
+        "versions": _versions(),
+        "resident_memory_bytes": state.metrics.registry.get_sample_value("process_resident_memory_bytes"),
+    }
+    if state.load_error is not None:
+        out["error"] = state.load_error
+    service = state.service
+    if service is None:
+        return out
+    encoder = service.encoder
+    backbone = encoder.modular.backbone
+    out |= {
+        "model": service.model_name,
+        "dimension": service.dimension,
+        "max_input_tokens": service.max_tokens,
+        "device": str(backbone.device),
+        "backbone": {
+            "fingerprint": encoder.zoo.backbone_fingerprint(),
+            "model_type": backbone.model.config.model_type,
+            "parameters": service.backbone_parameters,
+        },
+        "languages": {
+            "installed": service.installed,
+            "loaded": service.loaded,  # least recently used first
+            "fallback": encoder.router.fallback,
+        },
+        "queue": {"texts": state.batcher.queued if state.batcher else 0},
+    }
+    return out

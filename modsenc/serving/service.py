@@ -1,0 +1,122 @@
+"""The model side of the server: a ``ModularEncoder`` and the batch function the batcher runs.
+
+Everything here runs in the batcher's worker thread (one batch at a time), never on the event loop:
+loading or evicting a language, tokenising to count tokens, and encoding. Fast tokenizers must not
+be called from two threads at once (they mutate their truncation settings), and the encoder's
+lock serialises forward passes anyway, so one thread is all there is to gain.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from modsenc.modules.bundle import check_language_code
+from modsenc.routing.encoder import MODES, ModularEncoder
+
+
+class InputTooLong(ValueError):
+    """An input is longer than the token limit and the request asked not to truncate."""
+
+    def __init__(self, index: int, limit: int) -> None:
+        super().__init__(f"input {index} has more than {limit} tokens")
+        self.index, self.limit = index, limit
+
+
+class UnknownLanguage(KeyError):
+    def __str__(self) -> str:  # KeyError would print the message quoted
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Embedded:
+    vector: np.ndarray  # float32, not normalised
+    tokens: int  # tokens encoded (after truncation), special tokens included
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class Text:
+    index: int  # position in its request, for error messages
+    text: str
+    truncate: bool
+
+
+class EmbeddingService:
+    def __init__(
+        self, encoder: ModularEncoder, zoo: str | os.PathLike, model_name: str | None = None
+    ) -> None:
+        self.encoder = encoder
+        self.zoo = Path(zoo)
+        self.model_name = model_name or self.zoo.resolve().name
+        self.dimension = encoder.get_sentence_embedding_dimension()
+        self.max_tokens = encoder.modular.backbone.max_length
+        self.backbone_parameters = encoder.modular.backbone_parameter_count()
+        # Read by the event loop (/info, /metrics) while the worker thread changes the encoder:
+        # a list replaced whole after each batch is safe to read without the encoder's lock.
+        self.loaded: list[str] = encoder.loaded_languages
+
+    @property
+    def installed(self) -> list[str]:
+        return list(self.encoder.installed)
+
+    # ----------------------------------------------------------------- request checks (event loop)
+    def check_language(self, code: str) -> str:
+        """A normalised installed language code, or :class:`UnknownLanguage` naming the installed ones."""
+        try:
+            lang = check_language_code(code)
+        except ValueError as err:
+            raise UnknownLanguage(f"{err}; installed: {', '.join(self.installed)}") from err
+        if lang not in self.encoder.installed:
+            raise UnknownLanguage(
+                f"language {code!r} is not installed in this zoo (installed: {', '.join(self.installed)})"
+            )
+        return lang
+
+    def route(self, texts: Sequence[str]) -> list[str]:
+        """Detected language of each text (the router's character n-gram profiles; thread-safe)."""
+        return [d.lang for d in self.encoder.detect_languages(texts)]
+
+    # ----------------------------------------------------------------- the batch function (worker thread)
+    def run_batch(self, key: Hashable, texts: list[Text]) -> list[Embedded | Exception]:
+        """Encode one (language, mode) batch; an over-long text with ``truncate=False`` fails alone."""
+        lang, mode = key
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        encoder = self.encoder
+        modular = encoder.modular
+        with modular.lock:
+            encoder.load_language(lang)  # may evict the least recently used language
+            modular.activate(lang)  # the language's own tokenizer (vocab module) or the backbone's
+            tokenizer = modular.backbone.tokenizer
+            limit = self.max_tokens
+            # One token past the limit tells a cut text from one of exactly `limit` tokens (as
+            # Backbone.tokenize does) without tokenising a huge input to its end.
+            ids = tokenizer(
+                [t.text for t in texts],
+                truncation=True,
+                max_length=limit + 1,
+                add_special_tokens=True,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )["input_ids"]
+            lengths = [len(x) for x in ids]
+            results: list[Embedded | Exception | None] = [None] * len(texts)
+            keep = []
+            for i, (text, length) in enumerate(zip(texts, lengths)):
+                if length > limit and not text.truncate:
+                    results[i] = InputTooLong(text.index, limit)
+                else:
+                    keep.append(i)
+            if keep:
+                vectors = encoder.encode(
+                    [texts[i].text for i in keep], lang=lang, mode=mode, batch_size=len(keep)
+                )
+                for row, i in enumerate(keep):
+                    results[i] = Embedded(vectors[row], min(lengths[i], limit), lengths[i] > limit)
+            self.loaded = encoder.loaded_languages
+        return results  # type: ignore[return-value]
