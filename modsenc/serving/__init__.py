@@ -1,0 +1,1 @@
+"""`modsenc serve`: an HTTP embedding server (OpenAI and text-embeddings-inference APIs) over a zoo."""
