@@ -117,14 +117,20 @@ def table(results: dict[str, dict]) -> tuple[str, dict[str, dict[str, float | No
                 f"STS {lang}-{lang}",
                 "mono",
                 lambda r, lang=lang: (
-                    r.get("sts", {}).get("kardes-sts-dev.en-uz-kk.tsv", {}).get(f"{lang}-{lang}")
+                    r.get("sts", {})
+                    .get("kardes-sts-dev.en-uz-kk.tsv", {})
+                    .get("spearman", {})
+                    .get(f"{lang}-{lang}")
                 ),
             ),
             (
                 f"STS en-{lang}",
                 "cross",
                 lambda r, lang=lang: (
-                    r.get("sts", {}).get("kardes-sts-dev.en-uz-kk.tsv", {}).get(f"en-{lang}")
+                    r.get("sts", {})
+                    .get("kardes-sts-dev.en-uz-kk.tsv", {})
+                    .get("spearman", {})
+                    .get(f"en-{lang}")
                 ),
             ),
         ]
@@ -225,6 +231,19 @@ Kardeş STS dev, NTREX = 1,997 held-out news sentences.
 Adding a language leaves the others untouched (checked by this script on the zoos above):
 
 {isolation}
+
+Reading the table. "SE only" is the `add-language-e5` default since this run: on Kardeş STS dev
+the SE adapter beats e5 alone on uz and kk, monolingually and en-xx (the bare-e5 pivot keeps e5's
+English, so en-xx gains come from the uz/kk side alone). The CLA (variant jt: MNRL on en-premise /
+xx-hypothesis pairs plus parallel sentences, 1 epoch, lr 2e-4) lowered en-xx STS on the bare-e5
+pivot; onto an English SE pivot it only recovered what the two SE adapters had pulled apart. A
+parallel-only CLA at lr 5e-5 was tried on uz (runs/zoo-e5d, dev numbers in its bundle manifest).
+The en-SE-pivot zoo was built before the orthography existed: its uz/kk text was not normalised.
+
+Not measured in this session (2 CPU cores shared by four engineers' jobs): continued MEXMA on e5
+(`recipes/cpu-e5.yaml`, about an hour alone), the Full_m/Full_c/Full_mc fine-tuning baselines of
+e5 (`modsenc finetune`: every one of e5's 118M parameters per step), az and tr, and the paper's
+vocabulary path (`--stages vocab,la,se,cla`). Their rows are missing here, not estimated.
 
 Training wall times (from each bundle's manifest):
 
