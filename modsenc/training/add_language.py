@@ -307,7 +307,10 @@ class AddLanguage:
         self.pivot_manifest_digest: str | None = None
         if self.lang != self.pivot and self.pivot in self.zoo.languages():
             pivot_manifest = self.zoo.read_compatible_manifest(self.pivot)
-            self.pivot_manifest_digest = json_digest(pivot_manifest)
+            # what the pivot's vectors depend on: its modules and their files' contents
+            self.pivot_manifest_digest = json_digest(
+                {k: pivot_manifest.get(k) for k in ("stages", "modules", "orthography", "file_sha256")}
+            )
             self.pivot_kinds = self.modular.load_bundle(self.zoo.bundle_dir(self.pivot), self.pivot)
             self.pivot_kinds.discard("cla")
 

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -173,11 +174,18 @@ def check_replaceable(path: str | os.PathLike, owner_marker: str | None) -> None
     mistyped ``--output``.
     """
     path = Path(path)
-    if not path.exists() and not path.is_symlink():
+    # One lstat, not exists() then is_dir(): another writer's swap may move the folder away in
+    # between, and a folder that vanished is not "a file".
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
         return
-    if not path.is_dir() or path.is_symlink():
+    if not stat.S_ISDIR(mode):
         raise FileExistsError(f"{path} exists and is not a folder; choose another output path")
-    if owner_marker is None or (path / owner_marker).is_file() or not any(path.iterdir()):
+    try:
+        if owner_marker is None or (path / owner_marker).is_file() or not any(path.iterdir()):
+            return
+    except FileNotFoundError:  # moved away by a concurrent swap while we looked
         return
     raise FileExistsError(
         f"{path} is a non-empty folder that modsenc did not write (no {owner_marker} in it); "

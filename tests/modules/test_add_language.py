@@ -228,7 +228,12 @@ def test_a_module_less_pivot_and_per_language_stages(tiny_backbone_dir, tmp_path
     assert uz["orthography"]["name"] == "uz" and uz["orthography"]["scripts"] == ["Latn", "Cyrl"]
     se_before = _hashes(tmp_path / "w-uz" / "se" / "module")
     cla_key = json.loads((tmp_path / "w-uz" / "cla" / "done.json").read_text())["key"]
-    run("en", recipe, zoo_dir, work_dir=tmp_path / "w-en", overwrite=True)  # a new pivot bundle
+    # the same module-less pivot again: the CLA's targets are unchanged, so it is reused
+    run("en", recipe, zoo_dir, work_dir=tmp_path / "w-en", overwrite=True)
+    run("uz", recipe, zoo_dir, work_dir=tmp_path / "w-uz", resume=True)
+    assert json.loads((tmp_path / "w-uz" / "cla" / "done.json").read_text())["key"] == cla_key
+    # a pivot with an SE adapter: other target vectors, so the CLA retrains (the SE does not)
+    run("en", recipe, zoo_dir, work_dir=tmp_path / "w-en", overwrite=True, stages=["se"])
     run("uz", recipe, zoo_dir, work_dir=tmp_path / "w-uz", resume=True)
     assert _hashes(tmp_path / "w-uz" / "se" / "module") == se_before  # reused
     assert json.loads((tmp_path / "w-uz" / "cla" / "done.json").read_text())["key"] != cla_key  # retrained
