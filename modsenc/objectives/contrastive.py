@@ -4,16 +4,12 @@ every process (losses/additive_margin.py, sentence-transformers' MNRL underneath
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-import numpy as np
-
 from modsenc.backbone.encoder import Backbone
-from modsenc.data.readers import TranslationPair
-from modsenc.objectives.base import Objective, ObjectiveOutput, TokenizedPair
+from modsenc.objectives.base import ObjectiveOutput
 from modsenc.objectives.losses.additive_margin import AdditiveMarginSoftmaxLoss
-from modsenc.objectives.pairs import PairBatch, collate_pairs, tokenize_pairs
+from modsenc.objectives.pairs import PairBatch, PairObjective
 from modsenc.utils.distributed import DistContext
 
 
@@ -23,7 +19,7 @@ class ContrastiveConfig:
     scale: float = 20.0  # sentence-transformers' default, i.e. temperature 0.05
 
 
-class ContrastiveObjective(Objective):
+class ContrastiveObjective(PairObjective):
     name = "contrastive"
 
     def __init__(self, backbone: Backbone, config: ContrastiveConfig | None = None) -> None:
@@ -34,20 +30,7 @@ class ContrastiveObjective(Objective):
     def config_dict(self) -> dict:
         return asdict(self.config)
 
-    def prepare(
-        self, pairs: Sequence[TranslationPair], backbone: Backbone, max_length: int
-    ) -> list[TokenizedPair]:
-        return tokenize_pairs(pairs, backbone, max_length)
 
-    def collate(
-        self,
-        examples: Sequence[TokenizedPair],
-        rng: np.random.Generator,
-        backbone: Backbone,
-        rank: int = 0,
-        world_size: int = 1,
-    ) -> PairBatch:
-        return collate_pairs(examples, backbone, rank, world_size)
 
     def forward(
         self, backbone: Backbone, batch: PairBatch, dist: DistContext | None = None

@@ -20,16 +20,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-import numpy as np
 import torch
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.data.readers import TranslationPair
-from modsenc.objectives.base import Objective, ObjectiveOutput, TokenizedPair
+from modsenc.objectives.base import ObjectiveOutput, TokenizedPair
 from modsenc.objectives.losses.additive_margin import AdditiveMarginSoftmaxLoss
 from modsenc.objectives.losses.projection_contrastive import ProjectionContrastiveLoss
 from modsenc.objectives.losses.xtr import XTRHead, XTRLoss, bag_of_tokens
-from modsenc.objectives.pairs import PairBatch, collate_pairs, language_index, tokenize_pairs
+from modsenc.objectives.pairs import PairBatch, PairObjective, language_index, tokenize_pairs
 from modsenc.utils.distributed import DistContext
 
 CONTRASTIVE = ("mlp", "ams", "none")
@@ -59,7 +58,7 @@ class EMSConfig:
             raise ValueError(f"objective.ems.temperature must be positive, got {self.temperature}")
 
 
-class EMSObjective(Objective):
+class EMSObjective(PairObjective):
     name = "ems"
 
     def __init__(
@@ -111,15 +110,6 @@ class EMSObjective(Objective):
             table = language_index(pairs, self.languages, "objective.ems.languages")
         return tokenize_pairs(pairs, backbone, max_length, table)
 
-    def collate(
-        self,
-        examples: Sequence[TokenizedPair],
-        rng: np.random.Generator,
-        backbone: Backbone,
-        rank: int = 0,
-        world_size: int = 1,
-    ) -> PairBatch:
-        return collate_pairs(examples, backbone, rank, world_size)
 
     # ------------------------------------------------------------------ loss
     def forward(

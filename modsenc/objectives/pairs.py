@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.packing import PackedBatch
 from modsenc.data.batching import shard
 from modsenc.data.readers import TranslationPair, is_language_code
-from modsenc.objectives.base import TokenizedPair
+from modsenc.objectives.base import Objective, TokenizedPair
 
 
 @dataclass
@@ -93,3 +94,23 @@ def collate_pairs(
         num_pairs=len(chosen),
         global_pairs=len(examples),
     )
+
+
+class PairObjective(Objective):
+    """An objective over packed translation pairs with no per-batch randomness (EMS, contrastive):
+    pairs are tokenised with their language ids and each process takes its shard of a batch."""
+
+    def prepare(
+        self, pairs: Sequence[TranslationPair], backbone: Backbone, max_length: int
+    ) -> list[TokenizedPair]:
+        return tokenize_pairs(pairs, backbone, max_length)
+
+    def collate(
+        self,
+        examples: Sequence[TokenizedPair],
+        rng: np.random.Generator,
+        backbone: Backbone,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> PairBatch:
+        return collate_pairs(examples, backbone, rank, world_size)
