@@ -223,6 +223,21 @@ def load_language_data(
 
 
 # --------------------------------------------------------------------------------------------- stages
+def with_language_overrides(recipe: dict[str, Any], lang: str) -> dict[str, Any]:
+    """The recipe with ``per_language.LANG`` merged over its stage sections.
+
+    ``per_language: {tr: {cla: {variant: pl}}}`` gives one language its own stage settings: Turkish
+    has no paraphrases in ../shared/data, so its CLA must train on parallel data only.
+    """
+    own = (recipe.get("per_language") or {}).get(lang) or {}
+    unknown = sorted(set(own) - set(STAGES))
+    if unknown:
+        raise ValueError(
+            f"recipe per_language.{lang}: unknown section(s) {unknown}; it may set {', '.join(STAGES)}"
+        )
+    return {**recipe, **{stage: {**(recipe.get(stage) or {}), **values} for stage, values in own.items()}}
+
+
 def _stage_key(
     previous: str, stage: str, recipe: dict[str, Any], data: LanguageData, orthography: str = "none"
 ) -> str:
@@ -258,7 +273,7 @@ class AddLanguage:
     ) -> None:
         self.lang = check_language_code(lang)
         self.callbacks = callbacks  # (stage, step, metrics) -> None, called after every training step
-        self.recipe = recipe
+        self.recipe = recipe = with_language_overrides(recipe, self.lang)
         self.pivot = check_language_code(recipe.get("pivot", "en"))
         self.seed = int(recipe.get("seed", 0))
         self.zoo = Zoo(zoo_dir)

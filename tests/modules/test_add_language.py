@@ -14,7 +14,7 @@ import pytest
 from safetensors.torch import load_file
 
 from modsenc.modules.bundle import Zoo
-from modsenc.training.add_language import run
+from modsenc.training.add_language import run, with_language_overrides
 from tests._zoo import fast_recipe
 
 pytestmark = pytest.mark.slow
@@ -239,3 +239,18 @@ def test_a_module_less_pivot_and_per_language_stages(tiny_backbone_dir, tmp_path
     assert json.loads((tmp_path / "w-uz" / "cla" / "done.json").read_text())["key"] != cla_key  # retrained
     with pytest.raises(ValueError, match="stages 'none' is for the pivot"):
         run("kk", recipe, zoo_dir, work_dir=tmp_path / "w-kk", stages=["none"])
+
+
+def test_per_language_overrides_merge_into_one_languages_stage_settings() -> None:
+    """per_language.tr.cla.variant=pl changes tr's CLA only; other keys and languages keep the recipe's."""
+    recipe = {
+        "cla": {"variant": "jt", "lr": 2e-4},
+        "se": {"lr": 1e-4},
+        "per_language": {"tr": {"cla": {"variant": "pl"}}},
+    }
+    tr = with_language_overrides(recipe, "tr")
+    assert tr["cla"] == {"variant": "pl", "lr": 2e-4} and tr["se"] == {"lr": 1e-4}
+    assert with_language_overrides(recipe, "uz")["cla"] == {"variant": "jt", "lr": 2e-4}
+    assert recipe["cla"]["variant"] == "jt"  # the shared recipe is not modified
+    with pytest.raises(ValueError, match=r"per_language.tr: unknown section\(s\) \['data'\]"):
+        with_language_overrides({"per_language": {"tr": {"data": {}}}}, "tr")
