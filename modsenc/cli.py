@@ -6,6 +6,19 @@ import sys
 
 import click
 
+from modsenc.modules.defaults import DEFAULT_ZOO, ZOO_ENV, default_zoo
+
+
+def _zoo_option(help_text: str = "Zoo to read: its backbone and language bundles (from add-language)."):
+    """--zoo, with the same default for every command (modsenc.modules.defaults.default_zoo)."""
+    return click.option(
+        "--zoo",
+        "zoo_dir",
+        default=default_zoo,
+        type=click.Path(file_okay=False),
+        help=f"{help_text} [default: {DEFAULT_ZOO}, or ${ZOO_ENV} when set]",
+    )
+
 
 def _fail(err: Exception) -> click.ClickException:
     """One line for the user. A KeyError's str() wraps its message in quotes; its argument does not."""
@@ -133,14 +146,7 @@ def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> N
     help="Backbone directory (from train-backbone). Needed the first time a zoo is used: it is copied "
     "into ZOO/backbone, and later runs check that it matches.",
 )
-@click.option(
-    "--zoo",
-    "zoo_dir",
-    default="adapters_zoo",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="Zoo folder: the bundle goes to ZOO/LANG, the language is added to ZOO/index.json.",
-)
+@_zoo_option("Zoo folder: the bundle goes to ZOO/LANG, the language is added to ZOO/index.json.")
 @click.option(
     "--recipe",
     default="add-language",
@@ -304,7 +310,7 @@ def finetune(backbone_dir, output_dir, recipe, pairs, resume, seed, overrides) -
 
 
 @main.command("encode")
-@click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
+@_zoo_option()
 @click.option(
     "--lang",
     default="auto",
@@ -381,7 +387,7 @@ def zoo_group() -> None:
 
 
 @zoo_group.command("list")
-@click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
+@_zoo_option()
 def zoo_list(zoo_dir) -> None:
     """Installed languages with their modules and size."""
     from modsenc.routing.cli_encode import zoo_table  # noqa: PLC0415
@@ -394,7 +400,7 @@ def zoo_list(zoo_dir) -> None:
 
 @zoo_group.command("info")
 @click.argument("lang")
-@click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
+@_zoo_option()
 def zoo_info(lang, zoo_dir) -> None:
     """Module sizes, training data and dev metrics of one language's bundle."""
     from modsenc.routing.cli_encode import bundle_info  # noqa: PLC0415
@@ -406,7 +412,7 @@ def zoo_info(lang, zoo_dir) -> None:
 
 
 @main.command("export")
-@click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
+@_zoo_option()
 @click.option("--lang", required=True, help="Language whose modules are merged into the exported model.")
 @click.option(
     "--output",
@@ -527,7 +533,7 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
 @main.command("mine")
 @click.argument("src", type=click.Path(exists=True, dir_okay=False))
 @click.argument("tgt", type=click.Path(exists=True, dir_okay=False))
-@click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
+@_zoo_option()
 @click.option("--src-lang", default="auto", show_default=True)
 @click.option("--tgt-lang", default="auto", show_default=True)
 @click.option(
@@ -575,7 +581,7 @@ def mine_command(
 
 
 @main.command("serve")
-@click.option("--zoo", "zoo_dir", default="adapters_zoo", show_default=True, type=click.Path(file_okay=False))
+@_zoo_option()
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told)."
 )

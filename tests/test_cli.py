@@ -118,3 +118,43 @@ def test_finetune_help_and_errors(runner: CliRunner, tmp_path: Path) -> None:
     )
     assert result.exit_code == 1 and "unknown key 'mono.epoch'" in result.output
     assert "Traceback" not in result.output
+
+
+def _commands(group, prefix: str = ""):
+    """(path, command) for every command under a click group, e.g. ("zoo list", <Command list>)."""
+    for name, command in group.commands.items():
+        path = f"{prefix}{name}"
+        if hasattr(command, "commands"):
+            yield from _commands(command, f"{path} ")
+        else:
+            yield path, command
+
+
+def test_every_command_resolves_the_default_zoo_the_same_way(monkeypatch, tmp_path: Path) -> None:
+    from modsenc.modules.defaults import DEFAULT_ZOO, ZOO_ENV, default_zoo
+
+    with_zoo = {path: cmd for path, cmd in _commands(main) if any(p.name == "zoo_dir" for p in cmd.params)}
+    assert set(with_zoo) == {"add-language", "encode", "zoo list", "zoo info", "export", "mine", "serve"}
+    for path, command in with_zoo.items():
+        option = next(p for p in command.params if p.name == "zoo_dir")
+        assert option.default is default_zoo, path
+        assert f"{DEFAULT_ZOO}, or ${ZOO_ENV}" in option.help, path
+    src = tmp_path / "src.txt"
+    src.write_text("Hello.\n", encoding="utf-8")
+    required = {
+        "add-language": ["uz"],
+        "encode": ["--output", "v.npy"],
+        "zoo info": ["uz"],
+        "export": ["--lang", "uz", "--output", "out"],
+        "mine": [str(src), str(src), "--output", "pairs.tsv"],
+    }
+    elsewhere = str(tmp_path / "z")
+    for value, expected in ((None, DEFAULT_ZOO), ("", DEFAULT_ZOO), (elsewhere, elsewhere)):
+        if value is None:
+            monkeypatch.delenv(ZOO_ENV, raising=False)
+        else:
+            monkeypatch.setenv(ZOO_ENV, value)
+        assert default_zoo() == expected
+        for path, command in with_zoo.items():  # parsed, not run: the defaults resolve as at run time
+            context = command.make_context(path, list(required.get(path, [])))
+            assert context.params["zoo_dir"] == expected, path

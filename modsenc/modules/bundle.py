@@ -15,6 +15,9 @@ error naming it rather than wrong vectors; bundles written before the hashes exi
 warning. Bundles are written with ``atomic_directory`` (a crash leaves the old bundle or the new one) and
 the index under an exclusive file lock, so two ``add-language`` runs for different languages can
 share a zoo.
+
+Commands default to the zoo ``modsenc.modules.defaults.default_zoo()`` names: ``adapters_zoo/`` in
+the working directory, or ``$MODSENC_ZOO`` (``adapters_zoo/README.md`` describes this layout).
 """
 
 from __future__ import annotations
