@@ -147,7 +147,7 @@ class ModularBackbone(nn.Module):
         self._mark(lang, "cla")
 
     def save_alignment(self, lang: str, path: str | Path) -> None:
-        """adapters' format: ``adapter_config.json`` + ``adapter_model.safetensors``."""
+        """adapters' format: ``adapter_config.json`` + ``adapter.safetensors``."""
         self.backbone.model.save_adapter(str(path), module_name(lang, "cla"), use_safetensors=True)
 
     def load_bundle(
