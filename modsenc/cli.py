@@ -31,7 +31,13 @@ def _fail(err: Exception) -> click.ClickException:
 def main() -> None:
     """modsenc: modular multilingual sentence encoders.
 
-    Train a cross-lingual backbone (train-backbone), then add languages as separate modules.
+    \b
+    A backbone:     train-backbone (MEXMA; EMS, EMMA-X, contrastive), import-backbone (e5, LaBSE, ...)
+    Its languages:  add-language LANG puts one bundle of modules per language in a zoo
+    A zoo:          encode, serve, export, zoo list, zoo info
+    Measure:        eval, compare, mine; finetune trains the full-parameter baselines
+
+    Commands that take --zoo default to adapters_zoo (in the working directory), or $MODSENC_ZOO.
     """
 
 
@@ -71,7 +77,8 @@ def main() -> None:
     help="Override any recipe key, e.g. --set objective.koleo=false --set training.grad_accum=4.",
 )
 def train_backbone(recipe, output_dir, resume, max_steps, batch_size, lr, seed, attention, overrides) -> None:
-    """Train a backbone with the MEXMA objective.
+    """Train a backbone (from scratch or from a pretrained encoder) with MEXMA, or EMS, EMMA-X or
+    a contrastive baseline (--set objective.name=ems|emmax|contrastive).
 
     Runs on CPU or GPU; for several processes launch it with torchrun, e.g.
     `torchrun --nproc-per-node 2 -m modsenc.cli train-backbone --recipe cpu-small`.
@@ -166,7 +173,7 @@ def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> N
 @click.option(
     "--dev-sts",
     multiple=True,
-    help="STS TSV (lang1 lang2 sentence1 sentence2 score) scored after each stage.",
+    help="STS TSV (lang1 lang2 sentence1 sentence2 score) scored after each stage. Repeatable.",
 )
 @click.option(
     "--stages",
@@ -269,7 +276,8 @@ def add_language(
     "--recipe",
     default="full-finetune-cpu",
     show_default=True,
-    help="Recipe name in recipes/ or a YAML path (languages, paraphrase data, per-phase budgets).",
+    help="Recipe name in recipes/ (full-finetune-cpu: ../shared/data; full-finetune-e5: on "
+    "multilingual-e5) or a YAML path (languages, paraphrase data, per-phase budgets).",
 )
 @click.option(
     "--pairs",
@@ -337,7 +345,13 @@ def finetune(backbone_dir, output_dir, recipe, pairs, resume, seed, overrides) -
     show_default=True,
     help="cross: with the alignment adapters (cross-lingual tasks); mono: without.",
 )
-@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=32,
+    show_default=True,
+    help="Sentences per forward pass.",
+)
 @click.option(
     "--chunk-size",
     type=click.IntRange(min=1),
@@ -421,7 +435,13 @@ def zoo_info(lang, zoo_dir) -> None:
     type=click.Path(file_okay=False),
     help="A new or empty folder, or an earlier export (replaced); never inside the zoo.",
 )
-@click.option("--mode", type=click.Choice(["cross", "mono"]), default="cross", show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["cross", "mono"]),
+    default="cross",
+    show_default=True,
+    help="cross: the alignment adapter merged in too (cross-lingual tasks); mono: without it.",
+)
 def export(zoo_dir, lang, output_dir, mode) -> None:
     """Write a standalone sentence-transformers model for one language (modules merged).
 
@@ -534,8 +554,18 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
 @click.argument("src", type=click.Path(exists=True, dir_okay=False))
 @click.argument("tgt", type=click.Path(exists=True, dir_okay=False))
 @_zoo_option()
-@click.option("--src-lang", default="auto", show_default=True)
-@click.option("--tgt-lang", default="auto", show_default=True)
+@click.option(
+    "--src-lang",
+    default="auto",
+    show_default=True,
+    help="Language of SRC's lines, or auto to detect per line.",
+)
+@click.option(
+    "--tgt-lang",
+    default="auto",
+    show_default=True,
+    help="Language of TGT's lines, or auto to detect per line.",
+)
 @click.option(
     "--output", "output_path", required=True, type=click.Path(dir_okay=False), help="TSV: score src tgt."
 )
@@ -552,7 +582,13 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
     show_default=True,
     help="Above this many sentences per side, search an approximate IVF index.",
 )
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Sentences per forward pass.",
+)
 def mine_command(
     src, tgt, zoo_dir, src_lang, tgt_lang, output_path, threshold, k, exact_limit, batch_size
 ) -> None:
@@ -585,7 +621,7 @@ def mine_command(
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told)."
 )
-@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="Port to bind.")
 @click.option(
     "--languages", default="", help="Comma-separated languages to load at start (others on demand)."
 )
@@ -593,14 +629,32 @@ def mine_command(
 @click.option(
     "--max-memory-mb", type=click.FloatRange(min=0), help="Module megabytes kept loaded; LRU evicted."
 )
-@click.option("--max-batch-size", type=click.IntRange(min=1), default=32, show_default=True)
-@click.option("--max-wait-ms", type=click.FloatRange(min=0), default=2.0, show_default=True)
+@click.option(
+    "--max-batch-size",
+    type=click.IntRange(min=1),
+    default=32,
+    show_default=True,
+    help="Texts per forward pass (one language and mode).",
+)
+@click.option(
+    "--max-wait-ms",
+    type=click.FloatRange(min=0),
+    default=2.0,
+    show_default=True,
+    help="How long a batch waits for more texts of its language.",
+)
 @click.option("--max-inputs", type=click.IntRange(min=1), default=256, show_default=True, help="Per request.")
 @click.option("--max-input-tokens", type=click.IntRange(min=2), help="Per text [default: the model's].")
 @click.option(
     "--max-queue", type=click.IntRange(min=1), default=1024, show_default=True, help="Texts; 503 past."
 )
-@click.option("--max-body-bytes", type=click.IntRange(min=1), default=2_000_000, show_default=True)
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(min=1),
+    default=2_000_000,
+    show_default=True,
+    help="Request body size; 413 past, before it is read.",
+)
 @click.option("--device", default=None, help="cpu, cuda, cuda:1 ... [default: cuda if available]")
 def serve_command(zoo_dir, host, port, languages, device, **limits) -> None:
     """HTTP embedding server: OpenAI /v1/embeddings, TEI /embed, /health, /info, /metrics."""
