@@ -6,13 +6,16 @@ RUN_DIR ?= runs/demo
 
 .PHONY: install demo test lint clean
 
-# torch goes in first, pinned: on CPU machines the pinned release resolves to the CPU build
-# (an unpinned torch would pull a multi-GB CUDA build). fasttext (needed by deepfocus) builds
+# torch goes in first, pinned, so that `pip install -e .` keeps it. Which build it is depends on
+# where pip looks: PyPI's Linux x86_64 torch is the CUDA build (several GB of nvidia-* wheels);
+# for the CPU build name PyTorch's CPU index: make install TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# (empty by default: pip's own configuration decides). fasttext (needed by deepfocus) builds
 # from source with the compiler; pybind11 comes from its build requirements.
+TORCH_INDEX ?=
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
