@@ -30,8 +30,6 @@ class ContrastiveObjective(PairObjective):
     def config_dict(self) -> dict:
         return asdict(self.config)
 
-
-
     def forward(
         self, backbone: Backbone, batch: PairBatch, dist: DistContext | None = None
     ) -> ObjectiveOutput:

@@ -110,7 +110,6 @@ class EMSObjective(PairObjective):
             table = language_index(pairs, self.languages, "objective.ems.languages")
         return tokenize_pairs(pairs, backbone, max_length, table)
 
-
     # ------------------------------------------------------------------ loss
     def forward(
         self, backbone: Backbone, batch: PairBatch, dist: DistContext | None = None

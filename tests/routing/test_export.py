@@ -66,8 +66,13 @@ def test_export_keeps_mean_pooling_and_the_prefix(tiny_backbone_dir, tmp_path) -
     mean_dir = backbone.save_pretrained(tmp_path / "mean-backbone")
     zoo = tmp_path / "zoo"
     run("en", fast_recipe(), zoo, backbone_dir=mean_dir, work_dir=tmp_path / "w-en")
-    run("uz", fast_recipe(**{"cla.adapter": "{non_linearity: gelu}"}), zoo, work_dir=tmp_path / "w-uz",
-        stages=["se", "cla"])
+    run(
+        "uz",
+        fast_recipe(**{"cla.adapter": "{non_linearity: gelu}"}),
+        zoo,
+        work_dir=tmp_path / "w-uz",
+        stages=["se", "cla"],
+    )
     out = export_sentence_transformer(zoo, "uz", tmp_path / "model", mode="cross")
     pooling = json.loads((out / "1_Pooling" / "config.json").read_text())
     assert pooling["pooling_mode"] == "mean" and pooling["include_prompt"] is True
