@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
+
+from modsenc.utils.logs import configure_logging, log_level_name, silence_third_party_bars
 
 
 def _fail(err: Exception) -> click.ClickException:
@@ -15,11 +18,20 @@ def _fail(err: Exception) -> click.ClickException:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="modsenc")
-def main() -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Debug messages too.")
+@click.option("-q", "--quiet", is_flag=True, help="Warnings and errors only, no progress bars.")
+def main(verbose: bool, quiet: bool) -> None:
     """modsenc: modular multilingual sentence encoders.
 
     Train a cross-lingual backbone (train-backbone), then add languages as separate modules.
+
+    Messages go to stderr. Progress bars are drawn on a terminal only; in a log file or a pipe
+    training logs a line every log_every steps instead (MODSENC_PROGRESS=1 forces bars on).
     """
+    if verbose and quiet:
+        raise click.UsageError("--verbose and --quiet exclude each other")
+    configure_logging(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    silence_third_party_bars()
 
 
 @main.command("train-backbone")
@@ -603,7 +615,7 @@ def serve_command(zoo_dir, host, port, languages, device, **limits) -> None:
 
     config = ServeConfig(zoo_dir, [c for c in languages.split(",") if c], device=device, **limits)
     try:
-        serve(config, host=host, port=port)
+        serve(config, host=host, port=port, log_level=log_level_name())
     except (FileNotFoundError, KeyError, ValueError) as err:
         raise click.ClickException(str(err).strip("'\"")) from err
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +31,8 @@ from modsenc.training.checkpoint import (
 from modsenc.training.optim import build_optimizer, build_scheduler
 from modsenc.utils.distributed import DistContext, init_distributed
 from modsenc.utils.io import atomic_write_text
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -154,7 +157,7 @@ def train_loop(
     device = module.backbone.device
     if dist.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
-    log = MetricsLog(run_dir / "metrics.jsonl", enabled=dist.is_main)
+    metrics_log = MetricsLog(run_dir / "metrics.jsonl", enabled=dist.is_main)
     step = 0
     if resume:
         checkpoint = latest_checkpoint(run_dir)
@@ -168,9 +171,9 @@ def train_loop(
         scheduler.load_state_dict(state["scheduler"])
         set_rng_state(state["rng"])
         stream = BatchStream.from_state(stream.sampler, state["data"])
-        log.truncate_after(step)
+        metrics_log.truncate_after(step)
         if dist.is_main:
-            tqdm.write(f"resumed from {checkpoint} at step {step}")
+            log.info("resumed from %s at step %d", checkpoint, step)
 
     module.train()
     iterator = iter(stream)
@@ -182,7 +185,7 @@ def train_loop(
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}  # a metric may appear on some steps only (alternating batch kinds)
     if step >= config.max_steps:
-        last = log.last()  # resumed a finished run: nothing to train, keep its final metrics
+        last = metrics_log.last()  # resumed a finished run: nothing to train, keep its final metrics
     while step < config.max_steps:
         # Dropout's generator is re-seeded from (seed, step, rank) every step, so a resumed run
         # (and every rank of a data-parallel one) replays exactly the randomness it would have used.
@@ -233,7 +236,7 @@ def train_loop(
                 tokens_per_s=tokens / max(elapsed, 1e-9),
                 epoch=item.epoch,
             )
-            log.write(last)
+            metrics_log.write(last)
             bar.set_postfix(
                 {k: f"{last[k]:.3f}" for k in _SHOWN if k in last} | {"tok/s": f"{last['tokens_per_s']:.0f}"}
             )
