@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.data.batching import BatchStream
@@ -31,6 +31,7 @@ from modsenc.training.checkpoint import (
 from modsenc.training.optim import build_optimizer, build_scheduler
 from modsenc.utils.distributed import DistContext, init_distributed
 from modsenc.utils.io import atomic_write_text
+from modsenc.utils.logs import progress
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,25 @@ class MetricsLog:
 _SHOWN = ("loss", "align", "mlm", "koleo", "mlm_accuracy", "paraphrase_acc", "parallel_loss")
 
 
+def _shown(metrics: dict[str, Any]) -> dict[str, str]:
+    """The metrics a progress bar or log line shows, formatted."""
+    return {k: f"{metrics[k]:.3f}" for k in _SHOWN if k in metrics} | {
+        "tok/s": f"{metrics['tokens_per_s']:.0f}"
+    }
+
+
+def _log_line(metrics: dict[str, Any], max_steps: int, elapsed: float, done_steps: int) -> str:
+    """One line per ``log_every`` steps for a log without a progress bar:
+    ``train step 20/105: loss=0.512 align=0.301 tok/s=1234 lr=2.0e-05 [00:42<02:58]``."""
+    step = int(metrics["step"])
+    left = elapsed / done_steps * (max_steps - step) if done_steps else 0.0
+    values = " ".join(f"{k}={v}" for k, v in _shown(metrics).items())
+    return (
+        f"train step {step}/{max_steps}: {values} lr={metrics['lr']:.1e} "
+        f"[{tqdm.format_interval(elapsed)}<{tqdm.format_interval(left)}]"
+    )
+
+
 def _model_state(module: nn.Module, trainable_only: bool) -> dict[str, torch.Tensor]:
     if not trainable_only:
         return module.state_dict()
@@ -177,9 +197,11 @@ def train_loop(
 
     module.train()
     iterator = iter(stream)
-    bar = tqdm(
-        total=config.max_steps, initial=step, desc="train", disable=not dist.is_main, dynamic_ncols=True
+    # An interactive run draws a bar (metrics in its postfix); a log gets a line every log_every steps.
+    bar = progress(
+        total=config.max_steps, initial=step, desc="train", enabled=dist.is_main, dynamic_ncols=True
     )
+    loop_start, first_step = time.perf_counter(), step
     last: dict[str, float] = {}
     window_tokens, window_start = 0, time.perf_counter()
     sums: dict[str, float] = {}
@@ -237,15 +259,16 @@ def train_loop(
                 epoch=item.epoch,
             )
             metrics_log.write(last)
-            bar.set_postfix(
-                {k: f"{last[k]:.3f}" for k in _SHOWN if k in last} | {"tok/s": f"{last['tokens_per_s']:.0f}"}
-            )
+            bar.set_postfix(_shown(last))
+            if dist.is_main:
+                line = _log_line(last, config.max_steps, time.perf_counter() - loop_start, step - first_step)
+                log.log(logging.INFO if bar.disable else logging.DEBUG, line)
             sums, counts, window_tokens = {}, {}, 0
             window_start = time.perf_counter()
 
         if step % config.checkpoint_every == 0 or step == config.max_steps:
             if dist.is_main:
-                save_checkpoint(
+                saved = save_checkpoint(
                     run_dir,
                     step,
                     _model_state(module, config.trainable_only),
@@ -257,6 +280,7 @@ def train_loop(
                     },
                     keep=config.keep_checkpoints,
                 )
+                log.debug("checkpoint written to %s", saved)
             if dist.is_distributed:
                 torch.distributed.barrier()
         for callback in callbacks:
