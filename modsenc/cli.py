@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
 
 from modsenc.modules.defaults import DEFAULT_ZOO, ZOO_ENV, default_zoo
+from modsenc.utils.logs import configure_logging, log_level_name, silence_third_party_bars
 
 
 def _zoo_option(help_text: str = "Zoo to read: its backbone and language bundles (from add-language)."):
@@ -28,7 +30,9 @@ def _fail(err: Exception) -> click.ClickException:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="modsenc")
-def main() -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Debug messages too.")
+@click.option("-q", "--quiet", is_flag=True, help="Warnings and errors only, no progress bars.")
+def main(verbose: bool, quiet: bool) -> None:
     """modsenc: modular multilingual sentence encoders.
 
     \b
@@ -38,7 +42,14 @@ def main() -> None:
     Measure:        eval, compare, mine; finetune trains the full-parameter baselines
 
     Commands that take --zoo default to adapters_zoo (in the working directory), or $MODSENC_ZOO.
+
+    Messages go to stderr. Progress bars are drawn on a terminal only; in a log file or a pipe
+    training logs a line every log_every steps instead (MODSENC_PROGRESS=1 forces bars on).
     """
+    if verbose and quiet:
+        raise click.UsageError("--verbose and --quiet exclude each other")
+    configure_logging(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    silence_third_party_bars()
 
 
 @main.command("train-backbone")
@@ -663,7 +674,7 @@ def serve_command(zoo_dir, host, port, languages, device, **limits) -> None:
 
     config = ServeConfig(zoo_dir, [c for c in languages.split(",") if c], device=device, **limits)
     try:
-        serve(config, host=host, port=port)
+        serve(config, host=host, port=port, log_level=log_level_name())
     except (FileNotFoundError, KeyError, ValueError) as err:
         raise click.ClickException(str(err).strip("'\"")) from err
 

@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel
 
 from modsenc.backbone.attention import AttentionBackend, get_attention_backend
 from modsenc.backbone.manifest import MANIFEST_NAME, build_manifest
 from modsenc.backbone.packing import PackedBatch
 from modsenc.utils.io import atomic_directory, atomic_write_json
+from modsenc.utils.logs import progress
 
 SUPPORTED_MODEL_TYPES = ("bert", "xlm-roberta", "roberta", "camembert")
 
@@ -292,7 +292,7 @@ class Backbone(nn.Module):
         order = np.argsort([-len(s) for s in texts], kind="stable")  # similar lengths together
         out: list[torch.Tensor] = [None] * len(texts)  # type: ignore[list-item]
         show = show_progress_bar if show_progress_bar is not None else len(texts) > 10 * batch_size
-        for start in tqdm(range(0, len(texts), batch_size), desc="encode", disable=not show):
+        for start in progress(range(0, len(texts), batch_size), desc="encode", enabled=show):
             idx = order[start : start + batch_size]
             batch = self.pack(self.tokenize([texts[i] for i in idx], warn_truncated=True))
             emb = self.sentence_embedding(self(batch), batch).float()

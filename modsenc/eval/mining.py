@@ -16,10 +16,10 @@ from pathlib import Path
 
 import faiss
 import numpy as np
-from tqdm.auto import tqdm
 
 from modsenc.eval.bitext import l2_normalise
 from modsenc.utils.io import atomic_write_text
+from modsenc.utils.logs import progress
 
 
 @dataclass
@@ -51,7 +51,7 @@ def chunked_knn(
 ) -> tuple[np.ndarray, np.ndarray]:
     sims = np.empty((len(queries), k), dtype=np.float32)
     ids = np.empty((len(queries), k), dtype=np.int64)
-    for start in tqdm(range(0, len(queries), chunk_size), desc=desc, disable=len(queries) <= chunk_size):
+    for start in progress(range(0, len(queries), chunk_size), desc=desc, enabled=len(queries) > chunk_size):
         sims[start : start + chunk_size], ids[start : start + chunk_size] = index.search(
             queries[start : start + chunk_size], k
         )

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from modsenc.data.readers import iter_lines
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.utils.io import atomic_file
+from modsenc.utils.logs import progress
 
 
 def _count_lines(path: Path) -> int:
@@ -79,7 +79,7 @@ def encode_file(
         total = _count_lines(source)
         encoder = ModularEncoder.from_pretrained(zoo_dir, device=device, verify=verify)
         dim = encoder.get_sentence_embedding_dimension()
-        bar = tqdm(total=total, desc="encode", unit="sent", disable=total < 1000)
+        bar = progress(total=total, desc="encode", unit="sent", enabled=total >= 1000)
         written = 0
         # A temporary unique to this run: two runs writing one path each finish a complete file.
         with atomic_file(output_path) as tmp:

@@ -19,6 +19,7 @@ the backbone or to another language's bundle.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -58,6 +59,8 @@ from modsenc.routing.langid import LANGID_FILE, CharNgramProfile
 from modsenc.training.loop import fit_stage
 from modsenc.training.train_backbone import file_record, resolve_data_spec, seed_everything
 from modsenc.utils.io import atomic_directory, atomic_write_json, json_digest
+
+log = logging.getLogger(__name__)
 
 STAGES = ("vocab", "la", "se", "cla")
 CLA_VARIANTS = ("pp", "pl", "jt")
@@ -568,7 +571,7 @@ class AddLanguage:
         seconds: dict[str, float] = {}
         stage_metrics: dict[str, Any] = {}
         dev: dict[str, Any] = {"backbone": self.evaluate(set())}
-        print(f"[{self.lang}] dev, backbone alone: {json.dumps(dev['backbone'])}")
+        log.info("[%s] dev, backbone alone: %s", self.lang, json.dumps(dev["backbone"]))
         key = self.zoo.backbone_fingerprint()
         for index, stage in enumerate(self.stages):
             key = _stage_key(key, stage, self.recipe, self.data, self.orthography.name)
@@ -578,7 +581,7 @@ class AddLanguage:
             out, done_file = stage_dir / "module", stage_dir / "done.json"
             done = json.loads(done_file.read_text()) if done_file.exists() else None
             if self.resume and done and done["key"] == key and out.exists():
-                print(f"[{self.lang}] stage {stage}: finished earlier, reusing {out}")
+                log.info("[%s] stage %s: finished earlier, reusing %s", self.lang, stage, out)
                 self._load_stage(stage, out)
                 stage_metrics[stage], seconds[stage] = done["metrics"], done["seconds"]
             else:
@@ -586,7 +589,7 @@ class AddLanguage:
                     shutil.rmtree(stage_dir)  # a stale stage (other config or data): start it over
                 stage_dir.mkdir(parents=True, exist_ok=True)
                 atomic_write_json(stage_dir / "key.json", {"key": key})
-                print(f"[{self.lang}] stage {stage} ({index + 1}/{len(self.stages)})")
+                log.info("[%s] stage %s (%d/%d)", self.lang, stage, index + 1, len(self.stages))
                 t0 = time.time()
                 seed_everything(self.seed + index)
                 with atomic_directory(out) as tmp:
@@ -600,9 +603,9 @@ class AddLanguage:
             loaded = self.modular.modules_of(self.lang)
             if stage in ("se", "cla") or stage == self.stages[-1]:
                 dev[stage] = self.evaluate(loaded)
-                print(f"[{self.lang}] dev after {stage}: {json.dumps(dev[stage])}")
+                log.info("[%s] dev after %s: %s", self.lang, stage, json.dumps(dev[stage]))
         target = self.install(dev, stage_metrics, seconds, time.time() - started)
-        print(f"[{self.lang}] bundle written to {target} in {time.time() - started:.0f} s")
+        log.info("[%s] bundle written to %s in %.0f s", self.lang, target, time.time() - started)
         return target
 
     def install(

@@ -19,6 +19,7 @@ Full_mc share their first phase. A killed phase continues from its last checkpoi
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import time
 from collections.abc import Sequence
@@ -33,6 +34,8 @@ from modsenc.training.add_language import load_language_data
 from modsenc.training.loop import fit_stage
 from modsenc.training.train_backbone import seed_everything
 from modsenc.utils.io import atomic_write_json, json_digest
+
+log = logging.getLogger(__name__)
 
 PAIR_KINDS = ("mono", "cross")
 
@@ -109,7 +112,7 @@ def run(
         final, done_file = phase_dir / "backbone", phase_dir / "done.json"
         done = json.loads(done_file.read_text()) if done_file.exists() else None
         if done and done["key"] == key and final.exists():
-            print(f"[finetune] phase {phase_dir.name}: finished earlier, reusing {final}")
+            log.info("[finetune] phase %s: finished earlier, reusing %s", phase_dir.name, final)
             source = final
             continue
         if phase_dir.exists():
@@ -129,7 +132,7 @@ def run(
                 )
         phase_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_json(phase_dir / "key.json", {"key": key})
-        print(f"[finetune] phase {phase_dir.name}: {kind} pairs {counts}, from {source}")
+        log.info("[finetune] phase %s: %s pairs %s, from %s", phase_dir.name, kind, counts, source)
         started = time.time()
         seed_everything(seed + index)
         backbone = Backbone.from_pretrained(source, max_length=recipe.get("max_length"))
@@ -172,6 +175,6 @@ def run(
             },
         )
         atomic_write_json(done_file, {"key": key, "metrics": metrics, "seconds": seconds})
-        print(f"[finetune] phase {phase_dir.name}: {seconds:.0f} s, backbone written to {final}")
+        log.info("[finetune] phase %s: %.0f s, backbone written to %s", phase_dir.name, seconds, final)
         source = final
     return source

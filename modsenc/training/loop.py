@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.data.batching import BatchStream
@@ -30,6 +31,9 @@ from modsenc.training.checkpoint import (
 from modsenc.training.optim import build_optimizer, build_scheduler
 from modsenc.utils.distributed import DistContext, init_distributed
 from modsenc.utils.io import atomic_write_text
+from modsenc.utils.logs import progress
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -112,6 +116,25 @@ class MetricsLog:
 _SHOWN = ("loss", "align", "mlm", "koleo", "mlm_accuracy", "paraphrase_acc", "parallel_loss")
 
 
+def _shown(metrics: dict[str, Any]) -> dict[str, str]:
+    """The metrics a progress bar or log line shows, formatted."""
+    return {k: f"{metrics[k]:.3f}" for k in _SHOWN if k in metrics} | {
+        "tok/s": f"{metrics['tokens_per_s']:.0f}"
+    }
+
+
+def _log_line(metrics: dict[str, Any], max_steps: int, elapsed: float, done_steps: int) -> str:
+    """One line per ``log_every`` steps for a log without a progress bar:
+    ``train step 20/105: loss=0.512 align=0.301 tok/s=1234 lr=2.0e-05 [00:42<02:58]``."""
+    step = int(metrics["step"])
+    left = elapsed / done_steps * (max_steps - step) if done_steps else 0.0
+    values = " ".join(f"{k}={v}" for k, v in _shown(metrics).items())
+    return (
+        f"train step {step}/{max_steps}: {values} lr={metrics['lr']:.1e} "
+        f"[{tqdm.format_interval(elapsed)}<{tqdm.format_interval(left)}]"
+    )
+
+
 def _model_state(module: nn.Module, trainable_only: bool) -> dict[str, torch.Tensor]:
     if not trainable_only:
         return module.state_dict()
@@ -154,7 +177,7 @@ def train_loop(
     device = module.backbone.device
     if dist.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
-    log = MetricsLog(run_dir / "metrics.jsonl", enabled=dist.is_main)
+    metrics_log = MetricsLog(run_dir / "metrics.jsonl", enabled=dist.is_main)
     step = 0
     if resume:
         checkpoint = latest_checkpoint(run_dir)
@@ -168,21 +191,23 @@ def train_loop(
         scheduler.load_state_dict(state["scheduler"])
         set_rng_state(state["rng"])
         stream = BatchStream.from_state(stream.sampler, state["data"])
-        log.truncate_after(step)
+        metrics_log.truncate_after(step)
         if dist.is_main:
-            tqdm.write(f"resumed from {checkpoint} at step {step}")
+            log.info("resumed from %s at step %d", checkpoint, step)
 
     module.train()
     iterator = iter(stream)
-    bar = tqdm(
-        total=config.max_steps, initial=step, desc="train", disable=not dist.is_main, dynamic_ncols=True
+    # An interactive run draws a bar (metrics in its postfix); a log gets a line every log_every steps.
+    bar = progress(
+        total=config.max_steps, initial=step, desc="train", enabled=dist.is_main, dynamic_ncols=True
     )
+    loop_start, first_step = time.perf_counter(), step
     last: dict[str, float] = {}
     window_tokens, window_start = 0, time.perf_counter()
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}  # a metric may appear on some steps only (alternating batch kinds)
     if step >= config.max_steps:
-        last = log.last()  # resumed a finished run: nothing to train, keep its final metrics
+        last = metrics_log.last()  # resumed a finished run: nothing to train, keep its final metrics
     while step < config.max_steps:
         # Dropout's generator is re-seeded from (seed, step, rank) every step, so a resumed run
         # (and every rank of a data-parallel one) replays exactly the randomness it would have used.
@@ -233,16 +258,17 @@ def train_loop(
                 tokens_per_s=tokens / max(elapsed, 1e-9),
                 epoch=item.epoch,
             )
-            log.write(last)
-            bar.set_postfix(
-                {k: f"{last[k]:.3f}" for k in _SHOWN if k in last} | {"tok/s": f"{last['tokens_per_s']:.0f}"}
-            )
+            metrics_log.write(last)
+            bar.set_postfix(_shown(last))
+            if dist.is_main:
+                line = _log_line(last, config.max_steps, time.perf_counter() - loop_start, step - first_step)
+                log.log(logging.INFO if bar.disable else logging.DEBUG, line)
             sums, counts, window_tokens = {}, {}, 0
             window_start = time.perf_counter()
 
         if step % config.checkpoint_every == 0 or step == config.max_steps:
             if dist.is_main:
-                save_checkpoint(
+                saved = save_checkpoint(
                     run_dir,
                     step,
                     _model_state(module, config.trainable_only),
@@ -254,6 +280,7 @@ def train_loop(
                     },
                     keep=config.keep_checkpoints,
                 )
+                log.debug("checkpoint written to %s", saved)
             if dist.is_distributed:
                 torch.distributed.barrier()
         for callback in callbacks:

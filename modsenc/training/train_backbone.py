@@ -9,6 +9,7 @@ Layout of ``--output DIR``:
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import random
 import time
@@ -40,6 +41,8 @@ from modsenc.training.distributed import DistContext, init_distributed
 from modsenc.training.loop import LoopConfig, TrainModule, train_loop
 from modsenc.training.optim import build_optimizer, build_scheduler
 from modsenc.utils.io import check_replaceable
+
+log = logging.getLogger(__name__)
 
 
 def resolve_data_spec(spec: Any, recipe_path: str | None = None) -> Any:
@@ -219,10 +222,16 @@ def run(
         loop_cfg.max_steps,
     )
     if dist.is_main:
-        print(
-            f"modsenc train-backbone: {len(pairs)} {pivot}-centric pairs, {len(sampler)} batches/epoch, "
-            f"{sum(p.numel() for p in backbone.parameters()) / 1e6:.1f}M backbone parameters, "
-            f"attention={backbone.attention.name}, device={device}, world_size={dist.world_size}"
+        log.info(
+            "modsenc train-backbone: %d %s-centric pairs, %d batches/epoch, %.1fM backbone parameters, "
+            "attention=%s, device=%s, world_size=%d",
+            len(pairs),
+            pivot,
+            len(sampler),
+            sum(p.numel() for p in backbone.parameters()) / 1e6,
+            backbone.attention.name,
+            device,
+            dist.world_size,
         )
     last = train_loop(
         module,

@@ -130,7 +130,9 @@ def test_resume_retrains_only_the_stages_whose_config_changed(tiny_backbone_dir,
 SCRIPT = """
 import json, os, signal, sys
 from modsenc.training.add_language import run
+from modsenc.utils.logs import configure_logging
 from tests._zoo import fast_recipe
+configure_logging()  # what the CLI does: progress messages to stderr
 zoo, work, backbone, resume, kill_at = sys.argv[1:4] + [sys.argv[4] == "1", int(sys.argv[5])]
 def killer(stage, step, metrics):
     if stage == "la" and step == kill_at:

@@ -20,6 +20,8 @@ pytestmark = pytest.mark.slow
 SCRIPT = """
 import json, os, signal, sys
 from modsenc.training.train_backbone import run
+from modsenc.utils.logs import configure_logging
+configure_logging()  # what the CLI does: progress messages to stderr
 recipe, out, resume, kill_at = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", int(sys.argv[4])
 def killer(step, metrics):
     if step == kill_at:
