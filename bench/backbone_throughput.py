@@ -1,18 +1,27 @@
-"""Training throughput of one MEXMA step: modsenc (packed, length-bucketed) vs. a padded HF baseline.
+"""Training throughput of one MEXMA step: modsenc (packed, length-bucketed) vs. padded HF baselines.
 
 A benchmark, not a test. In one process, on the same machine, threads and model size, it times:
 
-- **modsenc**: ``Backbone.from_config`` + ``MEXMAObjective`` fed ``LengthBucketBatchSampler`` batches;
+- **modsenc**: the backbone + ``MEXMAObjective`` fed ``LengthBucketBatchSampler`` batches;
   one step = ``objective.collate`` (masking, packing) + objective forward + backward + gradient
   clipping + AdamW step (``modsenc.training.optim.build_optimizer``), as ``train_loop`` does.
-- **baseline** (``hf-sdpa`` and/or ``hf-eager``): a Hugging Face ``XLMRobertaModel`` of the same
-  config (and initial weights) fed *padded, randomly batched* pairs (plain shuffling, no
-  bucketing), running the same MEXMA step the padded way: masking with modsenc's
-  ``mask_sequence`` (same rng order as ``collate``), one padded forward of clean A+B (2*bs rows)
-  and one of masked A+B, CLS vectors, the other language's clean CLS written into position 0 of
-  the masked states, an unmasking head of ``XLMRobertaLayer`` s run on the padded tensor with an
-  attention mask, the tied vocabulary projection at masked positions only, and modsenc's
-  MSE / cross-entropy / KoLeo terms with the same weights; backward, clipping, AdamW.
+- **baselines** (``hf-<attn>-random`` and/or ``hf-<attn>-grouped``, ``--baseline-batches``): a
+  Hugging Face model of the same config (and initial weights) fed *padded* pairs, either randomly
+  batched (plain shuffling) or **length-grouped**: the very batches modsenc gets, as a user of
+  Hugging Face's ``group_by_length`` or sentence-transformers' length sorting would feed them. The
+  baseline runs the same MEXMA step the padded way: masking with modsenc's ``mask_sequence`` (same
+  rng order as ``collate``), one padded forward of clean A+B (2*bs rows) and one of masked A+B, the
+  backbone's sentence vector (CLS, or the mean over real tokens for e5), the other language's
+  clean vector written into position 0 of the masked states, an unmasking head of
+  ``XLMRobertaLayer`` s run on the padded tensor with an attention mask, the tied vocabulary
+  projection at masked positions only (over the same restricted vocabulary when the objective
+  restricts it), and modsenc's MSE / cross-entropy / KoLeo terms with the same weights; backward,
+  clipping, AdamW over the same trainable parameters.
+
+Two model shapes (``--shape``): ``small``, a random XLM-R (``--hidden``/``--layers``/...) on a
+SentencePiece vocabulary trained here, and ``e5``, the imported multilingual-e5-small (``--backbone``;
+12 layers, hidden 384, 12 heads, FFN 1536, 250K vocabulary) with ``recipes/cpu-e5.yaml``'s
+objective: corpus softmax and frozen word embeddings, max length 64.
 
 Both arms see the same pairs pool (sampled from ``--data-dir``), the same SentencePiece
 tokenizer (trained here on ~20k sentences of that text and cached in the temp dir) and count
@@ -49,11 +58,14 @@ backward), so it degrades first. The script prints the load average and the matm
 before and after the timed steps; when they say the CPU was shared, compare a run with
 ``--threads 1`` or with ``OMP_WAIT_POLICY=PASSIVE`` in the environment.
 
+``--profile N`` runs N more modsenc steps under ``torch.profiler`` and prints the top ops and the
+self CPU time by category (GEMMs, attention, layout changes, elementwise, optimizer, losses).
+
 Run from the repository root::
 
-    python bench/backbone_throughput.py                # defaults: 256 hidden, 4 layers, bs 32
-    python bench/backbone_throughput.py --json out.json
-    python bench/backbone_throughput.py --threads 1 --baselines sdpa,eager
+    python bench/backbone_throughput.py --baseline-batches both           # small: 256 hidden, 4 layers
+    python bench/backbone_throughput.py --shape e5 --baseline-batches both --profile 3
+    python bench/backbone_throughput.py --threads 1 --baselines sdpa,eager --json out.json
 """
 
 from __future__ import annotations
