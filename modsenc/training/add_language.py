@@ -22,7 +22,6 @@ import json
 import logging
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +34,9 @@ from modsenc.backbone.focus import focus_from_texts
 from modsenc.backbone.manifest import library_versions
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import AlternatingBatchSampler, LengthBucketBatchSampler
+from modsenc.data.language_data import LanguageData, load_language_data
 from modsenc.data.orthography import get_orthography, orthography_for
-from modsenc.data.readers import ParaphrasePair, load_monolingual, load_parallel, load_paraphrases
+from modsenc.data.specs import resolve_data_spec
 from modsenc.eval.bitext import precision_at_1
 from modsenc.eval.sts import evaluate_sts, read_sts_tsv
 from modsenc.modules.bundle import (
@@ -57,7 +57,7 @@ from modsenc.objectives.sentence_pairs import (
 )
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile
 from modsenc.training.loop import fit_stage
-from modsenc.training.train_backbone import file_record, resolve_data_spec, seed_everything
+from modsenc.training.train_backbone import seed_everything
 from modsenc.utils.io import atomic_directory, atomic_write_json, json_digest
 
 log = logging.getLogger(__name__)
@@ -101,128 +101,6 @@ def _clear_work_dir(work: Path) -> None:
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
-
-
-# --------------------------------------------------------------------------------------------- data
-@dataclass
-class LanguageData:
-    """Everything one language's stages train on; ``dev_*`` pairs are held out of training."""
-
-    lang: str
-    pivot: str
-    mono: list[str] = field(default_factory=list)
-    paraphrases: list[ParaphrasePair] = field(default_factory=list)  # LANG-LANG
-    crosslingual: list[tuple[str, str, str | None]] = field(
-        default_factory=list
-    )  # (pivot anchor, LANG pos, LANG neg)
-    parallel: list[tuple[str, str]] = field(default_factory=list)  # (pivot sentence, LANG translation)
-    dev_paraphrases: list[ParaphrasePair] = field(default_factory=list)
-    dev_crosslingual: list[tuple[str, str]] = field(default_factory=list)  # (pivot anchor, LANG positive)
-    files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "mono_sentences": len(self.mono),
-            "paraphrase_pairs": len(self.paraphrases),
-            "crosslingual_paraphrase_pairs": len(self.crosslingual),
-            "parallel_pairs": len(self.parallel),
-            "dev_paraphrase_pairs": len(self.dev_paraphrases),
-            "dev_crosslingual_pairs": len(self.dev_crosslingual),
-        }
-
-
-def _substitute(spec: Any, lang: str) -> Any:
-    if isinstance(spec, str):
-        return spec.replace("{lang}", lang)
-    if isinstance(spec, dict):
-        return {k: _substitute(v, lang) for k, v in spec.items()}
-    if isinstance(spec, list):
-        return [_substitute(v, lang) for v in spec]
-    return spec
-
-
-def _records(specs: list[Any], counts: list[int]) -> list[dict[str, Any]]:
-    out = []
-    for spec, count in zip(specs, counts):
-        path = spec.get("path") if isinstance(spec, dict) else spec
-        record = file_record(Path(path)) if path is not None and Path(path).is_file() else {"spec": str(spec)}
-        if isinstance(spec, dict):
-            record["column"] = spec.get("column")
-            if spec.get("rows") is not None:
-                record["rows"] = list(spec["rows"])
-        record["count"] = count
-        out.append(record)
-    return out
-
-
-def load_language_data(
-    lang: str, pivot: str, data_cfg: dict[str, Any], recipe_path: str | None
-) -> LanguageData:
-    # ``data.per_language.LANG.KEY`` adds files for one language only (e.g. its own mono corpus).
-    own = (data_cfg.get("per_language") or {}).get(lang) or {}
-
-    def resolve(key: str) -> list[Any]:
-        specs = []
-        for spec in _substitute(list(data_cfg.get(key) or []) + list(own.get(key) or []), lang):
-            if key == "mono" and isinstance(spec, str) and spec.endswith(".tsv"):
-                spec = {"path": spec, "column": lang}  # a parallel/paraphrase TSV: its LANG column
-            if isinstance(spec, dict) and "path" in spec:
-                spec = {**spec, "path": resolve_data_spec(spec["path"], recipe_path)}
-            else:
-                spec = resolve_data_spec(spec, recipe_path)
-            specs.append(spec)
-        return specs
-
-    data = LanguageData(lang=lang, pivot=pivot)
-    mono_specs = resolve("mono")
-    mono_counts = []
-    for spec in mono_specs:
-        sentences = load_monolingual(spec)
-        mono_counts.append(len(sentences))
-        data.mono.extend(sentences)
-    data.files["mono"] = _records(mono_specs, mono_counts)
-
-    para_specs = resolve("paraphrase")
-    para_counts, pivot_rows = [], {}
-    all_pairs: list[ParaphrasePair] = []
-    for spec in para_specs:
-        rows = load_paraphrases(spec)
-        mine = [p for p in rows if p.lang == lang]
-        para_counts.append(len(mine))
-        all_pairs.extend(mine)
-        pivot_rows.update({p.pair_id: p for p in rows if p.lang == pivot})
-    data.files["paraphrase"] = _records(para_specs, para_counts)
-    # Hold out the last pair ids (sorted, so the split is stable) for dev retrieval metrics.
-    dev_size = int(data_cfg.get("dev_pairs", 0))
-    dev_ids = set(sorted({p.pair_id for p in all_pairs})[-dev_size:]) if dev_size else set()
-    for p in all_pairs:
-        if p.pair_id in dev_ids:
-            data.dev_paraphrases.append(p)
-            if lang != pivot and p.pair_id in pivot_rows:
-                data.dev_crosslingual.append((pivot_rows[p.pair_id].anchor, p.positive))
-        else:
-            data.paraphrases.append(p)
-            if lang != pivot and p.pair_id in pivot_rows:
-                data.crosslingual.append((pivot_rows[p.pair_id].anchor, p.positive, p.negative))
-
-    par_specs = resolve("parallel") if lang != pivot else []
-    par_counts = []
-    dev_texts = {p.anchor for p in data.dev_paraphrases} | {p.positive for p in data.dev_paraphrases}
-    for spec in par_specs:
-        corpus = load_parallel(spec)
-        if lang not in corpus.columns or pivot not in corpus.columns:
-            raise ValueError(
-                f"{spec}: parallel data needs columns {pivot!r} and {lang!r}, has {corpus.languages}"
-            )
-        pairs = [
-            (a, b)
-            for a, b in zip(corpus.columns[pivot], corpus.columns[lang])
-            if a and b and b not in dev_texts
-        ]
-        par_counts.append(len(pairs))
-        data.parallel.extend(pairs)
-    data.files["parallel"] = _records(par_specs, par_counts)
-    return data
 
 
 # --------------------------------------------------------------------------------------------- stages

@@ -28,9 +28,9 @@ from typing import Any
 
 from modsenc.backbone.encoder import Backbone, load_manifest
 from modsenc.data.batching import LengthBucketBatchSampler
+from modsenc.data.language_data import load_language_data
 from modsenc.modules.bundle import check_language_code
 from modsenc.objectives.sentence_pairs import SentencePairObjective, pair_examples
-from modsenc.training.add_language import load_language_data
 from modsenc.training.loop import fit_stage
 from modsenc.training.train_backbone import seed_everything
 from modsenc.utils.io import atomic_write_json, json_digest
