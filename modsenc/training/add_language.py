@@ -26,12 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file
-from transformers import AutoTokenizer
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.focus import focus_from_texts
-from modsenc.backbone.manifest import library_versions
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import AlternatingBatchSampler, LengthBucketBatchSampler
 from modsenc.data.language_data import LanguageData, load_language_data
@@ -40,12 +37,12 @@ from modsenc.data.specs import resolve_data_spec
 from modsenc.eval.bitext import precision_at_1
 from modsenc.eval.sts import evaluate_sts, read_sts_tsv
 from modsenc.modules.bundle import (
-    EMBEDDINGS_FILE,
     TOKENIZER_DIR,
     Zoo,
     check_language_code,
     check_outside_zoo,
     detect_script,
+    module_kinds_in,
 )
 from modsenc.modules.configs import alignment_adapter_config, language_adapter_config, sentence_adapter_config
 from modsenc.modules.modular import ModularBackbone
@@ -315,7 +312,7 @@ class AddLanguage:
             seed=self.seed,
         )
         self.modular.add_vocabulary(self.lang, tokenizer, weight)
-        self.modular.save_vocabulary(self.lang, out)
+        self.modular.save_module(self.lang, "vocab", out)
         return {"vocab_size": float(len(tokenizer))}
 
     def _stage_la(self, out: Path, run_dir: Path) -> dict[str, float]:
@@ -338,9 +335,8 @@ class AddLanguage:
             [e.length for e in examples], int(cfg["batch_size"]), seed=self.seed
         )
         metrics = self._fit(objective, examples, sampler, cfg, run_dir)
-        self.modular.save_lora(self.lang, "la", out / "la")
-        if "vocab" in kinds:
-            self.modular.save_vocabulary(self.lang, out)
+        for kind in sorted(kinds):  # la, and the embeddings it trained
+            self.modular.save_module(self.lang, kind, out)
         return metrics
 
     def _stage_se(self, out: Path, run_dir: Path) -> dict[str, float]:
@@ -359,7 +355,7 @@ class AddLanguage:
         objective = SentencePairObjective(scale=float(cfg.get("scale", 20.0)))
         sampler = self._sampler(examples, int(cfg["batch_size"]))
         metrics = self._fit(objective, examples, sampler, cfg, run_dir)
-        self.modular.save_lora(self.lang, "se", out / "se")
+        self.modular.save_module(self.lang, "se", out)
         return metrics
 
     def _stage_cla(self, out: Path, run_dir: Path) -> dict[str, float]:
@@ -396,7 +392,7 @@ class AddLanguage:
             sampler = self._sampler(paraphrase or parallel, batch_size)
         objective = SentencePairObjective(scale=float(cfg.get("scale", 20.0)))
         metrics = self._fit(objective, paraphrase + parallel, sampler, cfg, run_dir)
-        self.modular.save_alignment(self.lang, out / "cla")
+        self.modular.save_module(self.lang, "cla", out)
         return metrics
 
     def _fit(
@@ -433,15 +429,10 @@ class AddLanguage:
         stage = run_dir.parent.name
         return tuple(lambda step, metrics, cb=cb: cb(stage, step, metrics) for cb in self.callbacks)
 
-    def _load_stage(self, stage: str, out: Path) -> None:
-        """Bring a finished stage's module back (``--resume``) instead of training it again."""
-        if (out / EMBEDDINGS_FILE).exists():  # vocab, or la (which also trains the embeddings)
-            tokenizer = AutoTokenizer.from_pretrained(out / TOKENIZER_DIR)
-            self.modular.add_vocabulary(self.lang, tokenizer, load_file(out / EMBEDDINGS_FILE)["weight"])
-        if stage in ("la", "se"):
-            self.modular.load_lora(self.lang, stage, out / stage)
-        if stage == "cla":
-            self.modular.load_alignment(self.lang, out / "cla")
+    def _load_stage(self, out: Path) -> None:
+        """Bring a finished stage's modules back (``--resume``) instead of training them again."""
+        for kind in module_kinds_in(out):  # the la stage's folder also holds the embeddings it trained
+            self.modular.load_module(self.lang, kind, out)
 
     # ----------------------------------------------------------------------------------------- run
     def run(self) -> Path:
@@ -460,7 +451,7 @@ class AddLanguage:
             done = json.loads(done_file.read_text()) if done_file.exists() else None
             if self.resume and done and done["key"] == key and out.exists():
                 log.info("[%s] stage %s: finished earlier, reusing %s", self.lang, stage, out)
-                self._load_stage(stage, out)
+                self._load_stage(out)
                 stage_metrics[stage], seconds[stage] = done["metrics"], done["seconds"]
             else:
                 if stage_dir.exists() and not (self.resume and _read_key(stage_dir) == key):
@@ -489,72 +480,37 @@ class AddLanguage:
     def install(
         self, dev: dict[str, Any], stage_metrics: dict[str, Any], seconds: dict[str, float], wall: float
     ) -> Path:
-        files: dict[str, Path] = {}
-        modules: dict[str, Any] = {}
-        backbone_params = self.modular.backbone_parameter_count()
-        loaded = self.modular.modules_of(self.lang)
-        for stage in self.stages:
-            out = self.work / stage / "module"
-            if (out / EMBEDDINGS_FILE).exists():
-                files[EMBEDDINGS_FILE] = out / EMBEDDINGS_FILE
-                files[TOKENIZER_DIR] = out / TOKENIZER_DIR
-            if stage in ("la", "se", "cla"):
-                files[stage] = out / stage
-        for kind in sorted(loaded):
-            count = self.modular.parameter_count(self.lang, kind)
-            modules[kind] = {
-                "path": EMBEDDINGS_FILE if kind == "vocab" else kind,
-                "parameters": count,
-                "percent_of_backbone": round(100 * count / backbone_params, 3),
-            }
-        if "vocab" in modules:
-            modules["vocab"]["tokenizer"] = TOKENIZER_DIR
-            modules["vocab"]["vocab_size"] = len(self.modular.tokenizers[self.lang])
         # What the router needs to recognise this language, from this language's text alone.
         langid_texts = self.data.mono or [t for p in self.data.paraphrases for t in (p.anchor, p.positive)]
         # in every script the orthography declares (Uzbek: Latin and Cyrillic), so both route here
         langid_texts = [v for t in langid_texts for v in self.orthography.script_variants(t)]
         langid_path = self.work / LANGID_FILE
         CharNgramProfile.build(self.lang, langid_texts).save(langid_path)
-        files[LANGID_FILE] = langid_path
-        manifest = {
-            "format": "modsenc-bundle/1",
-            "router": {
-                "langid": LANGID_FILE,
-                "kind": "char-ngram-naive-bayes",
-                "sentences": len(langid_texts),
+        return self.modular.save_bundle(
+            self.zoo,
+            self.lang,
+            [self.work / stage / "module" for stage in self.stages],
+            pivot=self.pivot,
+            stages=self.stages,
+            script=detect_script(self.data.mono or [p.anchor for p in self.data.paraphrases]),
+            router={"langid": LANGID_FILE, "kind": "char-ngram-naive-bayes", "sentences": len(langid_texts)},
+            router_files={LANGID_FILE: langid_path},
+            record={
+                "cla_variant": self.recipe.get("cla", {}).get("variant") if "cla" in self.stages else None,
+                "data": {"files": self.data.files, "counts": self.data.counts()},
+                "training": {k: v for k, v in self.recipe.items() if not k.startswith("_")},
+                "recipe_path": self.recipe.get("_recipe_path"),
+                "stage_metrics": stage_metrics,
+                "stage_seconds": seconds,
+                "dev_metrics": dev,
+                "wall_seconds": round(wall, 1),
             },
-            "language": self.lang,
-            "script": detect_script(self.data.mono or [p.anchor for p in self.data.paraphrases]),
-            "orthography": self.orthography.to_manifest(),
-            "pivot": self.pivot,
-            "is_pivot": self.lang == self.pivot,
-            "backbone": {"fingerprint": self.zoo.backbone_fingerprint(), "parameters": backbone_params},
-            "modules": modules,
-            "stages": self.stages,
-            "cla_variant": self.recipe.get("cla", {}).get("variant") if "cla" in self.stages else None,
-            "data": {"files": self.data.files, "counts": self.data.counts()},
-            "training": {k: v for k, v in self.recipe.items() if not k.startswith("_")},
-            "recipe_path": self.recipe.get("_recipe_path"),
-            "stage_metrics": stage_metrics,
-            "stage_seconds": seconds,
-            "dev_metrics": dev,
-            "wall_seconds": round(wall, 1),
-            "versions": library_versions() | _module_library_versions(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        return self.zoo.write_bundle(self.lang, files, manifest)
+        )
 
 
 def _read_key(stage_dir: Path) -> str | None:
     path = stage_dir / "key.json"
     return json.loads(path.read_text())["key"] if path.exists() else None
-
-
-def _module_library_versions() -> dict[str, str]:
-    import importlib.metadata  # noqa: PLC0415
-
-    return {name: importlib.metadata.version(name) for name in ("peft", "adapters", "sentence-transformers")}
 
 
 def run(lang: str, recipe: dict[str, Any], zoo_dir: str | Path, **options: Any) -> Path:

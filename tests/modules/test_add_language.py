@@ -46,6 +46,31 @@ def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
     assert en["is_pivot"] and en["stages"] == ["se"] and sorted(en["modules"]) == ["se"]
 
     uz = zoo.read_manifest("uz")
+    # The manifest's fields, in the order they have always been written (save_bundle keeps it).
+    assert list(uz) == [
+        "format",
+        "router",
+        "language",
+        "script",
+        "orthography",
+        "pivot",
+        "is_pivot",
+        "backbone",
+        "modules",
+        "stages",
+        "cla_variant",
+        "data",
+        "training",
+        "recipe_path",
+        "stage_metrics",
+        "stage_seconds",
+        "dev_metrics",
+        "wall_seconds",
+        "versions",
+        "created",
+        "file_sha256",
+    ]
+    assert uz["format"] == "modsenc-bundle/1" and uz["router"]["kind"] == "char-ngram-naive-bayes"
     assert uz["language"] == "uz" and uz["script"] == "Latn" and uz["pivot"] == "en"
     assert uz["stages"] == ["vocab", "la", "se", "cla"] and uz["cla_variant"] == "jt"
     assert uz["backbone"]["fingerprint"] == zoo.backbone_fingerprint()
