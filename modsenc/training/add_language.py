@@ -54,6 +54,7 @@ from modsenc.objectives.sentence_pairs import (
 )
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile
 from modsenc.training.loop import fit_stage
+from modsenc.training.stage_cache import KEY_FILE, StageDir
 from modsenc.training.train_backbone import seed_everything
 from modsenc.utils.io import atomic_directory, atomic_write_json, json_digest
 
@@ -74,7 +75,7 @@ def _owns_work_dir(work: Path) -> bool:
     if (work / WORK_MARKER).is_file():
         return True
     names = {p.name for p in work.iterdir()}
-    return names <= {*STAGES, LANGID_FILE} and any((work / s / "key.json").is_file() for s in STAGES)
+    return names <= {*STAGES, LANGID_FILE} and any((work / s / KEY_FILE).is_file() for s in STAGES)
 
 
 def _check_work_dir(work: Path, zoo: Zoo) -> None:
@@ -446,29 +447,25 @@ class AddLanguage:
             key = _stage_key(key, stage, self.recipe, self.data, self.orthography.name)
             if stage == "cla":  # the CLA fits the pivot's vectors: another pivot bundle retrains it
                 key = json_digest([key, self.pivot_manifest_digest])
-            stage_dir = self.work / stage
-            out, done_file = stage_dir / "module", stage_dir / "done.json"
-            done = json.loads(done_file.read_text()) if done_file.exists() else None
-            if self.resume and done and done["key"] == key and out.exists():
-                log.info("[%s] stage %s: finished earlier, reusing %s", self.lang, stage, out)
-                self._load_stage(out)
+            cache = StageDir(self.work / stage, "module", command="add-language", option="--work-dir")
+            done = cache.finished(key) if self.resume else None
+            if done:
+                log.info("[%s] stage %s: finished earlier, reusing %s", self.lang, stage, cache.output)
+                self._load_stage(cache.output)
                 stage_metrics[stage], seconds[stage] = done["metrics"], done["seconds"]
             else:
-                if stage_dir.exists() and not (self.resume and _read_key(stage_dir) == key):
-                    shutil.rmtree(stage_dir)  # a stale stage (other config or data): start it over
-                stage_dir.mkdir(parents=True, exist_ok=True)
-                atomic_write_json(stage_dir / "key.json", {"key": key})
+                cache.begin(key, self.resume)  # a stale stage (other config or data) starts over
                 log.info("[%s] stage %s (%d/%d)", self.lang, stage, index + 1, len(self.stages))
                 t0 = time.time()
                 seed_everything(self.seed + index)
-                with atomic_directory(out) as tmp:
+                with atomic_directory(cache.output) as tmp:
                     if stage == "vocab":
                         metrics = self._stage_vocab(tmp)
                     else:
-                        metrics = getattr(self, f"_stage_{stage}")(tmp, stage_dir / "run")
+                        metrics = getattr(self, f"_stage_{stage}")(tmp, cache.run_dir)
                 seconds[stage] = round(time.time() - t0, 1)
                 stage_metrics[stage] = metrics
-                atomic_write_json(done_file, {"key": key, "metrics": metrics, "seconds": seconds[stage]})
+                cache.finish(key, {"metrics": metrics, "seconds": seconds[stage]})
             loaded = self.modular.modules_of(self.lang)
             if stage in ("se", "cla") or stage == self.stages[-1]:
                 dev[stage] = self.evaluate(loaded)
@@ -506,11 +503,6 @@ class AddLanguage:
                 "wall_seconds": round(wall, 1),
             },
         )
-
-
-def _read_key(stage_dir: Path) -> str | None:
-    path = stage_dir / "key.json"
-    return json.loads(path.read_text())["key"] if path.exists() else None
 
 
 def run(lang: str, recipe: dict[str, Any], zoo_dir: str | Path, **options: Any) -> Path:

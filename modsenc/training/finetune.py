@@ -18,9 +18,7 @@ Full_mc share their first phase. A killed phase continues from its last checkpoi
 
 from __future__ import annotations
 
-import json
 import logging
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,8 +30,9 @@ from modsenc.data.language_data import load_language_data
 from modsenc.modules.bundle import check_language_code
 from modsenc.objectives.sentence_pairs import SentencePairObjective, pair_examples
 from modsenc.training.loop import fit_stage
+from modsenc.training.stage_cache import StageDir
 from modsenc.training.train_backbone import seed_everything
-from modsenc.utils.io import atomic_write_json, json_digest
+from modsenc.utils.io import json_digest
 
 log = logging.getLogger(__name__)
 
@@ -108,31 +107,18 @@ def run(
     for index, kind in enumerate(pairs):
         phase_pairs, counts, files = load_pairs(kind, recipe)
         key = _phase_key(key, kind, recipe, files)
-        phase_dir = output_dir / "".join(k[0] for k in pairs[: index + 1])
-        final, done_file = phase_dir / "backbone", phase_dir / "done.json"
-        done = json.loads(done_file.read_text()) if done_file.exists() else None
-        if done and done["key"] == key and final.exists():
-            log.info("[finetune] phase %s: finished earlier, reusing %s", phase_dir.name, final)
-            source = final
+        phase = StageDir(
+            output_dir / "".join(k[0] for k in pairs[: index + 1]),
+            "backbone",
+            command="finetune",
+            option="--output",
+        )
+        if phase.finished(key):
+            log.info("[finetune] phase %s: finished earlier, reusing %s", phase.name, phase.output)
+            source = phase.output
             continue
-        if phase_dir.exists():
-            key_file = phase_dir / "key.json"
-            if not key_file.is_file() and any(phase_dir.iterdir()):
-                # Not a phase this command started (it writes key.json first): never delete it.
-                raise FileExistsError(
-                    f"{phase_dir} is a non-empty folder that finetune did not create (no key.json); "
-                    "it is left untouched: choose another --output"
-                )
-            stale = json.loads(key_file.read_text())["key"] if key_file.exists() else None
-            if stale != key:
-                shutil.rmtree(phase_dir)  # another config, data or starting point: start over
-            elif not resume:
-                raise FileExistsError(
-                    f"{phase_dir} holds an unfinished run: pass --resume to continue it, or remove it"
-                )
-        phase_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(phase_dir / "key.json", {"key": key})
-        log.info("[finetune] phase %s: %s pairs %s, from %s", phase_dir.name, kind, counts, source)
+        phase.begin(key, resume)  # another config, data or starting point starts over
+        log.info("[finetune] phase %s: %s pairs %s, from %s", phase.name, kind, counts, source)
         started = time.time()
         seed_everything(seed + index)
         backbone = Backbone.from_pretrained(source, max_length=recipe.get("max_length"))
@@ -155,14 +141,14 @@ def run(
             sampler,
             cfg,
             recipe.get("training", {}),
-            phase_dir / "run",
+            phase.run_dir,
             resume=resume,
             seed=seed,
             trainable_only=False,
         )
         seconds = round(time.time() - started, 1)
         backbone.eval().save_pretrained(
-            final,
+            phase.output,
             manifest_extra={
                 "finetune": {
                     "phases": list(pairs[: index + 1]),
@@ -174,7 +160,7 @@ def run(
                 }
             },
         )
-        atomic_write_json(done_file, {"key": key, "metrics": metrics, "seconds": seconds})
-        log.info("[finetune] phase %s: %.0f s, backbone written to %s", phase_dir.name, seconds, final)
-        source = final
+        phase.finish(key, {"metrics": metrics, "seconds": seconds})
+        log.info("[finetune] phase %s: %.0f s, backbone written to %s", phase.name, seconds, phase.output)
+        source = phase.output
     return source
