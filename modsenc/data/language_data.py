@@ -8,12 +8,31 @@ column; ``data.per_language.LANG.KEY`` adds files for one language only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from modsenc.data.readers import ParaphrasePair, load_monolingual, load_parallel, load_paraphrases
 from modsenc.data.specs import file_record, resolve_data_spec
+from modsenc.utils.config import Section
+
+
+@dataclass
+class DataFiles(Section):
+    """Data specs (paths, ``demo:NAME``, or ``{path, column, rows}``) by kind."""
+
+    mono: list[Any] = field(default_factory=list)  # LA (MLM) and tokenizer text; a .tsv: its LANG column
+    paraphrase: list[Any] = field(default_factory=list)  # TSV: pair_id lang anchor positive negative
+    parallel: list[Any] = field(default_factory=list)  # multi-parallel TSV, columns named by language
+
+
+@dataclass
+class DataConfig(DataFiles):
+    """A recipe's ``data`` section (add-language; finetune reads only its paraphrases)."""
+
+    dev_pairs: int = 0  # paraphrase pair ids (the last ones, sorted) held out for dev metrics
+    per_language: dict[str, DataFiles] = field(default_factory=dict)  # files for one language only
 
 
 @dataclass
@@ -67,16 +86,18 @@ def _records(specs: list[Any], counts: list[int]) -> list[dict[str, Any]]:
 
 
 def load_language_data(
-    lang: str, pivot: str, data_cfg: dict[str, Any], recipe_path: str | None
+    lang: str, pivot: str, data_cfg: DataConfig | Mapping[str, Any], recipe_path: str | None
 ) -> LanguageData:
-    """LANG's data from a recipe's ``data`` section (``mono``, ``paraphrase``, ``parallel``,
-    ``dev_pairs``, ``per_language``); relative paths are resolved as ``resolve_data_spec`` does."""
+    """LANG's data from a recipe's ``data`` section (a DataConfig, or the mapping it is read from);
+    relative paths are resolved as ``resolve_data_spec`` does."""
+    if not isinstance(data_cfg, DataConfig):
+        data_cfg = DataConfig.from_dict(data_cfg, "data")
     # ``data.per_language.LANG.KEY`` adds files for one language only (e.g. its own mono corpus).
-    own = (data_cfg.get("per_language") or {}).get(lang) or {}
+    own = data_cfg.per_language.get(lang) or DataFiles()
 
     def resolve(key: str) -> list[Any]:
         specs = []
-        for spec in _substitute(list(data_cfg.get(key) or []) + list(own.get(key) or []), lang):
+        for spec in _substitute(getattr(data_cfg, key) + getattr(own, key), lang):
             if key == "mono" and isinstance(spec, str) and spec.endswith(".tsv"):
                 spec = {"path": spec, "column": lang}  # a parallel/paraphrase TSV: its LANG column
             if isinstance(spec, dict) and "path" in spec:
@@ -106,7 +127,7 @@ def load_language_data(
         pivot_rows.update({p.pair_id: p for p in rows if p.lang == pivot})
     data.files["paraphrase"] = _records(para_specs, para_counts)
     # Hold out the last pair ids (sorted, so the split is stable) for dev retrieval metrics.
-    dev_size = int(data_cfg.get("dev_pairs", 0))
+    dev_size = data_cfg.dev_pairs
     dev_ids = set(sorted({p.pair_id for p in all_pairs})[-dev_size:]) if dev_size else set()
     for p in all_pairs:
         if p.pair_id in dev_ids:

@@ -53,6 +53,7 @@ from modsenc.objectives.sentence_pairs import (
     pair_examples,
 )
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile
+from modsenc.training.configs import STAGES, AddLanguageRecipe, Schedule
 from modsenc.training.loop import fit_stage
 from modsenc.training.stage_cache import KEY_FILE, StageDir
 from modsenc.training.train_backbone import seed_everything
@@ -60,8 +61,6 @@ from modsenc.utils.io import atomic_directory, atomic_write_json, json_digest
 
 log = logging.getLogger(__name__)
 
-STAGES = ("vocab", "la", "se", "cla")
-CLA_VARIANTS = ("pp", "pl", "jt")
 WORK_MARKER = "modsenc_add_language.json"  # in every work dir this command created
 
 
@@ -114,12 +113,14 @@ def with_language_overrides(recipe: dict[str, Any], lang: str) -> dict[str, Any]
         raise ValueError(
             f"recipe per_language.{lang}: unknown section(s) {unknown}; it may set {', '.join(STAGES)}"
         )
-    return {**recipe, **{stage: {**(recipe.get(stage) or {}), **values} for stage, values in own.items()}}
+    merged = {stage: {**(recipe.get(stage) or {}), **(values or {})} for stage, values in own.items()}
+    return {**recipe, **merged}
 
 
 def _stage_key(
     previous: str, stage: str, recipe: dict[str, Any], data: LanguageData, orthography: str = "none"
 ) -> str:
+    # The recipe as written, not with the defaults filled in: keys of earlier runs still match.
     payload = {
         "previous": previous,
         "stage": stage,
@@ -152,9 +153,13 @@ class AddLanguage:
     ) -> None:
         self.lang = check_language_code(lang)
         self.callbacks = callbacks  # (stage, step, metrics) -> None, called after every training step
+        AddLanguageRecipe.from_dict(recipe)  # unknown keys and wrong types, per_language's included
+        # ``recipe`` as written (for cache keys and the manifest), ``config`` typed, defaults filled in
         self.recipe = recipe = with_language_overrides(recipe, self.lang)
-        self.pivot = check_language_code(recipe.get("pivot", "en"))
-        self.seed = int(recipe.get("seed", 0))
+        self.config = config = AddLanguageRecipe.from_dict(recipe)
+        self.recipe_path = recipe.get("_recipe_path")
+        self.pivot = check_language_code(config.pivot)
+        self.seed = config.seed
         self.zoo = Zoo(zoo_dir)
         self.stages = self._resolve_stages(stages)
         self.work = Path(work_dir or Path("runs") / "add-language" / lang)
@@ -175,26 +180,21 @@ class AddLanguage:
                 f"run `modsenc add-language {self.pivot}` first"
             )
         # Data errors first: they are the most likely, and cost nothing to find.
-        self.data = load_language_data(
-            self.lang, self.pivot, recipe.get("data", {}), recipe.get("_recipe_path")
-        )
+        self.data = load_language_data(self.lang, self.pivot, config.data, self.recipe_path)
         self._check_data()
-        self.sts = [
-            read_sts_tsv(resolve_data_spec(p, recipe.get("_recipe_path")))
-            for p in recipe.get("dev", {}).get("sts") or []
-        ]
+        self.sts = [read_sts_tsv(resolve_data_spec(p, self.recipe_path)) for p in config.dev.sts]
         self.backbone_dir = self.zoo.install_backbone(backbone_dir)
         if overwrite:
             _clear_work_dir(self.work)
         self.work.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.work / WORK_MARKER, {"command": "add-language", "language": self.lang})
-        if recipe.get("training", {}).get("num_threads"):
-            torch.set_num_threads(int(recipe["training"]["num_threads"]))
+        if config.training.num_threads:
+            torch.set_num_threads(config.training.num_threads)
         backbone = Backbone.from_pretrained(
-            self.backbone_dir, attention=recipe.get("attention", "auto"), max_length=recipe.get("max_length")
+            self.backbone_dir, attention=config.attention, max_length=config.max_length
         )
         self.modular = ModularBackbone(backbone)
-        name = recipe.get("orthography", "auto")
+        name = config.orthography
         self.orthography = orthography_for(self.lang) if name in (None, "auto") else get_orthography(name)
         self.modular.set_orthography(self.lang, self.orthography)
         self.pivot_kinds: set[str] = set()
@@ -210,7 +210,7 @@ class AddLanguage:
 
     def _resolve_stages(self, stages: list[str] | None) -> list[str]:
         if stages is None:
-            stages = self.recipe.get("stages")
+            stages = self.config.stages
             if isinstance(stages, dict):  # per language, e.g. {default: [se, cla], tr: [cla]}
                 if self.lang in stages:
                     stages = stages[self.lang]
@@ -248,9 +248,7 @@ class AddLanguage:
                     f"stage {stage} needs {self.lang} {what} data; none found (pass --{what} FILE)"
                 )
         if "cla" in self.stages:
-            variant = self.recipe["cla"].get("variant", "jt")
-            if variant not in CLA_VARIANTS:
-                raise ValueError(f"cla.variant must be one of {CLA_VARIANTS}, got {variant!r}")
+            variant = self.config.cla.variant  # one of CLA_VARIANTS (checked by CLAConfig)
             if variant in ("pp", "jt") and not self.data.crosslingual:
                 raise ValueError(
                     f"cla variant {variant} needs {self.pivot}-{self.lang} paraphrase pairs "
@@ -299,17 +297,15 @@ class AddLanguage:
 
     # ----------------------------------------------------------------------------------------- stages
     def _stage_vocab(self, out: Path) -> dict[str, float]:
-        cfg = self.recipe.get("vocab", {})
-        tokenizer = train_sentencepiece(
-            self.data.mono, out / TOKENIZER_DIR, vocab_size=int(cfg.get("vocab_size", 8000))
-        )
+        cfg = self.config.vocab
+        tokenizer = train_sentencepiece(self.data.mono, out / TOKENIZER_DIR, vocab_size=cfg.vocab_size)
         weight = focus_from_texts(
             self.modular.base_tokenizer,
             self.modular.base_embeddings.weight,
             tokenizer,
             self.data.mono,
             self.work / "vocab" / "focus",
-            options=cfg,
+            options=cfg.to_dict(),
             seed=self.seed,
         )
         self.modular.add_vocabulary(self.lang, tokenizer, weight)
@@ -317,53 +313,41 @@ class AddLanguage:
         return {"vocab_size": float(len(tokenizer))}
 
     def _stage_la(self, out: Path, run_dir: Path) -> dict[str, float]:
-        cfg = self.recipe["la"]
-        self.modular.add_lora(
-            self.lang,
-            "la",
-            language_adapter_config(cfg.get("r", 8), cfg.get("alpha", 16), cfg.get("dropout", 0.1)),
-        )
+        cfg = self.config.la
+        self.modular.add_lora(self.lang, "la", language_adapter_config(cfg.r, cfg.alpha, cfg.dropout))
         kinds = {"la"} | ({"vocab"} & self.modular.modules_of(self.lang))
         self.modular.activate(self.lang, kinds)
         self.modular.set_trainable(self.lang, sorted(kinds))
-        objective = MaskedLanguageModeling(
-            self.modular.backbone, MLMConfig(mask_ratio=float(cfg.get("mask_ratio", 0.15)))
-        )
+        objective = MaskedLanguageModeling(self.modular.backbone, MLMConfig(mask_ratio=cfg.mask_ratio))
         examples = objective.prepare_texts(
             self.data.mono, self.modular.backbone, self.modular.backbone.max_length
         )
-        sampler = LengthBucketBatchSampler(
-            [e.length for e in examples], int(cfg["batch_size"]), seed=self.seed
-        )
+        sampler = LengthBucketBatchSampler([e.length for e in examples], cfg.batch_size, seed=self.seed)
         metrics = self._fit(objective, examples, sampler, cfg, run_dir)
         for kind in sorted(kinds):  # la, and the embeddings it trained
             self.modular.save_module(self.lang, kind, out)
         return metrics
 
     def _stage_se(self, out: Path, run_dir: Path) -> dict[str, float]:
-        cfg = self.recipe["se"]
-        self.modular.add_lora(
-            self.lang,
-            "se",
-            sentence_adapter_config(cfg.get("r", 8), cfg.get("alpha", 16), cfg.get("dropout", 0.1)),
-        )
+        cfg = self.config.se
+        self.modular.add_lora(self.lang, "se", sentence_adapter_config(cfg.r, cfg.alpha, cfg.dropout))
         self.modular.activate(self.lang, self.modular.modules_of(self.lang))
         self.modular.set_trainable(self.lang, ["se"])
         pairs = self.data.paraphrases
         examples = self._pair_examples(
             "paraphrase", [p.positive for p in pairs], [p.negative for p in pairs], [p.anchor for p in pairs]
         )
-        objective = SentencePairObjective(scale=float(cfg.get("scale", 20.0)))
-        sampler = self._sampler(examples, int(cfg["batch_size"]))
+        objective = SentencePairObjective(scale=cfg.scale)
+        sampler = self._sampler(examples, cfg.batch_size)
         metrics = self._fit(objective, examples, sampler, cfg, run_dir)
         self.modular.save_module(self.lang, "se", out)
         return metrics
 
     def _stage_cla(self, out: Path, run_dir: Path) -> dict[str, float]:
-        cfg = self.recipe["cla"]
-        variant = cfg.get("variant", "jt")
+        cfg = self.config.cla
+        variant = cfg.variant
         encode_pivot = self._encoder(self.pivot, self.pivot_kinds)
-        self.modular.add_alignment(self.lang, alignment_adapter_config(**(cfg.get("adapter") or {})))
+        self.modular.add_alignment(self.lang, alignment_adapter_config(**cfg.adapter))
 
         def vectors(texts: list[str]) -> torch.Tensor:
             # The pivot's side is frozen: its embeddings are computed once, through its own modules.
@@ -385,21 +369,20 @@ class AddLanguage:
             parallel = self._pair_examples("parallel", [b for _, b in items], [None] * len(items), targets)
         self.modular.activate(self.lang, self.modular.modules_of(self.lang))
         self.modular.set_trainable(self.lang, ["cla"])
-        batch_size = int(cfg["batch_size"])
+        batch_size = cfg.batch_size
         if variant == "jt":
             first, second = self._sampler(paraphrase, batch_size), self._sampler(parallel, batch_size)
             sampler = AlternatingBatchSampler(first, second, offset=len(paraphrase))
         else:
             sampler = self._sampler(paraphrase or parallel, batch_size)
-        objective = SentencePairObjective(scale=float(cfg.get("scale", 20.0)))
+        objective = SentencePairObjective(scale=cfg.scale)
         metrics = self._fit(objective, paraphrase + parallel, sampler, cfg, run_dir)
         self.modular.save_module(self.lang, "cla", out)
         return metrics
 
     def _fit(
-        self, objective: torch.nn.Module, examples: list, sampler: Any, cfg: dict, run_dir: Path
+        self, objective: torch.nn.Module, examples: list, sampler: Any, cfg: Schedule, run_dir: Path
     ) -> dict:
-        training = self.recipe.get("training", {})
         callbacks = self._callbacks(run_dir)
         return fit_stage(
             self.modular.backbone,
@@ -407,7 +390,7 @@ class AddLanguage:
             examples,
             sampler,
             cfg,
-            training,
+            self.config.training,
             run_dir,
             self.resume,
             self.seed,
@@ -493,10 +476,10 @@ class AddLanguage:
             router={"langid": LANGID_FILE, "kind": "char-ngram-naive-bayes", "sentences": len(langid_texts)},
             router_files={LANGID_FILE: langid_path},
             record={
-                "cla_variant": self.recipe.get("cla", {}).get("variant") if "cla" in self.stages else None,
+                "cla_variant": self.config.cla.variant if "cla" in self.stages else None,
                 "data": {"files": self.data.files, "counts": self.data.counts()},
                 "training": {k: v for k, v in self.recipe.items() if not k.startswith("_")},
-                "recipe_path": self.recipe.get("_recipe_path"),
+                "recipe_path": self.recipe_path,
                 "stage_metrics": stage_metrics,
                 "stage_seconds": seconds,
                 "dev_metrics": dev,

@@ -21,14 +21,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from modsenc.backbone.encoder import Backbone, load_manifest
 from modsenc.data.batching import LengthBucketBatchSampler
-from modsenc.data.language_data import load_language_data
+from modsenc.data.language_data import DataFiles, load_language_data
 from modsenc.modules.bundle import check_language_code
 from modsenc.objectives.sentence_pairs import SentencePairObjective, pair_examples
+from modsenc.training.configs import FinetuneRecipe
 from modsenc.training.loop import fit_stage
 from modsenc.training.stage_cache import StageDir
 from modsenc.training.train_backbone import seed_everything
@@ -48,12 +52,14 @@ def load_pairs(
     (path, sha256, rows) of the files they came from."""
     if kind not in PAIR_KINDS:
         raise ValueError(f"pairs must be one of {', '.join(PAIR_KINDS)}, got {kind!r}")
-    pivot = check_language_code(recipe.get("pivot", "en"))
-    languages = [check_language_code(code) for code in recipe.get("languages") or []]
+    config = FinetuneRecipe.from_dict(recipe)
+    pivot = check_language_code(config.pivot)
+    languages = [check_language_code(code) for code in config.languages]
     if not languages:
         raise ValueError("the recipe's `languages` list is empty: name the languages to fine-tune on")
     # Only paraphrases are read: monolingual text and parallel data belong to other stages.
-    data_cfg = {**recipe.get("data", {}), "mono": [], "parallel": []}
+    own = {lang: DataFiles(paraphrase=files.paraphrase) for lang, files in config.data.per_language.items()}
+    data_cfg = replace(config.data, mono=[], parallel=[], per_language=own)
     pairs: list[Triple] = []
     counts: dict[str, int] = {}
     files: dict[str, list[dict[str, Any]]] = {}
@@ -74,6 +80,7 @@ def load_pairs(
 def _phase_key(
     previous: str, kind: str, recipe: dict[str, Any], files: dict[str, list[dict[str, Any]]]
 ) -> str:
+    # The recipe as written, not with the defaults filled in: keys of earlier runs still match.
     payload = {
         "previous": previous,
         "pairs": kind,
@@ -98,7 +105,10 @@ def run(
     if not pairs:
         raise ValueError("--pairs is empty: give mono, cross or mono,cross")
     output_dir = Path(output_dir)
-    seed = int(recipe.get("seed", 0))
+    config = FinetuneRecipe.from_dict(recipe)
+    seed = config.seed
+    if config.training.num_threads:
+        torch.set_num_threads(config.training.num_threads)
     try:
         key = load_manifest(backbone_dir)["fingerprint"]
     except FileNotFoundError:  # a Hugging Face directory or hub name, not written by modsenc
@@ -121,7 +131,7 @@ def run(
         log.info("[finetune] phase %s: %s pairs %s, from %s", phase.name, kind, counts, source)
         started = time.time()
         seed_everything(seed + index)
-        backbone = Backbone.from_pretrained(source, max_length=recipe.get("max_length"))
+        backbone = Backbone.from_pretrained(source, max_length=config.max_length)
         examples = pair_examples(
             backbone.tokenize,
             "paraphrase",
@@ -129,18 +139,17 @@ def run(
             [n for _, _, n in phase_pairs],
             [a for a, _, _ in phase_pairs],
         )
-        cfg = recipe[kind]
-        batch_size = int(cfg["batch_size"])
+        cfg = getattr(config, kind)
         sampler = LengthBucketBatchSampler(
-            [e.length for e in examples], batch_size, seed=seed, drop_last=len(examples) > batch_size
+            [e.length for e in examples], cfg.batch_size, seed=seed, drop_last=len(examples) > cfg.batch_size
         )
         metrics = fit_stage(
             backbone,
-            SentencePairObjective(scale=float(cfg.get("scale", 20.0))),
+            SentencePairObjective(scale=cfg.scale),
             examples,
             sampler,
             cfg,
-            recipe.get("training", {}),
+            config.training,
             phase.run_dir,
             resume=resume,
             seed=seed,

@@ -125,10 +125,11 @@ def test_adding_or_retraining_a_language_leaves_everything_else_bit_identical(zo
     uz_after = _hashes(zoo_dir / "uz")
     assert uz_after["embeddings.safetensors"] != uz_before["embeddings.safetensors"]
 
-    # Add kk (no kk paraphrases in the demo corpus: vocabulary, LA and a parallel-only CLA).
+    # Add kk (no kk paraphrases in the demo corpus: vocabulary, LA and a parallel-only CLA), with a
+    # key of the CLA's free-form adapter mapping set on its own, as `--set` does.
     run(
         "kk",
-        fast_recipe(**{"cla.variant": "pl"}),
+        fast_recipe(**{"cla.variant": "pl", "cla.adapter.non_linearity": "gelu"}),
         zoo_dir,
         work_dir=root / "work-kk",
         stages=["vocab", "la", "cla"],
@@ -138,6 +139,8 @@ def test_adding_or_retraining_a_language_leaves_everything_else_bit_identical(zo
     assert _hashes(zoo_dir / "uz") == uz_after
     assert Zoo(zoo_dir).languages() == ["en", "kk", "uz"]
     assert Zoo(zoo_dir).read_manifest("kk")["script"] == "Cyrl"
+    cla_config = json.loads((zoo_dir / "kk" / "cla" / "adapter_config.json").read_text())
+    assert cla_config["config"]["non_linearity"] == "gelu"
 
 
 def test_resume_retrains_only_the_stages_whose_config_changed(tiny_backbone_dir, tmp_path) -> None:
