@@ -42,8 +42,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from modsenc.backbone.encoder import Backbone  # noqa: E402
 from modsenc.data.readers import load_parallel  # noqa: E402
+from modsenc.data.specs import resolve_data_spec  # noqa: E402
 from modsenc.training.recipe import load_recipe  # noqa: E402
-from modsenc.training.train_backbone import build_initial_backbone, resolve_data_spec, run  # noqa: E402
+from modsenc.training.train_backbone import build_initial_backbone, run  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
 paper_tables = importlib.util.module_from_spec(_spec)

@@ -29,10 +29,10 @@ def run_arm(arm: str, steps: int, batch_size: int, threads: int | None) -> dict:
     from modsenc.backbone.importer import load_source  # noqa: PLC0415
     from modsenc.data.batching import LengthBucketBatchSampler  # noqa: PLC0415
     from modsenc.data.readers import english_centric_pairs, load_parallel  # noqa: PLC0415
+    from modsenc.data.specs import resolve_data_spec  # noqa: PLC0415
     from modsenc.objectives import build_objective  # noqa: PLC0415
     from modsenc.training.optim import build_optimizer  # noqa: PLC0415
     from modsenc.training.recipe import load_recipe  # noqa: PLC0415
-    from modsenc.training.train_backbone import resolve_data_spec  # noqa: PLC0415
 
     if threads:
         torch.set_num_threads(threads)

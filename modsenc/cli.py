@@ -212,7 +212,7 @@ def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> N
     "overrides",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Override any recipe key, e.g. --set cla.variant=pp.",
+    help="Override any recipe key, e.g. --set cla.variant=pp --set cla.adapter.reduction_factor=4.",
 )
 def add_language(
     lang,
@@ -242,11 +242,12 @@ def add_language(
     modsenc add-language uz
     """
     from modsenc.training.add_language import run  # noqa: PLC0415
+    from modsenc.training.configs import AddLanguageRecipe  # noqa: PLC0415
     from modsenc.training.recipe import load_recipe  # noqa: PLC0415
 
     extra = list(overrides) + ([f"seed={seed}"] if seed is not None else [])
     try:
-        config = load_recipe(recipe, extra)
+        config = load_recipe(recipe, extra, schema=AddLanguageRecipe)
         for key, values in (("mono", mono), ("paraphrase", paraphrase), ("parallel", parallel)):
             if values:
                 config.setdefault("data", {})[key] = list(values)
@@ -315,13 +316,14 @@ def finetune(backbone_dir, output_dir, recipe, pairs, resume, seed, overrides) -
     \b
     modsenc finetune --backbone runs/cpu-minilm/backbone --output runs/paper/full --pairs mono,cross
     """
+    from modsenc.training.configs import FinetuneRecipe  # noqa: PLC0415
     from modsenc.training.finetune import run  # noqa: PLC0415
     from modsenc.training.recipe import load_recipe  # noqa: PLC0415
 
     extra = list(overrides) + ([f"seed={seed}"] if seed is not None else [])
     phases = [p.strip() for p in pairs.split(",") if p.strip()]
     try:
-        config = load_recipe(recipe, extra)
+        config = load_recipe(recipe, extra, schema=FinetuneRecipe)
         final = run(config, backbone_dir, output_dir, pairs=phases, resume=resume)
     except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
         raise _fail(err) from err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from modsenc.training.configs import AddLanguageRecipe
 from modsenc.training.recipe import load_recipe
 
 
@@ -20,7 +21,7 @@ def fast_recipe(**extra: str) -> dict:
         "cla.batch_size": "8",
         "training.checkpoint_every": "2",
     } | extra
-    return load_recipe("add-language", [f"{k}={v}" for k, v in overrides.items()])
+    return load_recipe("add-language", [f"{k}={v}" for k, v in overrides.items()], schema=AddLanguageRecipe)
 
 
 # Sentences written for these tests (not in the demo corpus the bundles were built from).

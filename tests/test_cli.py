@@ -116,7 +116,7 @@ def test_finetune_help_and_errors(runner: CliRunner, tmp_path: Path) -> None:
     result = runner.invoke(
         main, ["finetune", "--backbone", str(tmp_path), "--output", str(tmp_path), "--set", "mono.epoch=1"]
     )
-    assert result.exit_code == 1 and "unknown key 'mono.epoch'" in result.output
+    assert result.exit_code == 1 and "unknown recipe key 'mono.epoch'; mono takes: epochs," in result.output
     assert "Traceback" not in result.output
 
 

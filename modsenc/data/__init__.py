@@ -7,6 +7,7 @@ Importing this package is cheap (no torch, no ``datasets``): the Hugging Face lo
 from modsenc.data.batching import BatchStream, LengthBucketBatchSampler, StreamItem, padding_waste, shard
 from modsenc.data.demo import DEMO_PARALLEL, DEMO_PARAPHRASE, demo_path
 from modsenc.data.errors import DataFormatError
+from modsenc.data.language_data import LanguageData, load_language_data
 from modsenc.data.readers import (
     PARAPHRASE_COLUMNS,
     ParallelCorpus,
@@ -22,6 +23,7 @@ from modsenc.data.readers import (
     read_parallel_tsv,
     read_paraphrase_tsv,
 )
+from modsenc.data.specs import file_record, resolve_data_spec
 
 __all__ = [
     "DEMO_PARALLEL",
@@ -29,6 +31,7 @@ __all__ = [
     "PARAPHRASE_COLUMNS",
     "BatchStream",
     "DataFormatError",
+    "LanguageData",
     "LengthBucketBatchSampler",
     "ParallelCorpus",
     "ParaphrasePair",
@@ -36,8 +39,10 @@ __all__ = [
     "TranslationPair",
     "demo_path",
     "english_centric_pairs",
+    "file_record",
     "is_language_code",
     "load_hf_parallel",
+    "load_language_data",
     "load_monolingual",
     "load_parallel",
     "load_paraphrases",
@@ -45,5 +50,6 @@ __all__ = [
     "read_monolingual",
     "read_parallel_tsv",
     "read_paraphrase_tsv",
+    "resolve_data_spec",
     "shard",
 ]

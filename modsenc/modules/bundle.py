@@ -9,6 +9,11 @@
     ZOO/LANG/embeddings.safetensors
     ZOO/LANG/{la,se}/              peft LoRA adapters (adapter_config.json + adapter_model.safetensors)
     ZOO/LANG/cla/                  adapters parallel bottleneck (adapter_config.json + adapter.safetensors)
+    ZOO/LANG/langid.json           the router's language profile (``modsenc.routing.langid``)
+
+A training stage saves its modules into a folder with the same layout (``module_kinds_in`` finds
+them), and ``ModularBackbone.save_bundle`` installs those folders as a bundle;
+``ModularBackbone.load_bundle`` reads one back.
 
 Loading a bundle checks those hashes (``verify_bundle``), so a damaged or truncated file is an
 error naming it rather than wrong vectors; bundles written before the hashes existed load with a
@@ -45,6 +50,20 @@ BACKBONE_DIR = "backbone"
 EMBEDDINGS_FILE = "embeddings.safetensors"
 TOKENIZER_DIR = "tokenizer"
 HASHES_KEY = "file_sha256"  # in the bundle manifest: {relative posix path: sha256}
+BUNDLE_FORMAT = "modsenc-bundle/1"
+MODULE_KINDS = ("vocab", "la", "se", "cla")  # in the order they are trained and loaded
+
+
+def module_files(kind: str) -> tuple[str, ...]:
+    """Where a module's files lie inside a bundle (or a stage's module folder)."""
+    if kind not in MODULE_KINDS:
+        raise ValueError(f"unknown module kind {kind!r}; kinds are {', '.join(MODULE_KINDS)}")
+    return (EMBEDDINGS_FILE, TOKENIZER_DIR) if kind == "vocab" else (kind,)
+
+
+def module_kinds_in(folder: str | os.PathLike) -> list[str]:
+    """The module kinds saved in ``folder`` (a bundle or a stage's module folder), in MODULE_KINDS order."""
+    return [kind for kind in MODULE_KINDS if (Path(folder) / module_files(kind)[0]).exists()]
 
 
 class BundleIntegrityError(ValueError):

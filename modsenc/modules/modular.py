@@ -18,12 +18,14 @@ attention backend.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import logging
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +38,23 @@ from torch import nn
 from transformers import AutoTokenizer
 
 from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.manifest import library_versions
 from modsenc.data.orthography import Orthography, get_orthography
 from modsenc.modules.bundle import (
+    BUNDLE_FORMAT,
     BUNDLE_MANIFEST,
     EMBEDDINGS_FILE,
+    MODULE_KINDS,
     TOKENIZER_DIR,
     BundleIntegrityError,
+    Zoo,
+    module_files,
+    module_kinds_in,
     verify_bundle,
 )
 
-MODULE_KINDS = ("vocab", "la", "se", "cla")
 LORA_KINDS = ("la", "se")
+MODULE_LIBRARIES = ("peft", "adapters", "sentence-transformers")  # their versions go into manifests
 
 
 class _NoInactiveAdapterWarning(logging.Filter):
@@ -174,7 +182,7 @@ class ModularBackbone(nn.Module):
             orthography = (manifest.get("orthography") or {}).get("name", "none")  # none: older bundles
             self.set_orthography(lang, get_orthography(orthography))
             for kind in wanted:
-                source = bundle_dir / (EMBEDDINGS_FILE if kind == "vocab" else kind)
+                source = bundle_dir / module_files(kind)[0]
                 if kind != "vocab" and not list(source.glob("*.safetensors")):
                     # A pickle (adapter_model.bin) can run code when loaded: only safetensors are read.
                     found = sorted(p.name for p in source.iterdir()) if source.is_dir() else []
@@ -184,14 +192,7 @@ class ModularBackbone(nn.Module):
                         f"bundle with `modsenc add-language {lang}`"
                     )
                 try:
-                    if kind == "vocab":
-                        tokenizer = AutoTokenizer.from_pretrained(bundle_dir / TOKENIZER_DIR)
-                        weight = load_file(source)["weight"]
-                        self.add_vocabulary(lang, tokenizer, weight)
-                    elif kind in LORA_KINDS:
-                        self.load_lora(lang, kind, source)
-                    else:
-                        self.load_alignment(lang, source)
+                    self.load_module(lang, kind, bundle_dir)
                 except Exception as err:
                     reason = " ".join(str(err).split())[:200]  # one line, whatever the library said
                     raise BundleIntegrityError(
@@ -209,6 +210,95 @@ class ModularBackbone(nn.Module):
                 self.remove_language(lang)
             raise
         return set(wanted)
+
+    def save_bundle(
+        self,
+        zoo: Zoo,
+        lang: str,
+        module_dirs: Sequence[str | Path],
+        *,
+        pivot: str,
+        stages: Sequence[str],
+        script: str,
+        router: dict[str, Any],
+        router_files: Mapping[str, str | Path],
+        record: Mapping[str, Any],
+    ) -> Path:
+        """Install ``lang``'s loaded modules in ``zoo`` as one bundle (atomically); returns its folder.
+
+        ``module_dirs``: folders the modules were saved into with ``save_module`` (a training
+        stage's outputs, in order: a later folder's copy of a module wins, as the LA's trained
+        embeddings win over the vocabulary stage's). Their files are copied as they are, so the
+        bundle holds exactly what the stages wrote. ``router`` is the manifest's router section and
+        ``router_files`` its files (bundle-relative name -> file); ``record`` (data, training
+        config, metrics, timings, ...) is written into the manifest after ``stages``, as given.
+        The manifest's other fields and ``file_sha256`` (see ``Zoo.write_bundle``) come from here.
+        """
+        files: dict[str, Path] = {}
+        for folder in map(Path, module_dirs):
+            for kind in module_kinds_in(folder):
+                files.update({name: folder / name for name in module_files(kind)})
+        loaded = self.modules_of(lang)
+        missing = [k for k in sorted(loaded) if not all(name in files for name in module_files(k))]
+        if missing:
+            raise FileNotFoundError(
+                f"the {lang} modules {missing} are loaded but not saved in {[str(d) for d in module_dirs]}"
+            )
+        files.update({name: Path(path) for name, path in router_files.items()})
+        backbone_params = self.backbone_parameter_count()
+        modules: dict[str, Any] = {}
+        for kind in sorted(loaded):
+            count = self.parameter_count(lang, kind)
+            modules[kind] = {
+                "path": module_files(kind)[0],
+                "parameters": count,
+                "percent_of_backbone": round(100 * count / backbone_params, 3),
+            }
+        if "vocab" in modules:
+            modules["vocab"]["tokenizer"] = TOKENIZER_DIR
+            modules["vocab"]["vocab_size"] = len(self.tokenizers[lang])
+        orthography = self.orthographies.get(lang) or get_orthography("none")
+        manifest = {
+            "format": BUNDLE_FORMAT,
+            "router": router,
+            "language": lang,
+            "script": script,
+            "orthography": orthography.to_manifest(),
+            "pivot": pivot,
+            "is_pivot": lang == pivot,
+            "backbone": {"fingerprint": zoo.backbone_fingerprint(), "parameters": backbone_params},
+            "modules": modules,
+            "stages": list(stages),
+            **record,
+            "versions": library_versions() | module_library_versions(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        return zoo.write_bundle(lang, files, manifest)
+
+    def save_module(self, lang: str, kind: str, directory: str | Path) -> None:
+        """Write one of ``lang``'s modules into ``directory``, laid out as in a bundle."""
+        directory = Path(directory)
+        if kind not in self.modules_of(lang):
+            raise KeyError(f"language {lang!r} has no {kind!r} module loaded")
+        directory.mkdir(parents=True, exist_ok=True)
+        if kind == "vocab":
+            self.save_vocabulary(lang, directory)
+        elif kind in LORA_KINDS:
+            self.save_lora(lang, kind, directory / kind)
+        else:
+            self.save_alignment(lang, directory / kind)
+
+    def load_module(self, lang: str, kind: str, directory: str | Path) -> None:
+        """Load one module of ``lang`` from ``directory`` (a bundle or a stage's module folder)."""
+        directory = Path(directory)
+        source = directory / module_files(kind)[0]
+        if kind == "vocab":
+            tokenizer = AutoTokenizer.from_pretrained(directory / TOKENIZER_DIR)
+            self.add_vocabulary(lang, tokenizer, load_file(source)["weight"])
+        elif kind in LORA_KINDS:
+            self.load_lora(lang, kind, source)
+        else:
+            self.load_alignment(lang, source)
 
     def save_vocabulary(self, lang: str, directory: str | Path) -> None:
         """``tokenizer/`` and ``embeddings.safetensors`` of ``lang`` into ``directory``."""
@@ -324,3 +414,8 @@ class ModularBackbone(nn.Module):
         with self.lock:
             self.activate(lang, kinds)
             return self.backbone.encode(sentences, **kwargs)
+
+
+def module_library_versions() -> dict[str, str]:
+    """Versions of the libraries that define the modules' file formats."""
+    return {name: importlib.metadata.version(name) for name in MODULE_LIBRARIES}

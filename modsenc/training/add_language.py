@@ -22,30 +22,27 @@ import json
 import logging
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file
-from transformers import AutoTokenizer
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.focus import focus_from_texts
-from modsenc.backbone.manifest import library_versions
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import AlternatingBatchSampler, LengthBucketBatchSampler
+from modsenc.data.language_data import LanguageData, load_language_data
 from modsenc.data.orthography import get_orthography, orthography_for
-from modsenc.data.readers import ParaphrasePair, load_monolingual, load_parallel, load_paraphrases
+from modsenc.data.specs import resolve_data_spec
 from modsenc.eval.bitext import precision_at_1
 from modsenc.eval.sts import evaluate_sts, read_sts_tsv
 from modsenc.modules.bundle import (
-    EMBEDDINGS_FILE,
     TOKENIZER_DIR,
     Zoo,
     check_language_code,
     check_outside_zoo,
     detect_script,
+    module_kinds_in,
 )
 from modsenc.modules.configs import alignment_adapter_config, language_adapter_config, sentence_adapter_config
 from modsenc.modules.modular import ModularBackbone
@@ -56,14 +53,14 @@ from modsenc.objectives.sentence_pairs import (
     pair_examples,
 )
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile
+from modsenc.training.configs import STAGES, AddLanguageRecipe, Schedule
 from modsenc.training.loop import fit_stage
-from modsenc.training.train_backbone import file_record, resolve_data_spec, seed_everything
+from modsenc.training.stage_cache import KEY_FILE, StageDir
+from modsenc.training.train_backbone import seed_everything
 from modsenc.utils.io import atomic_directory, atomic_write_json, json_digest
 
 log = logging.getLogger(__name__)
 
-STAGES = ("vocab", "la", "se", "cla")
-CLA_VARIANTS = ("pp", "pl", "jt")
 WORK_MARKER = "modsenc_add_language.json"  # in every work dir this command created
 
 
@@ -77,7 +74,7 @@ def _owns_work_dir(work: Path) -> bool:
     if (work / WORK_MARKER).is_file():
         return True
     names = {p.name for p in work.iterdir()}
-    return names <= {*STAGES, LANGID_FILE} and any((work / s / "key.json").is_file() for s in STAGES)
+    return names <= {*STAGES, LANGID_FILE} and any((work / s / KEY_FILE).is_file() for s in STAGES)
 
 
 def _check_work_dir(work: Path, zoo: Zoo) -> None:
@@ -103,128 +100,6 @@ def _clear_work_dir(work: Path) -> None:
             path.unlink()
 
 
-# --------------------------------------------------------------------------------------------- data
-@dataclass
-class LanguageData:
-    """Everything one language's stages train on; ``dev_*`` pairs are held out of training."""
-
-    lang: str
-    pivot: str
-    mono: list[str] = field(default_factory=list)
-    paraphrases: list[ParaphrasePair] = field(default_factory=list)  # LANG-LANG
-    crosslingual: list[tuple[str, str, str | None]] = field(
-        default_factory=list
-    )  # (pivot anchor, LANG pos, LANG neg)
-    parallel: list[tuple[str, str]] = field(default_factory=list)  # (pivot sentence, LANG translation)
-    dev_paraphrases: list[ParaphrasePair] = field(default_factory=list)
-    dev_crosslingual: list[tuple[str, str]] = field(default_factory=list)  # (pivot anchor, LANG positive)
-    files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "mono_sentences": len(self.mono),
-            "paraphrase_pairs": len(self.paraphrases),
-            "crosslingual_paraphrase_pairs": len(self.crosslingual),
-            "parallel_pairs": len(self.parallel),
-            "dev_paraphrase_pairs": len(self.dev_paraphrases),
-            "dev_crosslingual_pairs": len(self.dev_crosslingual),
-        }
-
-
-def _substitute(spec: Any, lang: str) -> Any:
-    if isinstance(spec, str):
-        return spec.replace("{lang}", lang)
-    if isinstance(spec, dict):
-        return {k: _substitute(v, lang) for k, v in spec.items()}
-    if isinstance(spec, list):
-        return [_substitute(v, lang) for v in spec]
-    return spec
-
-
-def _records(specs: list[Any], counts: list[int]) -> list[dict[str, Any]]:
-    out = []
-    for spec, count in zip(specs, counts):
-        path = spec.get("path") if isinstance(spec, dict) else spec
-        record = file_record(Path(path)) if path is not None and Path(path).is_file() else {"spec": str(spec)}
-        if isinstance(spec, dict):
-            record["column"] = spec.get("column")
-            if spec.get("rows") is not None:
-                record["rows"] = list(spec["rows"])
-        record["count"] = count
-        out.append(record)
-    return out
-
-
-def load_language_data(
-    lang: str, pivot: str, data_cfg: dict[str, Any], recipe_path: str | None
-) -> LanguageData:
-    # ``data.per_language.LANG.KEY`` adds files for one language only (e.g. its own mono corpus).
-    own = (data_cfg.get("per_language") or {}).get(lang) or {}
-
-    def resolve(key: str) -> list[Any]:
-        specs = []
-        for spec in _substitute(list(data_cfg.get(key) or []) + list(own.get(key) or []), lang):
-            if key == "mono" and isinstance(spec, str) and spec.endswith(".tsv"):
-                spec = {"path": spec, "column": lang}  # a parallel/paraphrase TSV: its LANG column
-            if isinstance(spec, dict) and "path" in spec:
-                spec = {**spec, "path": resolve_data_spec(spec["path"], recipe_path)}
-            else:
-                spec = resolve_data_spec(spec, recipe_path)
-            specs.append(spec)
-        return specs
-
-    data = LanguageData(lang=lang, pivot=pivot)
-    mono_specs = resolve("mono")
-    mono_counts = []
-    for spec in mono_specs:
-        sentences = load_monolingual(spec)
-        mono_counts.append(len(sentences))
-        data.mono.extend(sentences)
-    data.files["mono"] = _records(mono_specs, mono_counts)
-
-    para_specs = resolve("paraphrase")
-    para_counts, pivot_rows = [], {}
-    all_pairs: list[ParaphrasePair] = []
-    for spec in para_specs:
-        rows = load_paraphrases(spec)
-        mine = [p for p in rows if p.lang == lang]
-        para_counts.append(len(mine))
-        all_pairs.extend(mine)
-        pivot_rows.update({p.pair_id: p for p in rows if p.lang == pivot})
-    data.files["paraphrase"] = _records(para_specs, para_counts)
-    # Hold out the last pair ids (sorted, so the split is stable) for dev retrieval metrics.
-    dev_size = int(data_cfg.get("dev_pairs", 0))
-    dev_ids = set(sorted({p.pair_id for p in all_pairs})[-dev_size:]) if dev_size else set()
-    for p in all_pairs:
-        if p.pair_id in dev_ids:
-            data.dev_paraphrases.append(p)
-            if lang != pivot and p.pair_id in pivot_rows:
-                data.dev_crosslingual.append((pivot_rows[p.pair_id].anchor, p.positive))
-        else:
-            data.paraphrases.append(p)
-            if lang != pivot and p.pair_id in pivot_rows:
-                data.crosslingual.append((pivot_rows[p.pair_id].anchor, p.positive, p.negative))
-
-    par_specs = resolve("parallel") if lang != pivot else []
-    par_counts = []
-    dev_texts = {p.anchor for p in data.dev_paraphrases} | {p.positive for p in data.dev_paraphrases}
-    for spec in par_specs:
-        corpus = load_parallel(spec)
-        if lang not in corpus.columns or pivot not in corpus.columns:
-            raise ValueError(
-                f"{spec}: parallel data needs columns {pivot!r} and {lang!r}, has {corpus.languages}"
-            )
-        pairs = [
-            (a, b)
-            for a, b in zip(corpus.columns[pivot], corpus.columns[lang])
-            if a and b and b not in dev_texts
-        ]
-        par_counts.append(len(pairs))
-        data.parallel.extend(pairs)
-    data.files["parallel"] = _records(par_specs, par_counts)
-    return data
-
-
 # --------------------------------------------------------------------------------------------- stages
 def with_language_overrides(recipe: dict[str, Any], lang: str) -> dict[str, Any]:
     """The recipe with ``per_language.LANG`` merged over its stage sections.
@@ -238,12 +113,14 @@ def with_language_overrides(recipe: dict[str, Any], lang: str) -> dict[str, Any]
         raise ValueError(
             f"recipe per_language.{lang}: unknown section(s) {unknown}; it may set {', '.join(STAGES)}"
         )
-    return {**recipe, **{stage: {**(recipe.get(stage) or {}), **values} for stage, values in own.items()}}
+    merged = {stage: {**(recipe.get(stage) or {}), **(values or {})} for stage, values in own.items()}
+    return {**recipe, **merged}
 
 
 def _stage_key(
     previous: str, stage: str, recipe: dict[str, Any], data: LanguageData, orthography: str = "none"
 ) -> str:
+    # The recipe as written, not with the defaults filled in: keys of earlier runs still match.
     payload = {
         "previous": previous,
         "stage": stage,
@@ -276,9 +153,13 @@ class AddLanguage:
     ) -> None:
         self.lang = check_language_code(lang)
         self.callbacks = callbacks  # (stage, step, metrics) -> None, called after every training step
+        AddLanguageRecipe.from_dict(recipe)  # unknown keys and wrong types, per_language's included
+        # ``recipe`` as written (for cache keys and the manifest), ``config`` typed, defaults filled in
         self.recipe = recipe = with_language_overrides(recipe, self.lang)
-        self.pivot = check_language_code(recipe.get("pivot", "en"))
-        self.seed = int(recipe.get("seed", 0))
+        self.config = config = AddLanguageRecipe.from_dict(recipe)
+        self.recipe_path = recipe.get("_recipe_path")
+        self.pivot = check_language_code(config.pivot)
+        self.seed = config.seed
         self.zoo = Zoo(zoo_dir)
         self.stages = self._resolve_stages(stages)
         self.work = Path(work_dir or Path("runs") / "add-language" / lang)
@@ -299,26 +180,21 @@ class AddLanguage:
                 f"run `modsenc add-language {self.pivot}` first"
             )
         # Data errors first: they are the most likely, and cost nothing to find.
-        self.data = load_language_data(
-            self.lang, self.pivot, recipe.get("data", {}), recipe.get("_recipe_path")
-        )
+        self.data = load_language_data(self.lang, self.pivot, config.data, self.recipe_path)
         self._check_data()
-        self.sts = [
-            read_sts_tsv(resolve_data_spec(p, recipe.get("_recipe_path")))
-            for p in recipe.get("dev", {}).get("sts") or []
-        ]
+        self.sts = [read_sts_tsv(resolve_data_spec(p, self.recipe_path)) for p in config.dev.sts]
         self.backbone_dir = self.zoo.install_backbone(backbone_dir)
         if overwrite:
             _clear_work_dir(self.work)
         self.work.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.work / WORK_MARKER, {"command": "add-language", "language": self.lang})
-        if recipe.get("training", {}).get("num_threads"):
-            torch.set_num_threads(int(recipe["training"]["num_threads"]))
+        if config.training.num_threads:
+            torch.set_num_threads(config.training.num_threads)
         backbone = Backbone.from_pretrained(
-            self.backbone_dir, attention=recipe.get("attention", "auto"), max_length=recipe.get("max_length")
+            self.backbone_dir, attention=config.attention, max_length=config.max_length
         )
         self.modular = ModularBackbone(backbone)
-        name = recipe.get("orthography", "auto")
+        name = config.orthography
         self.orthography = orthography_for(self.lang) if name in (None, "auto") else get_orthography(name)
         self.modular.set_orthography(self.lang, self.orthography)
         self.pivot_kinds: set[str] = set()
@@ -334,7 +210,7 @@ class AddLanguage:
 
     def _resolve_stages(self, stages: list[str] | None) -> list[str]:
         if stages is None:
-            stages = self.recipe.get("stages")
+            stages = self.config.stages
             if isinstance(stages, dict):  # per language, e.g. {default: [se, cla], tr: [cla]}
                 if self.lang in stages:
                     stages = stages[self.lang]
@@ -372,9 +248,7 @@ class AddLanguage:
                     f"stage {stage} needs {self.lang} {what} data; none found (pass --{what} FILE)"
                 )
         if "cla" in self.stages:
-            variant = self.recipe["cla"].get("variant", "jt")
-            if variant not in CLA_VARIANTS:
-                raise ValueError(f"cla.variant must be one of {CLA_VARIANTS}, got {variant!r}")
+            variant = self.config.cla.variant  # one of CLA_VARIANTS (checked by CLAConfig)
             if variant in ("pp", "jt") and not self.data.crosslingual:
                 raise ValueError(
                     f"cla variant {variant} needs {self.pivot}-{self.lang} paraphrase pairs "
@@ -423,72 +297,57 @@ class AddLanguage:
 
     # ----------------------------------------------------------------------------------------- stages
     def _stage_vocab(self, out: Path) -> dict[str, float]:
-        cfg = self.recipe.get("vocab", {})
-        tokenizer = train_sentencepiece(
-            self.data.mono, out / TOKENIZER_DIR, vocab_size=int(cfg.get("vocab_size", 8000))
-        )
+        cfg = self.config.vocab
+        tokenizer = train_sentencepiece(self.data.mono, out / TOKENIZER_DIR, vocab_size=cfg.vocab_size)
         weight = focus_from_texts(
             self.modular.base_tokenizer,
             self.modular.base_embeddings.weight,
             tokenizer,
             self.data.mono,
             self.work / "vocab" / "focus",
-            options=cfg,
+            options=cfg.to_dict(),
             seed=self.seed,
         )
         self.modular.add_vocabulary(self.lang, tokenizer, weight)
-        self.modular.save_vocabulary(self.lang, out)
+        self.modular.save_module(self.lang, "vocab", out)
         return {"vocab_size": float(len(tokenizer))}
 
     def _stage_la(self, out: Path, run_dir: Path) -> dict[str, float]:
-        cfg = self.recipe["la"]
-        self.modular.add_lora(
-            self.lang,
-            "la",
-            language_adapter_config(cfg.get("r", 8), cfg.get("alpha", 16), cfg.get("dropout", 0.1)),
-        )
+        cfg = self.config.la
+        self.modular.add_lora(self.lang, "la", language_adapter_config(cfg.r, cfg.alpha, cfg.dropout))
         kinds = {"la"} | ({"vocab"} & self.modular.modules_of(self.lang))
         self.modular.activate(self.lang, kinds)
         self.modular.set_trainable(self.lang, sorted(kinds))
-        objective = MaskedLanguageModeling(
-            self.modular.backbone, MLMConfig(mask_ratio=float(cfg.get("mask_ratio", 0.15)))
-        )
+        objective = MaskedLanguageModeling(self.modular.backbone, MLMConfig(mask_ratio=cfg.mask_ratio))
         examples = objective.prepare_texts(
             self.data.mono, self.modular.backbone, self.modular.backbone.max_length
         )
-        sampler = LengthBucketBatchSampler(
-            [e.length for e in examples], int(cfg["batch_size"]), seed=self.seed
-        )
+        sampler = LengthBucketBatchSampler([e.length for e in examples], cfg.batch_size, seed=self.seed)
         metrics = self._fit(objective, examples, sampler, cfg, run_dir)
-        self.modular.save_lora(self.lang, "la", out / "la")
-        if "vocab" in kinds:
-            self.modular.save_vocabulary(self.lang, out)
+        for kind in sorted(kinds):  # la, and the embeddings it trained
+            self.modular.save_module(self.lang, kind, out)
         return metrics
 
     def _stage_se(self, out: Path, run_dir: Path) -> dict[str, float]:
-        cfg = self.recipe["se"]
-        self.modular.add_lora(
-            self.lang,
-            "se",
-            sentence_adapter_config(cfg.get("r", 8), cfg.get("alpha", 16), cfg.get("dropout", 0.1)),
-        )
+        cfg = self.config.se
+        self.modular.add_lora(self.lang, "se", sentence_adapter_config(cfg.r, cfg.alpha, cfg.dropout))
         self.modular.activate(self.lang, self.modular.modules_of(self.lang))
         self.modular.set_trainable(self.lang, ["se"])
         pairs = self.data.paraphrases
         examples = self._pair_examples(
             "paraphrase", [p.positive for p in pairs], [p.negative for p in pairs], [p.anchor for p in pairs]
         )
-        objective = SentencePairObjective(scale=float(cfg.get("scale", 20.0)))
-        sampler = self._sampler(examples, int(cfg["batch_size"]))
+        objective = SentencePairObjective(scale=cfg.scale)
+        sampler = self._sampler(examples, cfg.batch_size)
         metrics = self._fit(objective, examples, sampler, cfg, run_dir)
-        self.modular.save_lora(self.lang, "se", out / "se")
+        self.modular.save_module(self.lang, "se", out)
         return metrics
 
     def _stage_cla(self, out: Path, run_dir: Path) -> dict[str, float]:
-        cfg = self.recipe["cla"]
-        variant = cfg.get("variant", "jt")
+        cfg = self.config.cla
+        variant = cfg.variant
         encode_pivot = self._encoder(self.pivot, self.pivot_kinds)
-        self.modular.add_alignment(self.lang, alignment_adapter_config(**(cfg.get("adapter") or {})))
+        self.modular.add_alignment(self.lang, alignment_adapter_config(**cfg.adapter))
 
         def vectors(texts: list[str]) -> torch.Tensor:
             # The pivot's side is frozen: its embeddings are computed once, through its own modules.
@@ -510,21 +369,20 @@ class AddLanguage:
             parallel = self._pair_examples("parallel", [b for _, b in items], [None] * len(items), targets)
         self.modular.activate(self.lang, self.modular.modules_of(self.lang))
         self.modular.set_trainable(self.lang, ["cla"])
-        batch_size = int(cfg["batch_size"])
+        batch_size = cfg.batch_size
         if variant == "jt":
             first, second = self._sampler(paraphrase, batch_size), self._sampler(parallel, batch_size)
             sampler = AlternatingBatchSampler(first, second, offset=len(paraphrase))
         else:
             sampler = self._sampler(paraphrase or parallel, batch_size)
-        objective = SentencePairObjective(scale=float(cfg.get("scale", 20.0)))
+        objective = SentencePairObjective(scale=cfg.scale)
         metrics = self._fit(objective, paraphrase + parallel, sampler, cfg, run_dir)
-        self.modular.save_alignment(self.lang, out / "cla")
+        self.modular.save_module(self.lang, "cla", out)
         return metrics
 
     def _fit(
-        self, objective: torch.nn.Module, examples: list, sampler: Any, cfg: dict, run_dir: Path
+        self, objective: torch.nn.Module, examples: list, sampler: Any, cfg: Schedule, run_dir: Path
     ) -> dict:
-        training = self.recipe.get("training", {})
         callbacks = self._callbacks(run_dir)
         return fit_stage(
             self.modular.backbone,
@@ -532,7 +390,7 @@ class AddLanguage:
             examples,
             sampler,
             cfg,
-            training,
+            self.config.training,
             run_dir,
             self.resume,
             self.seed,
@@ -555,15 +413,10 @@ class AddLanguage:
         stage = run_dir.parent.name
         return tuple(lambda step, metrics, cb=cb: cb(stage, step, metrics) for cb in self.callbacks)
 
-    def _load_stage(self, stage: str, out: Path) -> None:
-        """Bring a finished stage's module back (``--resume``) instead of training it again."""
-        if (out / EMBEDDINGS_FILE).exists():  # vocab, or la (which also trains the embeddings)
-            tokenizer = AutoTokenizer.from_pretrained(out / TOKENIZER_DIR)
-            self.modular.add_vocabulary(self.lang, tokenizer, load_file(out / EMBEDDINGS_FILE)["weight"])
-        if stage in ("la", "se"):
-            self.modular.load_lora(self.lang, stage, out / stage)
-        if stage == "cla":
-            self.modular.load_alignment(self.lang, out / "cla")
+    def _load_stage(self, out: Path) -> None:
+        """Bring a finished stage's modules back (``--resume``) instead of training them again."""
+        for kind in module_kinds_in(out):  # the la stage's folder also holds the embeddings it trained
+            self.modular.load_module(self.lang, kind, out)
 
     # ----------------------------------------------------------------------------------------- run
     def run(self) -> Path:
@@ -577,29 +430,25 @@ class AddLanguage:
             key = _stage_key(key, stage, self.recipe, self.data, self.orthography.name)
             if stage == "cla":  # the CLA fits the pivot's vectors: another pivot bundle retrains it
                 key = json_digest([key, self.pivot_manifest_digest])
-            stage_dir = self.work / stage
-            out, done_file = stage_dir / "module", stage_dir / "done.json"
-            done = json.loads(done_file.read_text()) if done_file.exists() else None
-            if self.resume and done and done["key"] == key and out.exists():
-                log.info("[%s] stage %s: finished earlier, reusing %s", self.lang, stage, out)
-                self._load_stage(stage, out)
+            cache = StageDir(self.work / stage, "module", command="add-language", option="--work-dir")
+            done = cache.finished(key) if self.resume else None
+            if done:
+                log.info("[%s] stage %s: finished earlier, reusing %s", self.lang, stage, cache.output)
+                self._load_stage(cache.output)
                 stage_metrics[stage], seconds[stage] = done["metrics"], done["seconds"]
             else:
-                if stage_dir.exists() and not (self.resume and _read_key(stage_dir) == key):
-                    shutil.rmtree(stage_dir)  # a stale stage (other config or data): start it over
-                stage_dir.mkdir(parents=True, exist_ok=True)
-                atomic_write_json(stage_dir / "key.json", {"key": key})
+                cache.begin(key, self.resume)  # a stale stage (other config or data) starts over
                 log.info("[%s] stage %s (%d/%d)", self.lang, stage, index + 1, len(self.stages))
                 t0 = time.time()
                 seed_everything(self.seed + index)
-                with atomic_directory(out) as tmp:
+                with atomic_directory(cache.output) as tmp:
                     if stage == "vocab":
                         metrics = self._stage_vocab(tmp)
                     else:
-                        metrics = getattr(self, f"_stage_{stage}")(tmp, stage_dir / "run")
+                        metrics = getattr(self, f"_stage_{stage}")(tmp, cache.run_dir)
                 seconds[stage] = round(time.time() - t0, 1)
                 stage_metrics[stage] = metrics
-                atomic_write_json(done_file, {"key": key, "metrics": metrics, "seconds": seconds[stage]})
+                cache.finish(key, {"metrics": metrics, "seconds": seconds[stage]})
             loaded = self.modular.modules_of(self.lang)
             if stage in ("se", "cla") or stage == self.stages[-1]:
                 dev[stage] = self.evaluate(loaded)
@@ -611,72 +460,32 @@ class AddLanguage:
     def install(
         self, dev: dict[str, Any], stage_metrics: dict[str, Any], seconds: dict[str, float], wall: float
     ) -> Path:
-        files: dict[str, Path] = {}
-        modules: dict[str, Any] = {}
-        backbone_params = self.modular.backbone_parameter_count()
-        loaded = self.modular.modules_of(self.lang)
-        for stage in self.stages:
-            out = self.work / stage / "module"
-            if (out / EMBEDDINGS_FILE).exists():
-                files[EMBEDDINGS_FILE] = out / EMBEDDINGS_FILE
-                files[TOKENIZER_DIR] = out / TOKENIZER_DIR
-            if stage in ("la", "se", "cla"):
-                files[stage] = out / stage
-        for kind in sorted(loaded):
-            count = self.modular.parameter_count(self.lang, kind)
-            modules[kind] = {
-                "path": EMBEDDINGS_FILE if kind == "vocab" else kind,
-                "parameters": count,
-                "percent_of_backbone": round(100 * count / backbone_params, 3),
-            }
-        if "vocab" in modules:
-            modules["vocab"]["tokenizer"] = TOKENIZER_DIR
-            modules["vocab"]["vocab_size"] = len(self.modular.tokenizers[self.lang])
         # What the router needs to recognise this language, from this language's text alone.
         langid_texts = self.data.mono or [t for p in self.data.paraphrases for t in (p.anchor, p.positive)]
         # in every script the orthography declares (Uzbek: Latin and Cyrillic), so both route here
         langid_texts = [v for t in langid_texts for v in self.orthography.script_variants(t)]
         langid_path = self.work / LANGID_FILE
         CharNgramProfile.build(self.lang, langid_texts).save(langid_path)
-        files[LANGID_FILE] = langid_path
-        manifest = {
-            "format": "modsenc-bundle/1",
-            "router": {
-                "langid": LANGID_FILE,
-                "kind": "char-ngram-naive-bayes",
-                "sentences": len(langid_texts),
+        return self.modular.save_bundle(
+            self.zoo,
+            self.lang,
+            [self.work / stage / "module" for stage in self.stages],
+            pivot=self.pivot,
+            stages=self.stages,
+            script=detect_script(self.data.mono or [p.anchor for p in self.data.paraphrases]),
+            router={"langid": LANGID_FILE, "kind": "char-ngram-naive-bayes", "sentences": len(langid_texts)},
+            router_files={LANGID_FILE: langid_path},
+            record={
+                "cla_variant": self.config.cla.variant if "cla" in self.stages else None,
+                "data": {"files": self.data.files, "counts": self.data.counts()},
+                "training": {k: v for k, v in self.recipe.items() if not k.startswith("_")},
+                "recipe_path": self.recipe_path,
+                "stage_metrics": stage_metrics,
+                "stage_seconds": seconds,
+                "dev_metrics": dev,
+                "wall_seconds": round(wall, 1),
             },
-            "language": self.lang,
-            "script": detect_script(self.data.mono or [p.anchor for p in self.data.paraphrases]),
-            "orthography": self.orthography.to_manifest(),
-            "pivot": self.pivot,
-            "is_pivot": self.lang == self.pivot,
-            "backbone": {"fingerprint": self.zoo.backbone_fingerprint(), "parameters": backbone_params},
-            "modules": modules,
-            "stages": self.stages,
-            "cla_variant": self.recipe.get("cla", {}).get("variant") if "cla" in self.stages else None,
-            "data": {"files": self.data.files, "counts": self.data.counts()},
-            "training": {k: v for k, v in self.recipe.items() if not k.startswith("_")},
-            "recipe_path": self.recipe.get("_recipe_path"),
-            "stage_metrics": stage_metrics,
-            "stage_seconds": seconds,
-            "dev_metrics": dev,
-            "wall_seconds": round(wall, 1),
-            "versions": library_versions() | _module_library_versions(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        return self.zoo.write_bundle(self.lang, files, manifest)
-
-
-def _read_key(stage_dir: Path) -> str | None:
-    path = stage_dir / "key.json"
-    return json.loads(path.read_text())["key"] if path.exists() else None
-
-
-def _module_library_versions() -> dict[str, str]:
-    import importlib.metadata  # noqa: PLC0415
-
-    return {name: importlib.metadata.version(name) for name in ("peft", "adapters", "sentence-transformers")}
+        )
 
 
 def run(lang: str, recipe: dict[str, Any], zoo_dir: str | Path, **options: Any) -> Path:

@@ -18,22 +18,25 @@ Full_mc share their first phase. A killed phase continues from its last checkpoi
 
 from __future__ import annotations
 
-import json
 import logging
-import shutil
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from modsenc.backbone.encoder import Backbone, load_manifest
 from modsenc.data.batching import LengthBucketBatchSampler
+from modsenc.data.language_data import DataFiles, load_language_data
 from modsenc.modules.bundle import check_language_code
 from modsenc.objectives.sentence_pairs import SentencePairObjective, pair_examples
-from modsenc.training.add_language import load_language_data
+from modsenc.training.configs import FinetuneRecipe
 from modsenc.training.loop import fit_stage
+from modsenc.training.stage_cache import StageDir
 from modsenc.training.train_backbone import seed_everything
-from modsenc.utils.io import atomic_write_json, json_digest
+from modsenc.utils.io import json_digest
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +52,14 @@ def load_pairs(
     (path, sha256, rows) of the files they came from."""
     if kind not in PAIR_KINDS:
         raise ValueError(f"pairs must be one of {', '.join(PAIR_KINDS)}, got {kind!r}")
-    pivot = check_language_code(recipe.get("pivot", "en"))
-    languages = [check_language_code(code) for code in recipe.get("languages") or []]
+    config = FinetuneRecipe.from_dict(recipe)
+    pivot = check_language_code(config.pivot)
+    languages = [check_language_code(code) for code in config.languages]
     if not languages:
         raise ValueError("the recipe's `languages` list is empty: name the languages to fine-tune on")
     # Only paraphrases are read: monolingual text and parallel data belong to other stages.
-    data_cfg = {**recipe.get("data", {}), "mono": [], "parallel": []}
+    own = {lang: DataFiles(paraphrase=files.paraphrase) for lang, files in config.data.per_language.items()}
+    data_cfg = replace(config.data, mono=[], parallel=[], per_language=own)
     pairs: list[Triple] = []
     counts: dict[str, int] = {}
     files: dict[str, list[dict[str, Any]]] = {}
@@ -75,6 +80,7 @@ def load_pairs(
 def _phase_key(
     previous: str, kind: str, recipe: dict[str, Any], files: dict[str, list[dict[str, Any]]]
 ) -> str:
+    # The recipe as written, not with the defaults filled in: keys of earlier runs still match.
     payload = {
         "previous": previous,
         "pairs": kind,
@@ -99,7 +105,10 @@ def run(
     if not pairs:
         raise ValueError("--pairs is empty: give mono, cross or mono,cross")
     output_dir = Path(output_dir)
-    seed = int(recipe.get("seed", 0))
+    config = FinetuneRecipe.from_dict(recipe)
+    seed = config.seed
+    if config.training.num_threads:
+        torch.set_num_threads(config.training.num_threads)
     try:
         key = load_manifest(backbone_dir)["fingerprint"]
     except FileNotFoundError:  # a Hugging Face directory or hub name, not written by modsenc
@@ -108,34 +117,21 @@ def run(
     for index, kind in enumerate(pairs):
         phase_pairs, counts, files = load_pairs(kind, recipe)
         key = _phase_key(key, kind, recipe, files)
-        phase_dir = output_dir / "".join(k[0] for k in pairs[: index + 1])
-        final, done_file = phase_dir / "backbone", phase_dir / "done.json"
-        done = json.loads(done_file.read_text()) if done_file.exists() else None
-        if done and done["key"] == key and final.exists():
-            log.info("[finetune] phase %s: finished earlier, reusing %s", phase_dir.name, final)
-            source = final
+        phase = StageDir(
+            output_dir / "".join(k[0] for k in pairs[: index + 1]),
+            "backbone",
+            command="finetune",
+            option="--output",
+        )
+        if phase.finished(key):
+            log.info("[finetune] phase %s: finished earlier, reusing %s", phase.name, phase.output)
+            source = phase.output
             continue
-        if phase_dir.exists():
-            key_file = phase_dir / "key.json"
-            if not key_file.is_file() and any(phase_dir.iterdir()):
-                # Not a phase this command started (it writes key.json first): never delete it.
-                raise FileExistsError(
-                    f"{phase_dir} is a non-empty folder that finetune did not create (no key.json); "
-                    "it is left untouched: choose another --output"
-                )
-            stale = json.loads(key_file.read_text())["key"] if key_file.exists() else None
-            if stale != key:
-                shutil.rmtree(phase_dir)  # another config, data or starting point: start over
-            elif not resume:
-                raise FileExistsError(
-                    f"{phase_dir} holds an unfinished run: pass --resume to continue it, or remove it"
-                )
-        phase_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(phase_dir / "key.json", {"key": key})
-        log.info("[finetune] phase %s: %s pairs %s, from %s", phase_dir.name, kind, counts, source)
+        phase.begin(key, resume)  # another config, data or starting point starts over
+        log.info("[finetune] phase %s: %s pairs %s, from %s", phase.name, kind, counts, source)
         started = time.time()
         seed_everything(seed + index)
-        backbone = Backbone.from_pretrained(source, max_length=recipe.get("max_length"))
+        backbone = Backbone.from_pretrained(source, max_length=config.max_length)
         examples = pair_examples(
             backbone.tokenize,
             "paraphrase",
@@ -143,26 +139,25 @@ def run(
             [n for _, _, n in phase_pairs],
             [a for a, _, _ in phase_pairs],
         )
-        cfg = recipe[kind]
-        batch_size = int(cfg["batch_size"])
+        cfg = getattr(config, kind)
         sampler = LengthBucketBatchSampler(
-            [e.length for e in examples], batch_size, seed=seed, drop_last=len(examples) > batch_size
+            [e.length for e in examples], cfg.batch_size, seed=seed, drop_last=len(examples) > cfg.batch_size
         )
         metrics = fit_stage(
             backbone,
-            SentencePairObjective(scale=float(cfg.get("scale", 20.0))),
+            SentencePairObjective(scale=cfg.scale),
             examples,
             sampler,
             cfg,
-            recipe.get("training", {}),
-            phase_dir / "run",
+            config.training,
+            phase.run_dir,
             resume=resume,
             seed=seed,
             trainable_only=False,
         )
         seconds = round(time.time() - started, 1)
         backbone.eval().save_pretrained(
-            final,
+            phase.output,
             manifest_extra={
                 "finetune": {
                     "phases": list(pairs[: index + 1]),
@@ -174,7 +169,7 @@ def run(
                 }
             },
         )
-        atomic_write_json(done_file, {"key": key, "metrics": metrics, "seconds": seconds})
-        log.info("[finetune] phase %s: %.0f s, backbone written to %s", phase_dir.name, seconds, final)
-        source = final
+        phase.finish(key, {"metrics": metrics, "seconds": seconds})
+        log.info("[finetune] phase %s: %.0f s, backbone written to %s", phase.name, seconds, phase.output)
+        source = phase.output
     return source

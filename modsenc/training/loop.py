@@ -28,6 +28,7 @@ from modsenc.training.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
+from modsenc.training.configs import Schedule, TrainingConfig
 from modsenc.training.optim import build_optimizer, build_scheduler
 from modsenc.utils.distributed import DistContext, init_distributed
 from modsenc.utils.io import atomic_write_text
@@ -38,14 +39,16 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class LoopConfig:
+    """The loop's settings; their defaults are ``TrainingConfig``'s (the recipe's ``training``)."""
+
     max_steps: int
-    grad_accum: int = 1
-    max_grad_norm: float | None = 1.0
-    log_every: int = 10
-    checkpoint_every: int = 100
-    keep_checkpoints: int = 2
+    grad_accum: int = TrainingConfig.grad_accum
+    max_grad_norm: float | None = TrainingConfig.max_grad_norm
+    log_every: int = TrainingConfig.log_every
+    checkpoint_every: int = TrainingConfig.checkpoint_every
+    keep_checkpoints: int = TrainingConfig.keep_checkpoints
     seed: int = 0
-    mixed_precision: str = "auto"  # auto: bf16 autocast on CUDA, fp32 elsewhere; "no" to disable
+    mixed_precision: str = TrainingConfig.mixed_precision  # auto: bf16 autocast on CUDA; "no" to disable
     # Checkpoint only trainable parameters (adapter stages: the frozen backbone is already on disk).
     trainable_only: bool = False
 
@@ -53,16 +56,33 @@ class LoopConfig:
     def from_section(
         cls, training: dict[str, Any], max_steps: int, seed: int, trainable_only: bool = False
     ) -> LoopConfig:
-        """From a recipe's ``training`` section (missing keys take the defaults below)."""
+        """From a recipe's ``training`` section as a mapping (train-backbone's, which holds more
+        keys than the loop's); missing keys take the defaults."""
         return cls(
             max_steps=max_steps,
-            grad_accum=int(training.get("grad_accum", 1)),
-            max_grad_norm=training.get("max_grad_norm", 1.0),
-            log_every=int(training.get("log_every", 10)),
-            checkpoint_every=int(training.get("checkpoint_every", 100)),
-            keep_checkpoints=int(training.get("keep_checkpoints", 2)),
+            grad_accum=int(training.get("grad_accum", cls.grad_accum)),
+            max_grad_norm=training.get("max_grad_norm", cls.max_grad_norm),
+            log_every=int(training.get("log_every", cls.log_every)),
+            checkpoint_every=int(training.get("checkpoint_every", cls.checkpoint_every)),
+            keep_checkpoints=int(training.get("keep_checkpoints", cls.keep_checkpoints)),
             seed=seed,
-            mixed_precision=str(training.get("mixed_precision", "auto")),
+            mixed_precision=str(training.get("mixed_precision", cls.mixed_precision)),
+            trainable_only=trainable_only,
+        )
+
+    @classmethod
+    def from_training(
+        cls, training: TrainingConfig, max_steps: int, seed: int, trainable_only: bool = False
+    ) -> LoopConfig:
+        return cls(
+            max_steps=max_steps,
+            grad_accum=training.grad_accum,
+            max_grad_norm=training.max_grad_norm,
+            log_every=training.log_every,
+            checkpoint_every=training.checkpoint_every,
+            keep_checkpoints=training.keep_checkpoints,
+            seed=seed,
+            mixed_precision=training.mixed_precision,
             trainable_only=trainable_only,
         )
 
@@ -289,38 +309,29 @@ def train_loop(
     return last
 
 
-def stage_steps(cfg: dict[str, Any], batches_per_epoch: int) -> int:
-    """``epochs`` (a number of passes, may be fractional) wins over ``max_steps``."""
-    if cfg.get("epochs") is not None:
-        return max(1, round(float(cfg["epochs"]) * batches_per_epoch))
-    return int(cfg["max_steps"])
-
-
 def fit_stage(
     backbone: Backbone,
     objective: Objective,
     examples: Sequence[Any],
     sampler: Any,
-    cfg: dict[str, Any],
-    train_cfg: dict[str, Any],
+    cfg: Schedule,
+    train_cfg: TrainingConfig,
     run_dir: Path,
     resume: bool,
     seed: int,
     callbacks: Sequence[StepCallback] = (),
     trainable_only: bool = True,
 ) -> dict[str, float]:
-    """One single-process training stage from recipe sections: ``cfg`` holds the stage's epochs or
-    max_steps, lr, scheduler and warmup_ratio; ``train_cfg`` the shared loop settings. Used by
-    add-language (adapters: only trainable tensors are checkpointed) and full fine-tuning."""
+    """One single-process training stage from recipe sections: ``cfg`` holds the stage's budget
+    (epochs or max_steps), lr, scheduler and warmup_ratio; ``train_cfg`` the shared loop settings.
+    Used by add-language (adapters: only trainable tensors are checkpointed) and full fine-tuning."""
     dist = init_distributed()
     module = TrainModule(backbone, objective, dist)
-    max_steps = stage_steps(cfg, len(sampler))
-    loop_cfg = LoopConfig.from_section(train_cfg, max_steps, seed, trainable_only)
-    optimizer = build_optimizer(
-        module, lr=float(cfg["lr"]), weight_decay=float(train_cfg.get("weight_decay", 0.01))
-    )
-    warmup = int(float(cfg.get("warmup_ratio", 0.1)) * max_steps)
-    scheduler = build_scheduler(optimizer, cfg.get("scheduler", "linear"), warmup, max_steps)
+    max_steps = cfg.steps(len(sampler))
+    loop_cfg = LoopConfig.from_training(train_cfg, max_steps, seed, trainable_only)
+    optimizer = build_optimizer(module, lr=cfg.lr, weight_decay=train_cfg.weight_decay)
+    warmup = int(cfg.warmup_ratio * max_steps)
+    scheduler = build_scheduler(optimizer, cfg.scheduler, warmup, max_steps)
     return train_loop(
         module,
         module,

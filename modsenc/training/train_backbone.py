@@ -8,7 +8,6 @@ Layout of ``--output DIR``:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import random
@@ -26,7 +25,6 @@ from modsenc.backbone.importer import load_source
 from modsenc.backbone.manifest import MANIFEST_NAME
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import BatchStream, LengthBucketBatchSampler
-from modsenc.data.demo import demo_path
 from modsenc.data.readers import (
     ParallelCorpus,
     english_centric_pairs,
@@ -34,6 +32,7 @@ from modsenc.data.readers import (
     load_parallel,
     load_paraphrases,
 )
+from modsenc.data.specs import file_record, resolve_data_spec
 from modsenc.objectives.base import ObjectiveData
 from modsenc.objectives.registry import NON_PARALLEL_OBJECTIVES, build_objective
 from modsenc.training.checkpoint import latest_checkpoint
@@ -43,32 +42,6 @@ from modsenc.training.optim import build_optimizer, build_scheduler
 from modsenc.utils.io import check_replaceable
 
 log = logging.getLogger(__name__)
-
-
-def resolve_data_spec(spec: Any, recipe_path: str | None = None) -> Any:
-    """``demo:parallel.tsv`` names a packaged demo file; other strings are paths ($VARS expanded).
-
-    A relative path is taken from the working directory, or else from the repository holding the
-    recipe (so ``../shared/data/...`` in ``recipes/*.yaml`` works from any directory).
-    """
-    if isinstance(spec, dict) and isinstance(spec.get("path"), str):  # {path: ..., rows: ...}
-        return {**spec, "path": resolve_data_spec(spec["path"], recipe_path)}
-    if isinstance(spec, str):
-        if spec.startswith("demo:"):
-            return demo_path(spec.removeprefix("demo:"))
-        path = Path(os.path.expanduser(os.path.expandvars(spec)))
-        recipe_dir = Path(recipe_path).resolve().parent if recipe_path else None
-        if not path.is_absolute() and not path.exists() and recipe_dir and recipe_dir.name == "recipes":
-            beside_repo = recipe_dir.parent / path
-            if beside_repo.exists():
-                return beside_repo
-        return path
-    return spec
-
-
-def file_record(path: Path) -> dict[str, Any]:
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return {"path": str(path), "sha256": digest}
 
 
 def load_non_parallel(data_cfg: dict[str, Any], recipe_path: str | None = None) -> list[tuple[str, str]]:

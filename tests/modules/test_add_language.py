@@ -46,6 +46,31 @@ def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
     assert en["is_pivot"] and en["stages"] == ["se"] and sorted(en["modules"]) == ["se"]
 
     uz = zoo.read_manifest("uz")
+    # The manifest's fields, in the order they have always been written (save_bundle keeps it).
+    assert list(uz) == [
+        "format",
+        "router",
+        "language",
+        "script",
+        "orthography",
+        "pivot",
+        "is_pivot",
+        "backbone",
+        "modules",
+        "stages",
+        "cla_variant",
+        "data",
+        "training",
+        "recipe_path",
+        "stage_metrics",
+        "stage_seconds",
+        "dev_metrics",
+        "wall_seconds",
+        "versions",
+        "created",
+        "file_sha256",
+    ]
+    assert uz["format"] == "modsenc-bundle/1" and uz["router"]["kind"] == "char-ngram-naive-bayes"
     assert uz["language"] == "uz" and uz["script"] == "Latn" and uz["pivot"] == "en"
     assert uz["stages"] == ["vocab", "la", "se", "cla"] and uz["cla_variant"] == "jt"
     assert uz["backbone"]["fingerprint"] == zoo.backbone_fingerprint()
@@ -100,10 +125,11 @@ def test_adding_or_retraining_a_language_leaves_everything_else_bit_identical(zo
     uz_after = _hashes(zoo_dir / "uz")
     assert uz_after["embeddings.safetensors"] != uz_before["embeddings.safetensors"]
 
-    # Add kk (no kk paraphrases in the demo corpus: vocabulary, LA and a parallel-only CLA).
+    # Add kk (no kk paraphrases in the demo corpus: vocabulary, LA and a parallel-only CLA), with a
+    # key of the CLA's free-form adapter mapping set on its own, as `--set` does.
     run(
         "kk",
-        fast_recipe(**{"cla.variant": "pl"}),
+        fast_recipe(**{"cla.variant": "pl", "cla.adapter.non_linearity": "gelu"}),
         zoo_dir,
         work_dir=root / "work-kk",
         stages=["vocab", "la", "cla"],
@@ -113,6 +139,8 @@ def test_adding_or_retraining_a_language_leaves_everything_else_bit_identical(zo
     assert _hashes(zoo_dir / "uz") == uz_after
     assert Zoo(zoo_dir).languages() == ["en", "kk", "uz"]
     assert Zoo(zoo_dir).read_manifest("kk")["script"] == "Cyrl"
+    cla_config = json.loads((zoo_dir / "kk" / "cla" / "adapter_config.json").read_text())
+    assert cla_config["config"]["non_linearity"] == "gelu"
 
 
 def test_resume_retrains_only_the_stages_whose_config_changed(tiny_backbone_dir, tmp_path) -> None:

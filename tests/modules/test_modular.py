@@ -15,6 +15,7 @@ from transformers import BertConfig, BertModel
 
 from modsenc.backbone import Backbone
 from modsenc.backbone.attention import available_backends
+from modsenc.modules.bundle import Zoo, module_kinds_in
 from modsenc.modules.configs import alignment_adapter_config, language_adapter_config, sentence_adapter_config
 from modsenc.modules.modular import ModularBackbone
 
@@ -182,3 +183,43 @@ def test_a_corrupt_bundle_leaves_nothing_half_loaded(tiny_backbone_dir, tmp_path
     assert fresh.modules_of("kk") == set()
     assert "kk" not in fresh.language_embeddings
     assert not [n for n, _ in fresh.backbone.named_parameters() if "kk_" in n]
+
+
+def test_save_bundle_installs_the_saved_modules_and_load_bundle_reads_them_back(
+    tiny_backbone_dir, tmp_path
+) -> None:
+    modular = _modular(tiny_backbone_dir)
+    expected = modular.encode(TEXTS, "uz", convert_to_tensor=True)
+    # Two "stages": the first saves the vocabulary and the LA, the second the SE and the CLA.
+    first, second = tmp_path / "one", tmp_path / "two"
+    for kind in ("vocab", "la"):
+        modular.save_module("uz", kind, first)
+    for kind in ("se", "cla"):
+        modular.save_module("uz", kind, second)
+    assert module_kinds_in(first) == ["vocab", "la"] and module_kinds_in(second) == ["se", "cla"]
+    zoo = Zoo(tmp_path / "zoo")
+    zoo.install_backbone(tiny_backbone_dir)
+    langid = tmp_path / "langid.json"
+    langid.write_text("{}")
+    common = {
+        "pivot": "en",
+        "stages": ["vocab", "la", "se", "cla"],
+        "script": "Latn",
+        "router": {"langid": "langid.json"},
+        "router_files": {"langid.json": langid},
+        "record": {"note": "as given"},
+    }
+    with pytest.raises(FileNotFoundError, match=r"modules \['cla', 'se'\] are loaded but not saved"):
+        modular.save_bundle(zoo, "uz", [first], **common)
+    target = modular.save_bundle(zoo, "uz", [first, second], **common)
+    manifest = zoo.read_manifest("uz")
+    assert manifest["format"] == "modsenc-bundle/1" and manifest["note"] == "as given"
+    assert sorted(manifest["modules"]) == ["cla", "la", "se", "vocab"] and not manifest["is_pivot"]
+    assert manifest["modules"]["vocab"]["path"] == "embeddings.safetensors"
+    assert set(manifest["file_sha256"]) >= {"langid.json", "embeddings.safetensors", "la/adapter_config.json"}
+    assert {"peft", "adapters", "torch"} <= set(manifest["versions"])
+    assert zoo.languages() == ["uz"]
+
+    fresh = ModularBackbone(Backbone.from_pretrained(tiny_backbone_dir, attention="sdpa")).eval()
+    assert fresh.load_bundle(target, "uz") == {"vocab", "la", "se", "cla"}  # hashes verified
+    assert torch.equal(fresh.encode(TEXTS, "uz", convert_to_tensor=True), expected)

@@ -9,7 +9,7 @@ from safetensors.torch import load_file
 from transformers import AutoTokenizer
 
 from modsenc.data.demo import demo_path
-from modsenc.training.add_language import load_language_data
+from modsenc.data.language_data import load_language_data
 from modsenc.training.finetune import load_pairs, run
 from modsenc.training.recipe import load_recipe
 

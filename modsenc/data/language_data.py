@@ -1,0 +1,159 @@
+"""One language's training data, as ``add-language`` and ``finetune`` read it from a recipe's ``data``
+section: monolingual text, paraphrase pairs (LANG-LANG and, through shared pair ids, pivot-LANG) and
+parallel pairs with the pivot, with the last ``dev_pairs`` paraphrase pair ids held out.
+
+``{lang}`` in a spec is replaced by the language code; a ``.tsv`` under ``mono`` means its LANG
+column; ``data.per_language.LANG.KEY`` adds files for one language only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from modsenc.data.readers import ParaphrasePair, load_monolingual, load_parallel, load_paraphrases
+from modsenc.data.specs import file_record, resolve_data_spec
+from modsenc.utils.config import Section
+
+
+@dataclass
+class DataFiles(Section):
+    """Data specs (paths, ``demo:NAME``, or ``{path, column, rows}``) by kind."""
+
+    mono: list[Any] = field(default_factory=list)  # LA (MLM) and tokenizer text; a .tsv: its LANG column
+    paraphrase: list[Any] = field(default_factory=list)  # TSV: pair_id lang anchor positive negative
+    parallel: list[Any] = field(default_factory=list)  # multi-parallel TSV, columns named by language
+
+
+@dataclass
+class DataConfig(DataFiles):
+    """A recipe's ``data`` section (add-language; finetune reads only its paraphrases)."""
+
+    dev_pairs: int = 0  # paraphrase pair ids (the last ones, sorted) held out for dev metrics
+    per_language: dict[str, DataFiles] = field(default_factory=dict)  # files for one language only
+
+
+@dataclass
+class LanguageData:
+    """Everything one language's stages train on; ``dev_*`` pairs are held out of training."""
+
+    lang: str
+    pivot: str
+    mono: list[str] = field(default_factory=list)
+    paraphrases: list[ParaphrasePair] = field(default_factory=list)  # LANG-LANG
+    # (pivot anchor, LANG positive, LANG negative or None)
+    crosslingual: list[tuple[str, str, str | None]] = field(default_factory=list)
+    parallel: list[tuple[str, str]] = field(default_factory=list)  # (pivot sentence, LANG translation)
+    dev_paraphrases: list[ParaphrasePair] = field(default_factory=list)
+    dev_crosslingual: list[tuple[str, str]] = field(default_factory=list)  # (pivot anchor, LANG positive)
+    files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "mono_sentences": len(self.mono),
+            "paraphrase_pairs": len(self.paraphrases),
+            "crosslingual_paraphrase_pairs": len(self.crosslingual),
+            "parallel_pairs": len(self.parallel),
+            "dev_paraphrase_pairs": len(self.dev_paraphrases),
+            "dev_crosslingual_pairs": len(self.dev_crosslingual),
+        }
+
+
+def _substitute(spec: Any, lang: str) -> Any:
+    if isinstance(spec, str):
+        return spec.replace("{lang}", lang)
+    if isinstance(spec, dict):
+        return {k: _substitute(v, lang) for k, v in spec.items()}
+    if isinstance(spec, list):
+        return [_substitute(v, lang) for v in spec]
+    return spec
+
+
+def _records(specs: list[Any], counts: list[int]) -> list[dict[str, Any]]:
+    out = []
+    for spec, count in zip(specs, counts):
+        path = spec.get("path") if isinstance(spec, dict) else spec
+        record = file_record(Path(path)) if path is not None and Path(path).is_file() else {"spec": str(spec)}
+        if isinstance(spec, dict):
+            record["column"] = spec.get("column")
+            if spec.get("rows") is not None:
+                record["rows"] = list(spec["rows"])
+        record["count"] = count
+        out.append(record)
+    return out
+
+
+def load_language_data(
+    lang: str, pivot: str, data_cfg: DataConfig | Mapping[str, Any], recipe_path: str | None
+) -> LanguageData:
+    """LANG's data from a recipe's ``data`` section (a DataConfig, or the mapping it is read from);
+    relative paths are resolved as ``resolve_data_spec`` does."""
+    if not isinstance(data_cfg, DataConfig):
+        data_cfg = DataConfig.from_dict(data_cfg, "data")
+    # ``data.per_language.LANG.KEY`` adds files for one language only (e.g. its own mono corpus).
+    own = data_cfg.per_language.get(lang) or DataFiles()
+
+    def resolve(key: str) -> list[Any]:
+        specs = []
+        for spec in _substitute(getattr(data_cfg, key) + getattr(own, key), lang):
+            if key == "mono" and isinstance(spec, str) and spec.endswith(".tsv"):
+                spec = {"path": spec, "column": lang}  # a parallel/paraphrase TSV: its LANG column
+            if isinstance(spec, dict) and "path" in spec:
+                spec = {**spec, "path": resolve_data_spec(spec["path"], recipe_path)}
+            else:
+                spec = resolve_data_spec(spec, recipe_path)
+            specs.append(spec)
+        return specs
+
+    data = LanguageData(lang=lang, pivot=pivot)
+    mono_specs = resolve("mono")
+    mono_counts = []
+    for spec in mono_specs:
+        sentences = load_monolingual(spec)
+        mono_counts.append(len(sentences))
+        data.mono.extend(sentences)
+    data.files["mono"] = _records(mono_specs, mono_counts)
+
+    para_specs = resolve("paraphrase")
+    para_counts, pivot_rows = [], {}
+    all_pairs: list[ParaphrasePair] = []
+    for spec in para_specs:
+        rows = load_paraphrases(spec)
+        mine = [p for p in rows if p.lang == lang]
+        para_counts.append(len(mine))
+        all_pairs.extend(mine)
+        pivot_rows.update({p.pair_id: p for p in rows if p.lang == pivot})
+    data.files["paraphrase"] = _records(para_specs, para_counts)
+    # Hold out the last pair ids (sorted, so the split is stable) for dev retrieval metrics.
+    dev_size = data_cfg.dev_pairs
+    dev_ids = set(sorted({p.pair_id for p in all_pairs})[-dev_size:]) if dev_size else set()
+    for p in all_pairs:
+        if p.pair_id in dev_ids:
+            data.dev_paraphrases.append(p)
+            if lang != pivot and p.pair_id in pivot_rows:
+                data.dev_crosslingual.append((pivot_rows[p.pair_id].anchor, p.positive))
+        else:
+            data.paraphrases.append(p)
+            if lang != pivot and p.pair_id in pivot_rows:
+                data.crosslingual.append((pivot_rows[p.pair_id].anchor, p.positive, p.negative))
+
+    par_specs = resolve("parallel") if lang != pivot else []
+    par_counts = []
+    dev_texts = {p.anchor for p in data.dev_paraphrases} | {p.positive for p in data.dev_paraphrases}
+    for spec in par_specs:
+        corpus = load_parallel(spec)
+        if lang not in corpus.columns or pivot not in corpus.columns:
+            raise ValueError(
+                f"{spec}: parallel data needs columns {pivot!r} and {lang!r}, has {corpus.languages}"
+            )
+        pairs = [
+            (a, b)
+            for a, b in zip(corpus.columns[pivot], corpus.columns[lang])
+            if a and b and b not in dev_texts
+        ]
+        par_counts.append(len(pairs))
+        data.parallel.extend(pairs)
+    data.files["parallel"] = _records(par_specs, par_counts)
+    return data

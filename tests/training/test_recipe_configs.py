@@ -1,0 +1,161 @@
+"""Typed recipe sections (modsenc.training.configs): defaults defined once, unknown keys named with
+the valid ones (in the YAML file and in --set), nested --set into free-form mappings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from modsenc.cli import main
+from modsenc.training.add_language import with_language_overrides
+from modsenc.training.configs import (
+    AddLanguageRecipe,
+    CLAConfig,
+    FinetuneRecipe,
+    LAConfig,
+    SEConfig,
+    TrainingConfig,
+)
+from modsenc.training.loop import LoopConfig
+from modsenc.training.recipe import RECIPE_DIRS, load_recipe
+from modsenc.utils.config import RecipeError
+
+SE_KEYS = "r, alpha, dropout, epochs, max_steps, batch_size, lr, warmup_ratio, scheduler, scale"
+
+
+def _yaml(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "recipe.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_minimal_recipe_gets_the_documented_defaults(tmp_path) -> None:
+    recipe = load_recipe(_yaml(tmp_path, "seed: 3\n"), schema=AddLanguageRecipe)
+    config = AddLanguageRecipe.from_dict(recipe)
+    assert config == AddLanguageRecipe(seed=3)  # every other value is a field default
+    assert (config.pivot, config.stages, config.attention, config.orthography) == ("en", None, "auto", "auto")
+    assert (config.la.r, config.la.alpha, config.la.dropout, config.la.mask_ratio) == (8, 16, 0.1, 0.15)
+    assert (config.la.epochs, config.la.max_steps, config.la.batch_size) == (None, 300, 32)
+    assert (config.se.epochs, config.se.batch_size, config.se.scale) == (5.0, 16, 20.0)
+    assert (config.cla.variant, config.cla.adapter, config.cla.epochs) == ("jt", {}, 3.0)
+    assert (config.la.warmup_ratio, config.la.scheduler) == (0.1, "linear")
+    assert (config.vocab.vocab_size, config.vocab.fasttext_min_count) == (8000, 10)
+    assert (config.data.mono, config.data.dev_pairs, config.dev.sts) == ([], 0, [])
+    assert config.training == TrainingConfig(keep_checkpoints=2, log_every=10, num_threads=None)
+    # The training loop's defaults are the training section's, not a second copy.
+    loop = LoopConfig(max_steps=1)
+    training = TrainingConfig()
+    assert (loop.grad_accum, loop.max_grad_norm, loop.log_every) == (
+        training.grad_accum,
+        training.max_grad_norm,
+        training.log_every,
+    )
+    assert (loop.checkpoint_every, loop.keep_checkpoints, loop.mixed_precision) == (
+        training.checkpoint_every,
+        training.keep_checkpoints,
+        training.mixed_precision,
+    )
+    assert LoopConfig.from_section({}, 1, 0) == loop
+    finetune = FinetuneRecipe.from_dict({})
+    assert (finetune.mono.epochs, finetune.cross.epochs, finetune.mono.lr) == (4.0, 2.0, 2.0e-5)
+
+
+def test_every_shipped_recipe_fits_its_sections() -> None:
+    names = sorted({p.stem for d in RECIPE_DIRS if d.is_dir() for p in d.glob("*.yaml")})
+    add_language = [n for n in names if n.startswith("add-language")]
+    finetune = [n for n in names if n.startswith("full-finetune")]
+    assert add_language and finetune
+    for name in add_language:
+        AddLanguageRecipe.from_dict(load_recipe(name, schema=AddLanguageRecipe))
+    for name in finetune:
+        FinetuneRecipe.from_dict(load_recipe(name, schema=FinetuneRecipe))
+
+
+def test_values_take_their_declared_types() -> None:
+    config = AddLanguageRecipe.from_dict({"la": {"lr": "1e-3", "epochs": 2}, "data": {"mono": None}})
+    assert config.la.lr == 1e-3 and isinstance(config.la.epochs, float) and config.data.mono == []
+    with pytest.raises(RecipeError, match=r"recipe key 'la.lr' must be a number, got 'fast'"):
+        AddLanguageRecipe.from_dict({"la": {"lr": "fast"}})
+    with pytest.raises(RecipeError, match=r"recipe key 'se.batch_size' must be an integer, got 1.5"):
+        AddLanguageRecipe.from_dict({"se": {"batch_size": 1.5}})
+    with pytest.raises(RecipeError, match=r"recipe section 'cla' must be a mapping"):
+        AddLanguageRecipe.from_dict({"cla": "jt"})
+    with pytest.raises(RecipeError, match=r"cla.variant must be one of \('pp', 'pl', 'jt'\), got 'xx'"):
+        AddLanguageRecipe.from_dict({"cla": {"variant": "xx"}})
+
+
+def test_an_unknown_key_in_the_yaml_file_lists_the_valid_ones(tmp_path) -> None:
+    path = _yaml(tmp_path, "se:\n  lrr: 1.0e-3\n")
+    with pytest.raises(RecipeError) as err:
+        load_recipe(path, schema=AddLanguageRecipe)
+    assert str(err.value) == f"{path}: unknown recipe key 'se.lrr'; se takes: {SE_KEYS}"
+    with pytest.raises(RecipeError, match=r"unknown recipe key 'seeed'; the recipe takes: seed, pivot, "):
+        load_recipe(_yaml(tmp_path, "seeed: 1\n"), schema=AddLanguageRecipe)
+    with pytest.raises(RecipeError, match=r"'per_language.tr.cla.lrr'; per_language.tr.cla takes: "):
+        load_recipe(_yaml(tmp_path, "per_language: {tr: {cla: {lrr: 1}}}\n"), schema=AddLanguageRecipe)
+    with pytest.raises(RecipeError, match=r"'data.per_language.uz.mon'; data.per_language.uz takes: mono, "):
+        load_recipe(_yaml(tmp_path, "data: {per_language: {uz: {mon: []}}}\n"), schema=AddLanguageRecipe)
+    with pytest.raises(RecipeError, match=r"unknown recipe key 'cross.scal'; cross takes: epochs, "):
+        load_recipe(_yaml(tmp_path, "cross: {scal: 1}\n"), schema=FinetuneRecipe)
+    # The API checks a recipe mapping as the command line does.
+    with pytest.raises(RecipeError, match=r"unknown recipe key 'se.lrr'"):
+        AddLanguageRecipe.from_dict({"se": {"lrr": 1}})
+
+
+def test_an_unknown_key_in_set_lists_the_valid_ones() -> None:
+    with pytest.raises(RecipeError) as err:
+        load_recipe("add-language", ["se.lrr=1"], schema=AddLanguageRecipe)
+    assert str(err.value) == f"unknown recipe key 'se.lrr'; se takes: {SE_KEYS}"
+    with pytest.raises(RecipeError, match=r"unknown recipe key 'sel'; the recipe takes: seed, "):
+        load_recipe("add-language", ["sel.lr=1"], schema=AddLanguageRecipe)
+    with pytest.raises(RecipeError, match=r"recipe key 'seed' is not a mapping \(0\): set it whole"):
+        load_recipe("add-language", ["seed.x=1"], schema=AddLanguageRecipe)
+    with pytest.raises(RecipeError, match=r"recipe key 'la.lr' must be a number, got 'fast'"):
+        load_recipe("add-language", ["la.lr=fast"], schema=AddLanguageRecipe)
+
+
+def test_set_reaches_nested_mappings_and_keys_the_file_leaves_out() -> None:
+    overrides = [
+        "cla.adapter.non_linearity=gelu",
+        "cla.adapter.reduction_factor=4",
+        "la.warmup_ratio=0.2",  # not in recipes/add-language.yaml: the default, overridden
+        "per_language.tr.cla.variant=pl",
+        "data.per_language.uz.mono=[uz.txt]",
+    ]
+    recipe = load_recipe("add-language", overrides, schema=AddLanguageRecipe)
+    config = AddLanguageRecipe.from_dict(recipe)
+    assert config.cla.adapter == {"non_linearity": "gelu", "reduction_factor": 4}
+    assert config.la.warmup_ratio == 0.2 and config.data.per_language["uz"].mono == ["uz.txt"]
+    assert AddLanguageRecipe.from_dict(with_language_overrides(recipe, "tr")).cla.variant == "pl"
+    assert AddLanguageRecipe.from_dict(with_language_overrides(recipe, "uz")).cla.variant == "jt"
+    # The whole-mapping form still works, with or without the schema.
+    for schema in (AddLanguageRecipe, None):
+        old = load_recipe("add-language", ["cla.adapter={non_linearity: gelu}"], schema=schema)
+        assert AddLanguageRecipe.from_dict(old).cla.adapter == {"non_linearity": "gelu"}
+
+
+def test_section_keys_are_listed_in_a_stable_order() -> None:
+    assert ", ".join(SEConfig.keys()) == SE_KEYS
+    assert LAConfig.keys()[:3] == ["r", "alpha", "dropout"] and LAConfig.keys()[-1] == "mask_ratio"
+    assert {"variant", "adapter", "scale", "lr"} <= set(CLAConfig.keys())
+
+
+@pytest.fixture()
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def test_the_command_line_names_unknown_keys_in_one_line(runner: CliRunner, tmp_path) -> None:
+    zoo = ["--zoo", str(tmp_path / "zoo"), "--work-dir", str(tmp_path / "w")]
+    result = runner.invoke(main, ["add-language", "en", *zoo, "--set", "se.lrr=1"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"unknown recipe key 'se.lrr'; se takes: {SE_KEYS}" in result.output
+    path = _yaml(tmp_path, "cla:\n  variant: jt\n  adaptor: {}\n")
+    result = runner.invoke(main, ["add-language", "en", *zoo, "--recipe", str(path)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "unknown recipe key 'cla.adaptor'; cla takes: " in result.output and "adapter" in result.output
+    output = ["--output", str(tmp_path / "o")]
+    result = runner.invoke(main, ["finetune", "--backbone", str(tmp_path), *output, "--set", "mono.lrr=1"])
+    assert result.exit_code == 1 and "unknown recipe key 'mono.lrr'; mono takes: " in result.output
