@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import faiss
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
+from modsenc.eval import mining
 from modsenc.eval.bitext import bitext_mining, l2_normalise, margin_best, precision_at_1, xsim_error
-from modsenc.eval.mining import MinedPair, mine, write_pairs
+from modsenc.eval.mining import MinedPair, build_index, mine, write_pairs
 from modsenc.eval.similarity import language_bias, rsim
 from modsenc.eval.sts import spearman_x100
 
@@ -148,6 +150,78 @@ def test_mine_by_hand() -> None:
     assert mine(HUB_SRC, HUB_TGT, k=2, chunk_size=1) == pairs
     with pytest.raises(ValueError, match="nothing to mine: 0 source and 4 target"):
         mine(HUB_SRC[:0], HUB_TGT)
+
+
+def test_mine_caps_k_at_both_sides_and_refuses_empty_input() -> None:
+    # k = 4 > 3 sources: the search is k = 3 both ways, whichever side is the shorter.
+    assert mine(HUB_SRC, HUB_TGT) == mine(HUB_SRC, HUB_TGT, k=3)
+    assert mine(HUB_TGT, HUB_SRC) == mine(HUB_TGT, HUB_SRC, k=3)
+    # One source: k = 1; a's nearest is h (0.8), and h's nearest source is a: margin 0.8 / 0.8 = 1.
+    assert mine(HUB_SRC[:1], HUB_TGT, k=2) == [MinedPair(pytest.approx(1.0), 0, 3)]
+    assert len(mine(HUB_SRC, HUB_TGT[:1], k=2)) == 1
+    with pytest.raises(ValueError, match="nothing to mine: 0 source and 4 target sentences"):
+        mine(HUB_SRC[:0], HUB_TGT)
+    with pytest.raises(ValueError, match="nothing to mine: 3 source and 0 target sentences"):
+        mine(HUB_SRC, HUB_TGT[:0])
+
+
+class _Cells:
+    """An approximate index in miniature: query i sees only the database rows in ``visible[i]`` (the
+    cells it probes), so its k results are padded with id -1, faiss's "not found", when those are
+    fewer than k."""
+
+    def __init__(self, database: np.ndarray, visible: list[list[int]]) -> None:
+        self.database, self.visible = database, visible
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        sims = np.full((len(queries), k), -3.4e38, dtype=np.float32)
+        ids = np.full((len(queries), k), -1, dtype=np.int64)
+        for i, row in enumerate(queries @ self.database.T):
+            found = sorted(self.visible[i], key=lambda j: -row[j])[:k]
+            sims[i, : len(found)], ids[i, : len(found)] = row[found], found
+        return sims, ids
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # faiss's -FLT_MAX fill; the mean of no neighbour
+def test_mine_ignores_neighbours_an_approximate_search_did_not_find(monkeypatch) -> None:
+    # The hub case with two neighbours missing: source a finds only ta (a's kNN mean is 0.6) and
+    # target ta finds only b (ta's kNN mean is -0.28). Forward, a -> ta scores 0.6 / ((0.6 - 0.28) / 2)
+    # = 3.75 (its missing neighbour counts for nothing); b and c are as before (b -> h 1.090909,
+    # c -> tc 0.96 / ((0.78 + 0.62) / 2) = 1.371429). Backward, ta -> b scores -0.28 / 0.3 < 0;
+    # h -> b 1.090909 beats h -> a 0.8 / ((0.88 + 0.6) / 2) = 1.081081. Greedy: a-ta, c-tc, b-h.
+    cells = {4: [[0], [0, 1, 2, 3], [0, 1, 2, 3]], 3: [[1], [0, 1, 2], [0, 1, 2], [0, 1, 2]]}
+    monkeypatch.setattr(mining, "build_index", lambda database, *_: _Cells(database, cells[len(database)]))
+    pairs = mine(HUB_SRC, HUB_TGT, k=2)
+    assert [(p.src, p.tgt) for p in pairs] == [(0, 0), (2, 2), (1, 3)]
+    np.testing.assert_allclose([p.score for p in pairs], [3.75, 0.96 / 0.70, 0.96 / 0.88], rtol=1e-5)
+    # A source and a target that nothing finds (and that find nothing) are left unpaired.
+    src, tgt = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 0.0], [0.6, 0.8]])
+    monkeypatch.setattr(mining, "build_index", lambda database, *_: _Cells(database, [[], [1]]))
+    assert mine(src, tgt, k=1) == [MinedPair(pytest.approx(1.0), 1, 1)]
+
+
+def test_mine_hands_its_index_settings_to_both_searches(monkeypatch) -> None:
+    calls = []
+    real = mining.build_index
+
+    def spy(database, exact_limit, nprobe):
+        calls.append((len(database), exact_limit, nprobe))
+        return real(database, exact_limit, nprobe)
+
+    monkeypatch.setattr(mining, "build_index", spy)
+    mine(HUB_SRC, HUB_TGT, k=2, exact_limit=7, nprobe=3)
+    assert calls == [(4, 7, 3), (3, 7, 3)]
+
+
+def test_build_index_is_exact_up_to_the_limit_and_reproducible_above() -> None:
+    x = l2_normalise(np.random.default_rng(5).standard_normal((300, 8)))
+    assert isinstance(build_index(x, exact_limit=300), faiss.IndexFlatIP)
+    ivf = build_index(x, exact_limit=299, nprobe=5)
+    assert isinstance(ivf, faiss.IndexIVFFlat) and ivf.ntotal == 300
+    assert ivf.nlist == int(4 * np.sqrt(300)) == 69 and ivf.nprobe == 5
+    # The k-means sample is drawn with a fixed seed: the same cells every time.
+    again = build_index(x, exact_limit=299, nprobe=5)
+    np.testing.assert_array_equal(ivf.quantizer.reconstruct_n(0, 69), again.quantizer.reconstruct_n(0, 69))
 
 
 def test_write_pairs(tmp_path) -> None:
