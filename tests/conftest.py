@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -28,15 +30,30 @@ def tiny_backbone_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def zoo_dir(tiny_backbone_dir, tmp_path_factory) -> Path:
+def zoo_dir(request, tmp_path_factory) -> Path:
     """en (pivot, SE), uz (all stages; a GELU CLA so the cross export can merge it), kk (vocab, LA,
-    parallel-only CLA with adapters' default ReLU), de (vocab, LA)."""
-    root = tmp_path_factory.mktemp("routing_zoo")
+    parallel-only CLA with adapters' default ReLU), de (vocab, LA).
+
+    With ``MODSENC_TEST_ZOO=DIR`` the zoo is built once into DIR and later sessions reuse it (tests
+    only read it): mutation testing runs the export tests once per mutant. Delete DIR whenever
+    add-language or this recipe changes.
+    """
+    cached = os.environ.get("MODSENC_TEST_ZOO")
+    root = Path(cached) if cached else tmp_path_factory.mktemp("routing_zoo")
     zoo = root / "zoo"
+    if cached and (root / "complete").exists():
+        return zoo
+    if cached and root.exists():  # a build that did not finish: start over, if it is only ours
+        if not {p.name for p in root.iterdir()} <= {"zoo", "w-en", "w-uz", "w-kk", "w-de"}:
+            raise FileExistsError(f"MODSENC_TEST_ZOO={root} holds other files; give a new folder")
+        shutil.rmtree(root)
+    tiny_backbone_dir = request.getfixturevalue("tiny_backbone_dir")
     run("en", fast_recipe(), zoo, backbone_dir=tiny_backbone_dir, work_dir=root / "w-en")
     run("uz", fast_recipe(**{"cla.adapter": "{non_linearity: gelu}"}), zoo, work_dir=root / "w-uz")
     run(
         "kk", fast_recipe(**{"cla.variant": "pl"}), zoo, work_dir=root / "w-kk", stages=["vocab", "la", "cla"]
     )
     run("de", fast_recipe(), zoo, work_dir=root / "w-de", stages=["vocab", "la"])
+    if cached:
+        (root / "complete").touch()
     return zoo

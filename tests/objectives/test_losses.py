@@ -68,6 +68,36 @@ def test_koleo_scale_invariant_and_needs_two_vectors():
         KoLeoLoss()(torch.ones(1, 8))
 
 
+def test_koleo_two_vectors_and_duplicates_by_hand():
+    # Two vectors are each other's nearest neighbour, even when antipodal (cosine -1, below no
+    # other candidate but above the -2 on the diagonal): d = |[1, 0] - [-1, 0]| = 2.
+    assert KoLeoLoss()(torch.tensor([[2.0, 0.0], [-1.0, 0.0]])).item() == pytest.approx(
+        -math.log(2.0), abs=1e-6
+    )
+    # Duplicates stay finite: pairwise_distance adds eps to the difference, |(eps, eps)| = sqrt2 eps,
+    # and the log adds eps again: -log(sqrt2 eps + eps) = 17.539 at eps = 1e-8.
+    eps = 1e-8
+    duplicates = KoLeoLoss(eps)(torch.tensor([[1.0, 0.0], [3.0, 0.0]])).item()
+    assert duplicates == pytest.approx(-math.log(SQRT2 * eps + eps), rel=1e-4)
+    with pytest.raises(ValueError, match="KoLeo needs at least two vectors in the batch"):
+        KoLeoLoss()(torch.ones(1, 2))
+
+
+def test_koleo_runs_in_fp32_under_bf16_autocast():
+    # u = [1, 0]; v and w at cosines 0.9998 and 0.99995 to u. In bf16 (8 significant bits) both
+    # cosines round to 1.0, so a bf16 similarity would tie and pick v (the first); fp32 picks w.
+    assert torch.tensor([0.9998, 0.99995]).bfloat16().tolist() == [1.0, 1.0]
+    cos_v, cos_w = 0.9998, 0.99995
+    x = torch.tensor([[1.0, 0.0], [cos_v, math.sqrt(1 - cos_v**2)], [cos_w, math.sqrt(1 - cos_w**2)]])
+    plain = KoLeoLoss()(x).item()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert KoLeoLoss()(x).item() == pytest.approx(plain, abs=1e-6)
+    # u's nearest is w, at sqrt(2 - 2 cos_w) = 0.0100 (v would be 0.0200); v's and w's are each other.
+    d_vw = math.sqrt(2 - 2 * (cos_v * cos_w + math.sqrt((1 - cos_v**2) * (1 - cos_w**2))))
+    d_uw = math.sqrt(2 - 2 * cos_w)
+    assert plain == pytest.approx(-(math.log(d_uw) + 2 * math.log(d_vw)) / 3, abs=1e-3)
+
+
 # --------------------------------------------------------------------------- alignment
 def test_mse_alignment_sum_and_count():
     a = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
@@ -76,7 +106,7 @@ def test_mse_alignment_sum_and_count():
     assert sq_sum.item() == pytest.approx(1.0**2 + 0.0**2 + 2.0**2 + 3.0**2)  # 14
     assert numel == 4
     assert (sq_sum / numel).item() == pytest.approx(F.mse_loss(a, b).item())
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"alignment needs equal shapes, got \(2, 2\) and \(1, 2\)"):
         MSEAlignmentLoss()(a, b[:1])
 
 
@@ -94,6 +124,17 @@ def test_infonce_2x2_by_hand():
     assert InfoNCEAlignmentLoss(temperature=t)(b, a).item() == pytest.approx(expected, abs=1e-6)
     with pytest.raises(ValueError):
         InfoNCEAlignmentLoss(temperature=0.0)
+
+
+def test_infonce_3x2_by_hand():
+    """Three pairs in two dimensions: no symmetry for a wrong normalisation axis to hide behind."""
+    a = torch.tensor([[3.0, 4.0], [1.0, 0.0], [0.0, 2.0]])  # normalised: [.6, .8], [1, 0], [0, 1]
+    b = torch.tensor([[1.0, 0.0], [0.0, 5.0], [6.0, 8.0]])  # normalised: [1, 0], [0, 1], [.6, .8]
+    # cos(a_i, b_j) = [[.6, .8, 1], [1, 0, .6], [0, 1, .8]]; at t = 0.5 the logits are twice that.
+    logits = [[1.2, 1.6, 2.0], [2.0, 0.0, 1.2], [0.0, 2.0, 1.6]]
+    rows = sum(_lse(*logits[i]) - logits[i][i] for i in range(3)) / 3
+    columns = sum(_lse(*(logits[j][i] for j in range(3))) - logits[i][i] for i in range(3)) / 3
+    assert InfoNCEAlignmentLoss(temperature=0.5)(a, b).item() == pytest.approx((rows + columns) / 2, abs=1e-6)
 
 
 # --------------------------------------------------------------------------- cross-unmasking head
@@ -149,6 +190,37 @@ def test_cross_unmasking_position_zero_is_the_other_sentence():
     new = run(masked_hidden, changed_other)
     assert new[0].item() == pytest.approx(_lse(-1, 0.5, -1, 0.5) - 0.5, abs=1e-6)
     assert torch.equal(new[1:], base[1:])  # no layers: other positions are untouched
+
+
+def test_cross_unmasking_head_width_and_initialisation():
+    head = CrossUnmaskingHead(hidden_size=64, vocab_size=10, num_layers=2, num_heads=4)
+    # No intermediate size given: XLM-R's 4 x hidden.
+    assert [layer.intermediate.dense.out_features for layer in head.layers] == [256, 256]
+    narrow = CrossUnmaskingHead(
+        hidden_size=64, vocab_size=10, num_layers=1, num_heads=4, intermediate_size=96
+    )
+    assert narrow.layers[0].intermediate.dense.out_features == 96
+    # XLM-R's initialisation: linear weights N(0, 0.02) (98,304 of them here), zero biases, LayerNorm 1 / 0.
+    linears = [m for m in head.modules() if isinstance(m, torch.nn.Linear)]
+    weights = torch.cat([m.weight.flatten() for m in linears])
+    assert weights.numel() == 2 * (4 * 64 * 64 + 2 * 64 * 256)
+    assert weights.std().item() == pytest.approx(0.02, rel=0.02) and abs(weights.mean().item()) < 1e-3
+    assert all(torch.all(m.bias == 0) for m in linears) and torch.all(head.bias == 0)
+    norms = [m for m in head.modules() if isinstance(m, torch.nn.LayerNorm)]
+    assert norms and all(torch.all(m.weight == 1) and torch.all(m.bias == 0) for m in norms)
+
+
+def test_cross_unmasking_head_under_bf16_autocast():
+    """Training runs under bf16 autocast while the pooled sentence vectors may stay fp32: position 0
+    takes the other sentence's vector in the masked states' dtype."""
+    head, layout, masked_hidden, other, labels = _head_inputs()
+    expected, _ = head(masked_hidden, other, layout, labels, torch.tensor(E), SdpaVarlenAttention())
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        losses, _ = head(
+            masked_hidden.bfloat16(), other, layout, labels, torch.tensor(E), SdpaVarlenAttention()
+        )
+    assert losses.dtype == torch.float32
+    torch.testing.assert_close(losses, expected, rtol=0.05, atol=0.05)
 
 
 # --------------------------------------------------------------------------- masking

@@ -63,6 +63,33 @@ def test_bag_of_tokens_excludes_special_tokens():
     assert torch.allclose(bags, expected)  # the all-special sentence has an all-zero row
 
 
+def test_bag_of_tokens_normalises_each_sentence_by_its_own_length():
+    batch = PackedBatch.from_ids([[0, 5, 7, 5, 2], [0, 6, 2], [0, 2], [0, 7, 7, 6, 6, 2]])
+    bags = bag_of_tokens(batch, vocab_size=8, special_ids={0, 2})
+    expected = torch.zeros(4, 8)
+    expected[0, 5], expected[0, 7] = 2 / 3, 1 / 3
+    expected[1, 6] = 1.0  # one token: the whole mass
+    expected[3, 6], expected[3, 7] = 0.5, 0.5
+    assert torch.equal(bags, expected)
+
+
+def test_xtr_head_weight_initialisation_and_errors():
+    embedding = torch.randn(5, 3)
+    head = XTRHead(hidden_size=3, vocab_size=5, init_embedding=embedding)
+    assert torch.equal(head.w_emb, embedding) and head.w_emb.data_ptr() != embedding.data_ptr()  # a copy
+    with pytest.raises(ValueError, match=r"init_embedding must be \(5, 3\), got \(4, 3\)"):
+        XTRHead(hidden_size=3, vocab_size=5, init_embedding=embedding[:4])
+    torch.manual_seed(0)
+    fresh = XTRHead(hidden_size=64, vocab_size=1000).w_emb  # no embedding given: N(0, 0.02)
+    assert fresh.std().item() == pytest.approx(0.02, rel=0.02) and abs(fresh.mean().item()) < 1e-3
+    with pytest.raises(ValueError, match="this XTR head has a language embedding: pass target_language"):
+        XTRHead(hidden_size=3, vocab_size=5, num_languages=2, language_dim=2)(torch.ones(1, 3))
+    with pytest.raises(ValueError, match="a tied XTR head needs the backbone's input embedding matrix"):
+        XTRHead(hidden_size=3, vocab_size=5, tied=True)(torch.ones(1, 3))
+    with pytest.raises(ValueError, match=r"log_q \(1, 5\) and target \(1, 4\) differ in shape"):
+        XTRLoss()(torch.zeros(1, 5), torch.zeros(1, 4))
+
+
 def _hand_head() -> XTRHead:
     head = XTRHead(hidden_size=2, vocab_size=3, num_languages=2, language_dim=1)
     with torch.no_grad():
@@ -206,6 +233,13 @@ def test_additive_margin_softmax_with_a_known_margin():
         AdditiveMarginSoftmaxLoss(m, s).margin_cosine(x, torch.cat([y, y]))
 
 
+def test_additive_margin_softmax_errors():
+    with pytest.raises(ValueError, match="margin must be >= 0, got -0.1"):
+        AdditiveMarginSoftmaxLoss(-0.1)
+    with pytest.raises(ValueError, match=r"x \(2, 2\) and y \(1, 2\) differ in shape"):
+        AdditiveMarginSoftmaxLoss()(torch.ones(2, 2), torch.ones(1, 2))
+
+
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 @pytest.mark.parametrize("name", ["ems", "contrastive", "emmax"])
 def test_objectives_pool_as_the_backbone_says(tiny_xlmr, corpus, name, pooling):
@@ -266,6 +300,34 @@ def test_gmm_moment_fit_is_the_labelled_mean_and_spread():
     assert gmm.mu[1].tolist() == [0.0, 0.0]  # no items: untouched
 
 
+def test_gmm_starts_with_spreads_growing_with_the_rank():
+    # sigma_r = (r / N) sqrt(2 / d): d = 8 gives sqrt(2 / 8) = 0.5, so 0.125, 0.25, 0.375, 0.5 for N = 4.
+    gmm = GaussianMixtureRelation(dim=8, ranks=4)
+    sigma = gmm.log_sigma.exp()
+    assert sigma.shape == (4, 8) and sigma.dtype == torch.float32
+    torch.testing.assert_close(sigma, torch.tensor([0.125, 0.25, 0.375, 0.5])[:, None].expand(4, 8))
+    assert torch.all(gmm.mu == 0) and torch.all(gmm.pi_logits == 0)  # uniform prior
+    with pytest.raises(ValueError, match="a relation classifier needs at least 2 ranks, got 1"):
+        GaussianMixtureRelation(dim=8, ranks=1)
+
+
+def test_gmm_posterior_of_a_batch_of_candidate_lists():
+    """(anchors, candidates, dim) differences: the posterior is over the last axis, row by row."""
+    torch.manual_seed(0)
+    gmm = GaussianMixtureRelation(dim=3, ranks=3)
+    with torch.no_grad():
+        gmm.mu.normal_()
+        gmm.pi_logits.normal_()
+    z = torch.randn(2, 4, 3)
+    ranks = torch.tensor([[0, 1, 2, 1], [2, 2, 0, 1]])
+    posterior = gmm.log_posterior(z)
+    assert posterior.shape == (2, 4, 3)
+    torch.testing.assert_close(posterior.exp().sum(-1), torch.ones(2, 4))
+    torch.testing.assert_close(posterior, torch.stack([gmm.log_posterior(row) for row in z]))
+    per_row = sum(gmm(row, r) for row, r in zip(z, ranks))
+    torch.testing.assert_close(gmm(z, ranks), per_row)
+
+
 def test_mixup_rank_labels():
     n = 4
     assert mixup_rank(0.0, n) == 1  # the translation itself
@@ -296,6 +358,20 @@ def test_rank_infonce_with_a_fixed_assignment():
     total, _ = RankInfoNCELoss(taus)(sim, torch.tensor([[0, 0]]))
     total.backward()
     assert torch.isfinite(sim.grad).all()
+
+
+def test_rank_infonce_checks_its_temperatures_and_shapes():
+    for bad in ([0.1], [0.0, 0.1], [-0.1, 0.1]):
+        with pytest.raises(ValueError, match=r"need at least two positive temperatures, got \["):
+            RankInfoNCELoss(bad)
+    with pytest.raises(ValueError, match=r"must increase with the rank .*, got \[0.1, 0.1, 0.2\]"):
+        RankInfoNCELoss([0.1, 0.1, 0.2])
+    two = RankInfoNCELoss([0.1, 0.2])  # two ranks: translations against unrelated candidates
+    total, count = two(torch.tensor([[0.9, 0.1]]), torch.tensor([[0, 1]]))
+    assert total.item() == pytest.approx(_lse(9.0, 1.0) - 9.0, abs=1e-5)
+    assert count.item() == 1 and count.dtype == torch.long and total.dtype == torch.float32
+    with pytest.raises(ValueError, match=r"similarity \(1, 2\) and ranks \(1, 3\) differ in shape"):
+        two(torch.zeros(1, 2), torch.zeros(1, 3, dtype=torch.long))
 
 
 # --------------------------------------------------------------------------- EMMA-X objective

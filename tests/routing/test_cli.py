@@ -41,6 +41,36 @@ def test_encode_to_npy_and_jsonl_in_chunks(zoo_dir, tmp_path) -> None:
     assert len(rows[0]["embedding"]) == 32
 
 
+def test_encode_follows_the_mode_asked_for(zoo_dir, tmp_path) -> None:
+    """uz has a CLA, so --mode mono (without it) and --mode cross (with it) give other vectors; each
+    output, .jsonl or .npy, holds the vectors of the mode asked for (cross when none is given)."""
+    texts = HELD_OUT["uz"]
+    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    expected = {mode: encoder.encode(texts, lang="uz", mode=mode) for mode in ("mono", "cross")}
+    assert np.abs(expected["mono"] - expected["cross"]).max() > 1e-2
+    runner = CliRunner()
+    stdin = "\n".join(texts) + "\n"
+    base = ["encode", "--zoo", str(zoo_dir), "--lang", "uz"]
+    for mode, other in (("mono", "cross"), ("cross", "mono"), (None, "mono")):
+        flags = ["--mode", mode] if mode else []
+        jsonl, npy = tmp_path / f"{mode}.jsonl", tmp_path / f"{mode}.npy"
+        result = runner.invoke(main, [*base, *flags, "--output", str(jsonl)], input=stdin)
+        assert result.exit_code == 0, result.output
+        rows = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
+        assert [r["text"] for r in rows] == texts and {r["lang"] for r in rows} == {"uz"}
+        got = np.array([r["embedding"] for r in rows])
+        result = runner.invoke(main, [*base, *flags, "--output", str(npy)], input=stdin)
+        assert result.exit_code == 0, result.output
+        for vectors in (got, np.load(npy)):
+            np.testing.assert_allclose(vectors, expected[mode or "cross"], atol=1e-5)
+            assert np.abs(vectors - expected[other]).max() > 1e-2
+    # --normalize: the same directions at unit length.
+    result = runner.invoke(main, [*base, "--mode", "mono", "--normalize", "--output", str(npy)], input=stdin)
+    assert result.exit_code == 0, result.output
+    unit = expected["mono"] / np.linalg.norm(expected["mono"], axis=1, keepdims=True)
+    np.testing.assert_allclose(np.load(npy), unit, atol=1e-5)
+
+
 def test_encode_errors_name_the_problem(zoo_dir, tmp_path) -> None:
     runner = CliRunner()
     result = runner.invoke(

@@ -1,0 +1,76 @@
+"""export's exact merge of a parallel bottleneck (the CLA) into the feed-forward block it sits beside,
+on a tiny backbone with random adapter weights (no training, no zoo)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from adapters import ParBnConfig, SeqBnConfig
+
+from modsenc.backbone import Backbone
+from modsenc.modules.export import _merge_parallel_adapter
+from modsenc.modules.modular import ModularBackbone
+from tests._zoo import HELD_OUT
+
+TEXTS = HELD_OUT["uz"] + HELD_OUT["en"]
+
+
+def _modular_with_cla(backbone_dir, config) -> ModularBackbone:
+    modular = ModularBackbone(Backbone.from_pretrained(backbone_dir, attention="sdpa")).eval()
+    modular.add_alignment("uz", config)
+    torch.manual_seed(0)
+    with torch.no_grad():  # adapters starts `up` at zero (an identity adapter): make it matter
+        for p in modular.module_parameters("uz", "cla"):
+            p.normal_(std=0.3)
+    return modular
+
+
+def test_a_gelu_cla_merges_into_wider_ffn_layers_exactly(tiny_backbone_dir) -> None:
+    modular = _modular_with_cla(tiny_backbone_dir, ParBnConfig(non_linearity="gelu"))
+    model = modular.backbone.model
+    with_cla = modular.encode(TEXTS, "uz", ["cla"], convert_to_tensor=True)
+    bare = modular.encode(TEXTS, None, convert_to_tensor=True)
+    assert (with_cla - bare).abs().max() > 0.1  # the adapter changes the vectors
+
+    layer = model.encoder.layer[0]
+    adapter = layer.output.adapters["uz_cla"]
+    down, up, s = adapter.adapter_down[0], adapter.adapter_up, float(adapter.scaling)
+    assert s == 4.0  # ParBn's default scaling: a factor the merge must apply
+    inter_w, inter_b = layer.intermediate.dense.weight.clone(), layer.intermediate.dense.bias.clone()
+    out_w, out_b = layer.output.dense.weight.clone(), layer.output.dense.bias.clone()
+    for each in model.encoder.layer:
+        _merge_parallel_adapter(each, each.output.adapters["uz_cla"], model.config.hidden_act)
+
+    # FFN(x) + s up(act(down x)) = W_out act(W_in x + b_in) + b_out + s (W_up act(W_down x + b_down) + b_up):
+    # the bottleneck's r = 16 units are r more FFN neurons, W_in gains the rows of W_down and W_out
+    # the columns of s W_up; the output bias absorbs s b_up.
+    assert layer.intermediate.dense.weight.shape == (64 + 16, 32) and layer.output.dense.weight.shape == (
+        32,
+        80,
+    )
+    assert torch.equal(layer.intermediate.dense.weight, torch.cat([inter_w, down.weight]))
+    assert torch.equal(layer.intermediate.dense.bias, torch.cat([inter_b, down.bias]))
+    assert torch.equal(layer.output.dense.weight, torch.cat([out_w, s * up.weight], dim=1))
+    torch.testing.assert_close(layer.output.dense.bias, out_b + s * up.bias, rtol=0, atol=0)
+    # With the adapter switched off, the widened backbone gives the adapted vectors.
+    merged = modular.encode(TEXTS, None, convert_to_tensor=True)
+    torch.testing.assert_close(merged, with_cla, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (ParBnConfig(), "the CLA uses ReLU, the backbone's FFN GELUActivation: no exact merge exists"),
+        (SeqBnConfig(non_linearity="gelu"), "only ParBnConfig's layout"),  # after the FFN, before its LN
+        (ParBnConfig(non_linearity="gelu", residual_before_ln=False), "only ParBnConfig's layout"),
+        (ParBnConfig(non_linearity="gelu", original_ln_after=False), "only ParBnConfig's layout"),
+    ],
+)
+def test_only_an_exact_merge_is_done(tiny_backbone_dir, config, message) -> None:
+    modular = _modular_with_cla(tiny_backbone_dir, config)
+    layer = modular.backbone.model.encoder.layer[0]
+    before = {k: v.clone() for k, v in layer.state_dict().items()}
+    with pytest.raises(ValueError, match=message):
+        _merge_parallel_adapter(layer, layer.output.adapters["uz_cla"], "gelu")
+    after = layer.state_dict()
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
