@@ -95,6 +95,12 @@ def test_language_bias() -> None:
     assert result["average"] == pytest.approx(100.0) and result["pooled"] < 90 and result["bias"] > 10
 
 
+def test_l2_normalise_leaves_a_zero_vector_at_zero() -> None:
+    out = l2_normalise(np.array([[0.0, 0.0], [3.0, 4.0]]))
+    assert out.dtype == np.float32 and out.flags["C_CONTIGUOUS"]
+    np.testing.assert_array_equal(out, np.array([[0.0, 0.0], [0.6, 0.8]], dtype=np.float32))
+
+
 # A hand-worked hub case (unit vectors, so every cosine is a dot product), k = 2.
 #   sources  a = (1, 0)        b = (0.6, 0.8)    c = (-0.8, 0.6)
 #   targets ta = (0.6, -0.8)  tb = (0, 1)       tc = (-0.6, 0.8)   h = (0.8, 0.6)  (h: a hub)

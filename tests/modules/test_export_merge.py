@@ -57,13 +57,20 @@ def test_a_gelu_cla_merges_into_wider_ffn_layers_exactly(tiny_backbone_dir) -> N
     torch.testing.assert_close(merged, with_cla, rtol=1e-5, atol=1e-5)
 
 
+LAYOUT = r"^only ParBnConfig's layout \(added before the FFN's LayerNorm\) can be merged$"
+
+
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        (ParBnConfig(), "the CLA uses ReLU, the backbone's FFN GELUActivation: no exact merge exists"),
-        (SeqBnConfig(non_linearity="gelu"), "only ParBnConfig's layout"),  # after the FFN, before its LN
-        (ParBnConfig(non_linearity="gelu", residual_before_ln=False), "only ParBnConfig's layout"),
-        (ParBnConfig(non_linearity="gelu", original_ln_after=False), "only ParBnConfig's layout"),
+        (
+            ParBnConfig(),
+            r"^the CLA uses ReLU, the backbone's FFN GELUActivation: no exact merge exists\. Export with "
+            r"mode='mono', or train the CLA with cla\.adapter\.non_linearity set to the FFN's activation$",
+        ),
+        (SeqBnConfig(non_linearity="gelu"), LAYOUT),  # after the FFN's output, before its LayerNorm
+        (ParBnConfig(non_linearity="gelu", residual_before_ln=False), LAYOUT),
+        (ParBnConfig(non_linearity="gelu", original_ln_after=False), LAYOUT),
     ],
 )
 def test_only_an_exact_merge_is_done(tiny_backbone_dir, config, message) -> None:

@@ -79,7 +79,7 @@ def test_koleo_two_vectors_and_duplicates_by_hand():
     eps = 1e-8
     duplicates = KoLeoLoss(eps)(torch.tensor([[1.0, 0.0], [3.0, 0.0]])).item()
     assert duplicates == pytest.approx(-math.log(SQRT2 * eps + eps), rel=1e-4)
-    with pytest.raises(ValueError, match="KoLeo needs at least two vectors in the batch"):
+    with pytest.raises(ValueError, match="^KoLeo needs at least two vectors in the batch$"):
         KoLeoLoss()(torch.ones(1, 2))
 
 
@@ -122,7 +122,7 @@ def test_infonce_2x2_by_hand():
     assert InfoNCEAlignmentLoss(temperature=t)(a, b).item() == pytest.approx(expected, abs=1e-6)
     # Swapping the roles of a and b gives the same symmetric loss.
     assert InfoNCEAlignmentLoss(temperature=t)(b, a).item() == pytest.approx(expected, abs=1e-6)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^temperature must be positive$"):
         InfoNCEAlignmentLoss(temperature=0.0)
 
 
@@ -210,9 +210,9 @@ def test_cross_unmasking_head_width_and_initialisation():
     assert norms and all(torch.all(m.weight == 1) and torch.all(m.bias == 0) for m in norms)
 
 
-def test_cross_unmasking_head_under_bf16_autocast():
-    """Training runs under bf16 autocast while the pooled sentence vectors may stay fp32: position 0
-    takes the other sentence's vector in the masked states' dtype."""
+def test_cross_unmasking_head_in_bf16_with_fp32_sentence_vectors():
+    """Training runs in bf16 (autocast, or a bf16 model) while the pooled sentence vectors may be fp32:
+    position 0 takes the other sentence's vector in the masked states' dtype."""
     head, layout, masked_hidden, other, labels = _head_inputs()
     expected, _ = head(masked_hidden, other, layout, labels, torch.tensor(E), SdpaVarlenAttention())
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -220,6 +220,12 @@ def test_cross_unmasking_head_under_bf16_autocast():
             masked_hidden.bfloat16(), other, layout, labels, torch.tensor(E), SdpaVarlenAttention()
         )
     assert losses.dtype == torch.float32
+    torch.testing.assert_close(losses, expected, rtol=0.05, atol=0.05)
+    # A bf16 model without autocast: the fp32 vectors are cast, not refused.
+    head = head.to(torch.bfloat16)
+    losses, _ = head(
+        masked_hidden.bfloat16(), other, layout, labels, torch.tensor(E).bfloat16(), SdpaVarlenAttention()
+    )
     torch.testing.assert_close(losses, expected, rtol=0.05, atol=0.05)
 
 

@@ -82,9 +82,9 @@ def test_xtr_head_weight_initialisation_and_errors():
     torch.manual_seed(0)
     fresh = XTRHead(hidden_size=64, vocab_size=1000).w_emb  # no embedding given: N(0, 0.02)
     assert fresh.std().item() == pytest.approx(0.02, rel=0.02) and abs(fresh.mean().item()) < 1e-3
-    with pytest.raises(ValueError, match="this XTR head has a language embedding: pass target_language"):
+    with pytest.raises(ValueError, match="^this XTR head has a language embedding: pass target_language$"):
         XTRHead(hidden_size=3, vocab_size=5, num_languages=2, language_dim=2)(torch.ones(1, 3))
-    with pytest.raises(ValueError, match="a tied XTR head needs the backbone's input embedding matrix"):
+    with pytest.raises(ValueError, match="^a tied XTR head needs the backbone's input embedding matrix$"):
         XTRHead(hidden_size=3, vocab_size=5, tied=True)(torch.ones(1, 3))
     with pytest.raises(ValueError, match=r"log_q \(1, 5\) and target \(1, 4\) differ in shape"):
         XTRLoss()(torch.zeros(1, 5), torch.zeros(1, 4))

@@ -82,3 +82,30 @@ def test_export_keeps_mean_pooling_and_the_prefix(tiny_backbone_dir, tmp_path) -
     np.testing.assert_allclose(st.encode(TEXTS), expected, atol=1e-5)
     # the prefix and the pooling both matter: without the prompt the vectors differ
     assert np.abs(st.encode(TEXTS, prompt="") - expected).max() > 1e-3
+
+
+def test_export_marker_model_card_truncation_and_replacing_an_earlier_export(zoo_dir, tmp_path) -> None:
+    import json  # noqa: PLC0415
+
+    from modsenc.backbone import Backbone  # noqa: PLC0415
+    from modsenc.modules.bundle import Zoo  # noqa: PLC0415
+
+    out = export_sentence_transformer(zoo_dir, "kk", tmp_path / "model", mode="mono")
+    assert json.loads((out / "modsenc_export.json").read_text()) == {
+        "format": "modsenc-export/1",
+        "language": "kk",
+        "mode": "mono",
+        "modules": ["la", "vocab"],
+        "backbone_fingerprint": Zoo(zoo_dir).backbone_fingerprint(),
+    }
+    card = "modsenc export: language kk, mode mono, modules ['la', 'vocab']\n"
+    assert (out / "README.md").read_text() == card
+    # Texts longer than the backbone's max_length are cut where modsenc cuts them.
+    st = SentenceTransformer(str(out), device="cpu")
+    assert st.max_seq_length == Backbone.from_pretrained(Zoo(zoo_dir).backbone_dir).max_length
+    long_text = [" ".join(HELD_OUT["kk"] * 40)]
+    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu").encode(long_text, lang="kk", mode="mono")
+    np.testing.assert_allclose(st.encode(long_text), expected, atol=1e-5)
+    # The folder holds an export (its marker): a later export replaces it.
+    export_sentence_transformer(zoo_dir, "uz", out, mode="mono")
+    assert json.loads((out / "modsenc_export.json").read_text())["language"] == "uz"
