@@ -13,9 +13,9 @@ on the eval-dev sets only:
 
 Same budget, not same steps: each arm first times a few steps (``--probe-steps``), then trains
 ``budget / seconds-per-step`` steps with the recipe's schedule scaled to that length (warm-up 10%),
-so every arm completes its learning-rate schedule. One arm is trained a second time with another
-seed (``--repeat``) so readers can tell noise from gaps. Every output directory is a cache: a second
-run only evaluates and formats what is missing.
+so every arm completes its learning-rate schedule. All arms are timed before any trains. One arm is
+trained a second time with another seed (``--repeat``) so readers can tell noise from gaps. Every
+output directory is a cache: a second run only evaluates and formats what is missing.
 
     python bench/objectives.py --data ../shared/data --recipe cpu-minilm --work runs/objectives \\
         --budget-seconds 900 --repeat mexma --out docs/results.md
@@ -28,6 +28,7 @@ import copy
 import importlib.util
 import json
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -102,7 +103,8 @@ def initial_backbone(base: dict[str, Any], work: Path) -> Path:
     return init_dir
 
 
-def train_arm(args: argparse.Namespace, base: dict, init_dir: Path, name: str, arm: str, seed: int) -> dict:
+def probe_arm(args: argparse.Namespace, base: dict, init_dir: Path, name: str, arm: str, seed: int) -> float:
+    """Seconds per training step of this arm, timed over ``--probe-steps`` steps (cached)."""
     arm_dir = args.work / name
     probe_file = arm_dir / "probe.json"
     if not probe_file.exists():
@@ -111,7 +113,20 @@ def train_arm(args: argparse.Namespace, base: dict, init_dir: Path, name: str, a
         run(probe, arm_dir / "probe", resume=(arm_dir / "probe/run/checkpoints").exists(), callbacks=(timer,))
         arm_dir.mkdir(parents=True, exist_ok=True)
         probe_file.write_text(json.dumps({"seconds_per_step": timer.seconds_per_step()}), encoding="utf-8")
-    seconds_per_step = json.loads(probe_file.read_text(encoding="utf-8"))["seconds_per_step"]
+        shutil.rmtree(arm_dir / "probe")  # its checkpoints: GBs for a model of e5's size
+    return json.loads(probe_file.read_text(encoding="utf-8"))["seconds_per_step"]
+
+
+def train_arm(
+    args: argparse.Namespace,
+    base: dict,
+    init_dir: Path,
+    name: str,
+    arm: str,
+    seed: int,
+    seconds_per_step: float,
+) -> dict:
+    arm_dir = args.work / name
     steps = max(2, int(args.budget_seconds / seconds_per_step))
     out = arm_dir / "train"
     if not (out / "backbone/config.json").exists():
@@ -121,6 +136,7 @@ def train_arm(args: argparse.Namespace, base: dict, init_dir: Path, name: str, a
         (arm_dir / "wall.json").write_text(
             json.dumps({"seconds": time.perf_counter() - started}), encoding="utf-8"
         )
+        shutil.rmtree(out / "run/checkpoints", ignore_errors=True)  # only a resume needed them
     wall_file = arm_dir / "wall.json"
     wall = (
         json.loads(wall_file.read_text(encoding="utf-8"))["seconds"] if wall_file.exists() else float("nan")
@@ -292,13 +308,13 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     init_dir = initial_backbone(base, args.work)
     Backbone.from_pretrained(init_dir)  # fails early on a broken initial backbone
-    runs: dict[str, dict] = {}
-    for arm in args.arms:
-        runs[arm] = train_arm(args, base, init_dir, arm, arm, seed)
+    arms = [(arm, arm, seed) for arm in args.arms]
     if args.repeat:
-        runs[f"{args.repeat}-repeat"] = train_arm(
-            args, base, init_dir, f"{args.repeat}-repeat", args.repeat, seed + 1
-        )
+        arms.append((f"{args.repeat}-repeat", args.repeat, seed + 1))
+    # Every arm is timed before any trains, so the probes all see the same (idle) machine and the
+    # step counts do not depend on what else ran while earlier arms trained.
+    speeds = {name: probe_arm(args, base, init_dir, name, arm, arm_seed) for name, arm, arm_seed in arms}
+    runs = {name: train_arm(args, base, init_dir, name, arm, s, speeds[name]) for name, arm, s in arms}
     files = eval_files(args)
     table = {name: scores(evaluate(args, name, info["backbone"], files)) for name, info in runs.items()}
     image = args.out.parent / "img" / "objectives-loss.png"

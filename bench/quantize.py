@@ -1,0 +1,107 @@
+"""What int8 quantisation (``--quantize int8``) costs and gains on a zoo, float32 and int8 side by side.
+
+    python bench/quantize.py --zoo runs/zoo-e5c --data ../shared/data --work runs/quantize
+
+For the zoo's backbone in float32 and with its linear layers in int8 (torchao, as ``modsenc serve
+--quantize int8`` runs it), on the eval-dev sets only:
+
+* STS Spearman x100 on Kardeş STS dev: each installed language's monolingual pair and en-xx;
+* bitext xsim error % (LASER margin, k=4), both directions with en: the translations read off
+  Kardeş STS dev (as bench/paper_tables.py does) and PUD for the installed PUD languages;
+* cosine of every int8 vector to its float32 vector, and offline ``ModularEncoder.encode``
+  sentences/s (each language's sentences with their language given, batch 32, mode cross).
+
+It is a benchmark, not a test: speed depends on the machine (2 CPU cores here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from modsenc.data.readers import read_parallel_tsv  # noqa: E402
+from modsenc.eval.runner import evaluate  # noqa: E402
+from modsenc.routing.encoder import ModularEncoder  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
+paper_tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(paper_tables)
+
+SCHEMES = ("none", "int8")
+
+
+def speed_and_vectors(zoo: Path, scheme: str, columns: dict[str, list[str]]) -> tuple[float, dict]:
+    encoder = ModularEncoder.from_pretrained(zoo, device="cpu", quantize=scheme)
+    vectors, seconds, count = {}, 0.0, 0
+    for lang, texts in columns.items():
+        encoder.encode(texts[:32], lang=lang, batch_size=32)  # load the language, warm up
+        start = time.perf_counter()
+        vectors[lang] = encoder.encode(texts, lang=lang, batch_size=32)
+        seconds += time.perf_counter() - start
+        count += len(texts)
+    return count / seconds, vectors
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--zoo", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--work", type=Path, default=Path("runs/quantize"), help="Derived eval files.")
+    args = parser.parse_args()
+
+    installed = ModularEncoder.from_pretrained(args.zoo, device="cpu").installed
+    kardes = args.data / "eval-dev/sts/kardes-sts-dev.tsv"
+    kardes_bitext = paper_tables.kardes_sts_bitext(kardes, args.work / "kardes-sts-bitext.tsv")
+    pud = args.data / "eval-dev/bitext/pud.tsv"
+    pud_langs = [lang for lang in read_parallel_tsv(pud).columns if lang != "en" and lang in installed]
+    bitext = [kardes_bitext] + ([pud] if pud_langs else [])
+
+    results, speeds, vectors = {}, {}, {}
+    columns = {
+        lang: texts for lang, texts in read_parallel_tsv(kardes_bitext).columns.items() if lang in installed
+    }
+    for scheme in SCHEMES:
+        speeds[scheme], vectors[scheme] = speed_and_vectors(args.zoo, scheme, columns)
+        results[scheme] = evaluate(args.zoo, bitext=bitext, sts=[kardes], quantize=scheme)
+
+    print(f"zoo {args.zoo} ({', '.join(installed)}); float32 vs int8 (torchao, backbone linears only)\n")
+    print("| metric | float32 | int8 | int8 - float32 |")
+    print("|---|---:|---:|---:|")
+    sts = {s: results[s]["sts"][kardes.name]["spearman"] for s in SCHEMES}
+    for pair in sts["none"]:
+        a, b = pair.split("-")
+        if a in installed and b in installed:
+            x, y = sts["none"][pair], sts["int8"][pair]
+            print(f"| STS {pair} (Kardeş dev) | {x:.1f} | {y:.1f} | {y - x:+.1f} |")
+    for file in results["none"]["bitext"]:
+        for pair, entry in results["none"]["bitext"][file].items():
+            if any(lang not in installed for lang in pair.split("-")):
+                continue
+            x, y = entry["xsim_error"], results["int8"]["bitext"][file][pair]["xsim_error"]
+            print(f"| xsim err. % {pair} ({Path(file).stem}) | {x:.1f} | {y:.1f} | {y - x:+.1f} |")
+    cos = np.concatenate(
+        [
+            np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+            for a, b in ((vectors["none"][lang], vectors["int8"][lang]) for lang in columns)
+        ]
+    )
+    n = sum(len(t) for t in columns.values())
+    print(f"| encode sentences/s ({n} sentences) | {speeds['none']:.1f} | {speeds['int8']:.1f} "
+          f"| {speeds['int8'] / speeds['none']:.2f}x |")  # fmt: skip
+    print(f"\ncosine int8 to float32 over {n} vectors: mean {cos.mean():.4f}, min {cos.min():.4f}, "
+          f"median {statistics.median(cos.tolist()):.4f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
