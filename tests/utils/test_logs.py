@@ -25,12 +25,15 @@ def _restore_logging(monkeypatch):
     monkeypatch.delenv(PROGRESS_ENV, raising=False)
     monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
     root, ours = logging.getLogger(), logging.getLogger("modsenc")
-    saved = (list(root.handlers), root.level, ours.level, dict(logs._state))
+    noisy = [logging.getLogger(name) for name in logs.IMPORT_NOISE]
+    saved = (list(root.handlers), root.level, ours.level, dict(logs._state), [n.level for n in noisy])
     yield
     root.handlers[:] = saved[0]
     root.setLevel(saved[1])
     ours.setLevel(saved[2])
     logs._state.update(saved[3])
+    for logger, level in zip(noisy, saved[4]):
+        logger.setLevel(level)
 
 
 def test_bars_only_on_an_interactive_stream() -> None:
@@ -108,6 +111,20 @@ def test_configure_logging_levels_and_format(monkeypatch) -> None:
     logging.getLogger("modsenc.training.loop").debug("checkpoint written to x")
     assert err.getvalue().rstrip().endswith("DEBUG modsenc.training.loop: checkpoint written to x")
     assert logs.log_level_name() == "debug"
+
+
+def test_import_time_warnings_of_torchao_show_with_verbose_only(monkeypatch) -> None:
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    configure_logging(logging.INFO)
+    logging.getLogger("torchao").warning("Failed to load /x/_C_cutlass_90a.abi3.so")
+    logging.getLogger("torch.utils._pytree").warning("register_constant() on Enum subclasses is deprecated")
+    logging.getLogger("torchao").error("a real torchao error still shows")
+    assert err.getvalue().splitlines()[0].endswith("ERROR a real torchao error still shows")
+    assert len(err.getvalue().splitlines()) == 1
+    configure_logging(logging.DEBUG)
+    logging.getLogger("torchao").warning("Failed to load /x/_C_mxfp8.so")
+    assert err.getvalue().rstrip().endswith("WARNING torchao: Failed to load /x/_C_mxfp8.so")
 
 
 @pytest.fixture()
