@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from modsenc.training.configs import AddLanguageRecipe
 from modsenc.training.recipe import load_recipe
 
@@ -34,3 +36,12 @@ HELD_OUT = {
     "kk": ["Кітапхана жексенбі күндері ерте жабылады.", "Келесі аптада тауға саяхат жоспарлап жатырмыз."],
     "de": ["Die Bibliothek schließt sonntags früh.", "Wir planen nächste Woche eine Reise in die Berge."],
 }
+
+
+def write_sts(path: Path, rows: list[tuple]) -> Path:
+    """An STS TSV (lang1, lang2, sentence1, sentence2, score) with these rows."""
+    path.write_text(
+        "lang1\tlang2\tsentence1\tsentence2\tscore\n" + "".join("\t".join(map(str, r)) + "\n" for r in rows),
+        encoding="utf-8",
+    )
+    return path

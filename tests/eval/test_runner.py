@@ -12,6 +12,7 @@ from modsenc.cli import main
 from modsenc.data.demo import demo_path
 from modsenc.eval.classification import LabelledText, classification
 from modsenc.eval.runner import EncoderSet, MTEBEncoder, evaluate
+from tests._zoo import write_sts
 
 pytestmark = pytest.mark.slow
 
@@ -55,10 +56,7 @@ def test_evaluate_a_zoo_and_write_reports(zoo_dir, tmp_path) -> None:
         ("en", "kk", "A man eats.", "Базар жабық.", 0.1),
         ("en", "kk", "Kids swim.", "Балалар жүзіп жүр.", 4.6),
     ]
-    sts.write_text(
-        "lang1\tlang2\tsentence1\tsentence2\tscore\n" + "".join("\t".join(map(str, r)) + "\n" for r in rows),
-        encoding="utf-8",
-    )
+    write_sts(sts, rows)
     runner = CliRunner()
     out = tmp_path / "r"
     result = runner.invoke(

@@ -15,7 +15,7 @@ from modsenc.backbone.quantization import check_quantization, is_quantized, quan
 from modsenc.cli import main
 from modsenc.routing.encoder import ModularEncoder
 from modsenc.serving.app import ServeConfig
-from tests._zoo import HELD_OUT
+from tests._zoo import HELD_OUT, write_sts
 
 pytest.importorskip("torchao")
 from torchao.utils import TorchAOBaseTensor  # noqa: E402
@@ -98,10 +98,7 @@ def test_cli_eval_quantize_int8(tiny_backbone_dir, tmp_path) -> None:
         ("en", "en", "A dog runs in the park.", "The stock market fell today.", 0.2),
         ("en", "en", "Two children are swimming.", "Kids swim in a pool.", 3.9),
     ]
-    sts.write_text(
-        "lang1\tlang2\tsentence1\tsentence2\tscore\n" + "".join("\t".join(map(str, r)) + "\n" for r in rows),
-        encoding="utf-8",
-    )
+    write_sts(sts, rows)
     report = tmp_path / "int8.json"
     args = ["eval", str(tiny_backbone_dir), "--sts", str(sts), "--quantize", "int8", "--json", str(report)]
     result = CliRunner().invoke(main, args)
