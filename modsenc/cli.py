@@ -330,6 +330,16 @@ def finetune(backbone_dir, output_dir, recipe, pairs, resume, seed, overrides) -
     click.echo(f"backbone written to {final}")
 
 
+def _quantize_option(what: str):
+    return click.option(
+        "--quantize",
+        type=click.Choice(["none", "int8"]),
+        default="none",
+        show_default=True,
+        help=f"int8: run {what} linear layers in int8 (torchao; faster on a CPU, cosine ~0.999 to float32).",
+    )
+
+
 @main.command("encode")
 @_zoo_option()
 @click.option(
@@ -379,8 +389,19 @@ def finetune(backbone_dir, output_dir, recipe, pairs, resume, seed, overrides) -
     is_flag=True,
     help="Skip re-hashing the backbone and bundle files against their manifests (faster start).",
 )
+@_quantize_option("the backbone's")
 def encode(
-    zoo_dir, lang, input_path, output_path, mode, batch_size, chunk_size, normalize, device, no_verify
+    zoo_dir,
+    lang,
+    input_path,
+    output_path,
+    mode,
+    batch_size,
+    chunk_size,
+    normalize,
+    device,
+    no_verify,
+    quantize,
 ) -> None:
     """Embed sentences with the zoo's modules, routing each line to its language.
 
@@ -402,8 +423,9 @@ def encode(
             normalize=normalize,
             device=device,
             verify=not no_verify,
+            quantize=quantize,
         )
-    except (FileNotFoundError, FileExistsError, KeyError, ValueError, TypeError) as err:
+    except (FileNotFoundError, FileExistsError, KeyError, ValueError, TypeError, ImportError) as err:
         raise _fail(err) from err
     click.echo(f"{count} sentences encoded to {output_path}", err=True)
 
@@ -469,16 +491,6 @@ def export(zoo_dir, lang, output_dir, mode) -> None:
     except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
         raise _fail(err) from err
     click.echo(f"{lang} ({mode}) exported to {target}")
-
-
-def _quantize_option(what: str):
-    return click.option(
-        "--quantize",
-        type=click.Choice(["none", "int8"]),
-        default="none",
-        show_default=True,
-        help=f"int8: run {what} linear layers in int8 (torchao; faster on a CPU, cosine ~0.999 to float32).",
-    )
 
 
 @main.command("eval")

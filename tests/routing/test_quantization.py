@@ -72,6 +72,17 @@ def test_mode_mono_leaves_out_the_alignment_adapter_under_int8_too(encoders) -> 
     assert cosines(mono32, mono8).mean() > cosines(mono32, cross8).mean()
 
 
+def test_cli_encode_quantize_int8(encoders, zoo_dir, tmp_path) -> None:
+    _, int8 = encoders
+    source = tmp_path / "uz.txt"
+    source.write_text("\n".join(HELD_OUT["uz"]) + "\n", encoding="utf-8")
+    out = tmp_path / "uz.npy"
+    args = ["encode", "--zoo", str(zoo_dir), "--lang", "uz", "--input", str(source), "--output", str(out)]
+    result = CliRunner().invoke(main, [*args, "--quantize", "int8"])
+    assert result.exit_code == 0, result.output
+    np.testing.assert_allclose(np.load(out), int8.encode(HELD_OUT["uz"], lang="uz"), atol=1e-5)
+
+
 def test_quantize_linears_and_its_errors(monkeypatch) -> None:
     model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16))
     x = torch.randn(5, 64, generator=torch.Generator().manual_seed(0))
