@@ -8,10 +8,10 @@ For the zoo's backbone in float32 and with its linear layers in int8 (torchao, a
 * STS Spearman x100 on Kardeş STS dev: each installed language's monolingual pair and en-xx;
 * bitext xsim error % (LASER margin, k=4), both directions with en: the translations read off
   Kardeş STS dev (as bench/paper_tables.py does) and PUD for the installed PUD languages;
-* cosine of every int8 vector to its float32 vector, and offline ``ModularEncoder.encode``
-  sentences/s (each language's sentences with their language given, batch 32, mode cross).
+* cosine of every int8 vector to its float32 vector (each language's Kardeş sentences with their
+  language given, mode cross).
 
-It is a benchmark, not a test: speed depends on the machine (2 CPU cores here).
+Speed is bench/serve.py's (``--int8``): these numbers do not depend on the machine's load.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import argparse
 import importlib.util
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -39,16 +38,9 @@ _spec.loader.exec_module(paper_tables)
 SCHEMES = ("none", "int8")
 
 
-def speed_and_vectors(zoo: Path, scheme: str, columns: dict[str, list[str]]) -> tuple[float, dict]:
+def vectors_of(zoo: Path, scheme: str, columns: dict[str, list[str]]) -> dict[str, np.ndarray]:
     encoder = ModularEncoder.from_pretrained(zoo, device="cpu", quantize=scheme)
-    vectors, seconds, count = {}, 0.0, 0
-    for lang, texts in columns.items():
-        encoder.encode(texts[:32], lang=lang, batch_size=32)  # load the language, warm up
-        start = time.perf_counter()
-        vectors[lang] = encoder.encode(texts, lang=lang, batch_size=32)
-        seconds += time.perf_counter() - start
-        count += len(texts)
-    return count / seconds, vectors
+    return {lang: encoder.encode(texts, lang=lang, batch_size=32) for lang, texts in columns.items()}
 
 
 def main() -> None:
@@ -60,19 +52,25 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("runs/quantize"), help="Derived eval files.")
     args = parser.parse_args()
 
+    args.work.mkdir(parents=True, exist_ok=True)
     installed = ModularEncoder.from_pretrained(args.zoo, device="cpu").installed
     kardes = args.data / "eval-dev/sts/kardes-sts-dev.tsv"
     kardes_bitext = paper_tables.kardes_sts_bitext(kardes, args.work / "kardes-sts-bitext.tsv")
-    pud = args.data / "eval-dev/bitext/pud.tsv"
-    pud_langs = [lang for lang in read_parallel_tsv(pud).columns if lang != "en" and lang in installed]
-    bitext = [kardes_bitext] + ([pud] if pud_langs else [])
+    pud_columns = read_parallel_tsv(args.data / "eval-dev/bitext/pud.tsv").columns
+    pud_langs = [lang for lang in pud_columns if lang != "en" and lang in installed]
+    bitext = [kardes_bitext]
+    if pud_langs:  # en and the installed languages only (others would go to the fallback's modules)
+        pud = args.work / "pud.tsv"
+        rows = [list(row) for row in zip(*(pud_columns[lang] for lang in ["en", *pud_langs]))]
+        paper_tables.write_tsv(pud, ["en", *pud_langs], rows)
+        bitext.append(pud)
 
-    results, speeds, vectors = {}, {}, {}
+    results, vectors = {}, {}
     columns = {
         lang: texts for lang, texts in read_parallel_tsv(kardes_bitext).columns.items() if lang in installed
     }
     for scheme in SCHEMES:
-        speeds[scheme], vectors[scheme] = speed_and_vectors(args.zoo, scheme, columns)
+        vectors[scheme] = vectors_of(args.zoo, scheme, columns)
         results[scheme] = evaluate(args.zoo, bitext=bitext, sts=[kardes], quantize=scheme)
 
     print(f"zoo {args.zoo} ({', '.join(installed)}); float32 vs int8 (torchao, backbone linears only)\n")
@@ -97,8 +95,6 @@ def main() -> None:
         ]
     )
     n = sum(len(t) for t in columns.values())
-    print(f"| encode sentences/s ({n} sentences) | {speeds['none']:.1f} | {speeds['int8']:.1f} "
-          f"| {speeds['int8'] / speeds['none']:.2f}x |")  # fmt: skip
     print(f"\ncosine int8 to float32 over {n} vectors: mean {cos.mean():.4f}, min {cos.min():.4f}, "
           f"median {statistics.median(cos.tolist()):.4f}")  # fmt: skip
 
