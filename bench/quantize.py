@@ -29,6 +29,8 @@ sys.path.insert(0, str(REPO))
 
 from modsenc.data.readers import read_parallel_tsv  # noqa: E402
 from modsenc.eval.runner import evaluate  # noqa: E402
+from modsenc.eval.sts import row_cosines  # noqa: E402
+from modsenc.modules.bundle import Zoo  # noqa: E402
 from modsenc.routing.encoder import ModularEncoder  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
@@ -53,7 +55,7 @@ def main() -> None:
     args = parser.parse_args()
 
     args.work.mkdir(parents=True, exist_ok=True)
-    installed = ModularEncoder.from_pretrained(args.zoo, device="cpu").installed
+    installed = Zoo(args.zoo).languages()
     kardes = args.data / "eval-dev/sts/kardes-sts-dev.tsv"
     kardes_bitext = paper_tables.kardes_sts_bitext(kardes, args.work / "kardes-sts-bitext.tsv")
     pud_columns = read_parallel_tsv(args.data / "eval-dev/bitext/pud.tsv").columns
@@ -88,12 +90,7 @@ def main() -> None:
                 continue
             x, y = entry["xsim_error"], results["int8"]["bitext"][file][pair]["xsim_error"]
             print(f"| xsim err. % {pair} ({Path(file).stem}) | {x:.1f} | {y:.1f} | {y - x:+.1f} |")
-    cos = np.concatenate(
-        [
-            np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-            for a, b in ((vectors["none"][lang], vectors["int8"][lang]) for lang in columns)
-        ]
-    )
+    cos = np.concatenate([row_cosines(vectors["none"][lang], vectors["int8"][lang]) for lang in columns])
     n = sum(len(t) for t in columns.values())
     print(f"\ncosine int8 to float32 over {n} vectors: mean {cos.mean():.4f}, min {cos.min():.4f}, "
           f"median {statistics.median(cos.tolist()):.4f}")  # fmt: skip

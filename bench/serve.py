@@ -48,6 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from modsenc.data.readers import read_parallel_tsv  # noqa: E402
+from modsenc.eval.sts import row_cosines  # noqa: E402
 from modsenc.routing.encoder import ModularEncoder  # noqa: E402
 
 
@@ -113,10 +114,6 @@ async def load(base: str, requests: list[list[str]], clients: int) -> tuple[list
         await asyncio.gather(*(worker() for _ in range(clients)))
         wall = time.perf_counter() - start
     return results, latencies, wall
-
-
-def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
 def decode(response) -> np.ndarray:
@@ -301,7 +298,7 @@ def serve_and_load(
                 f"| {p99:.0f} | {texts / batches:.1f} | {len(answered)}/{len(requests)} | {diff:.1e} |"
             )
             if reference is not None:
-                cos = np.concatenate([cosines(v, reference[i]) for v, i in answered])
+                cos = np.concatenate([row_cosines(v, reference[i]) for v, i in answered])
                 row += f" {cos.mean():.4f}, {cos.min():.4f} |"
             print(row)
             if len(answered) != len(requests) or diff > args.tolerance:

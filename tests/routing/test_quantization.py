@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from modsenc.backbone import Backbone
 from modsenc.backbone.quantization import check_quantization, is_quantized, quantize_linears
 from modsenc.cli import main
+from modsenc.eval.sts import row_cosines
 from modsenc.routing.encoder import ModularEncoder
 from modsenc.serving.app import ServeConfig
 from tests._zoo import HELD_OUT, write_sts
@@ -21,10 +22,6 @@ pytest.importorskip("torchao")
 from torchao.utils import TorchAOBaseTensor  # noqa: E402
 
 pytestmark = pytest.mark.slow
-
-
-def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +54,11 @@ def test_int8_vectors_stay_close_to_float32_and_keep_each_languages_modules(enco
     exact = fp32.encode(texts, lang=lang, mode="cross")
     quantised = int8.encode(texts, lang=lang, mode="cross")
     assert quantised.dtype == np.float32 and np.isfinite(quantised).all()
-    assert cosines(exact, quantised).min() > 0.99
+    assert row_cosines(exact, quantised).min() > 0.99
     # The modules still act: the int8 vectors lie nearer to float32 *with* this language's modules
     # than to the float32 bare backbone (what a quantised model that lost them would give).
     bare = Backbone.from_pretrained(fp32.zoo.backbone_dir).eval().encode(texts)
-    assert cosines(exact, quantised).mean() > cosines(bare, quantised).mean()
+    assert row_cosines(exact, quantised).mean() > row_cosines(bare, quantised).mean()
 
 
 def test_mode_mono_leaves_out_the_alignment_adapter_under_int8_too(encoders) -> None:
@@ -69,7 +66,7 @@ def test_mode_mono_leaves_out_the_alignment_adapter_under_int8_too(encoders) -> 
     texts = HELD_OUT["uz"]
     mono8, cross8 = int8.encode(texts, lang="uz", mode="mono"), int8.encode(texts, lang="uz", mode="cross")
     mono32 = fp32.encode(texts, lang="uz", mode="mono")
-    assert cosines(mono32, mono8).mean() > cosines(mono32, cross8).mean()
+    assert row_cosines(mono32, mono8).mean() > row_cosines(mono32, cross8).mean()
 
 
 def test_cli_encode_quantize_int8(encoders, zoo_dir, tmp_path) -> None:
