@@ -340,6 +340,17 @@ def _quantize_option(what: str):
     )
 
 
+def _dtype_option():
+    return click.option(
+        "--dtype",
+        type=click.Choice(["auto", "fp32", "bf16"]),
+        default="auto",
+        show_default=True,
+        help="Precision of the matrix products: auto = bf16 where the device computes it natively "
+        "(CUDA; CPUs with AMX or AVX512_BF16: about 2x faster, cosine ~0.99998 to fp32), else fp32.",
+    )
+
+
 @main.command("encode")
 @_zoo_option()
 @click.option(
@@ -390,6 +401,7 @@ def _quantize_option(what: str):
     help="Skip re-hashing the backbone and bundle files against their manifests (faster start).",
 )
 @_quantize_option("the backbone's")
+@_dtype_option()
 def encode(
     zoo_dir,
     lang,
@@ -402,6 +414,7 @@ def encode(
     device,
     no_verify,
     quantize,
+    dtype,
 ) -> None:
     """Embed sentences with the zoo's modules, routing each line to its language.
 
@@ -424,6 +437,7 @@ def encode(
             device=device,
             verify=not no_verify,
             quantize=quantize,
+            dtype=dtype,
         )
     except (FileNotFoundError, FileExistsError, KeyError, ValueError, TypeError, ImportError) as err:
         raise _fail(err) from err
@@ -522,8 +536,9 @@ def export(zoo_dir, lang, output_dir, mode) -> None:
     "--heatmap", "heatmap_path", type=click.Path(dir_okay=False), help="PNG of xsim error per pair."
 )
 @_quantize_option("the model's")
+@_dtype_option()
 def eval_command(
-    model, bitext, sts, pivot, mode, route, json_path, markdown_path, heatmap_path, quantize
+    model, bitext, sts, pivot, mode, route, json_path, markdown_path, heatmap_path, quantize, dtype
 ) -> None:
     """Evaluate MODEL: a zoo, a backbone directory, or a sentence-transformers model.
 
@@ -540,7 +555,7 @@ def eval_command(
     bitext = [yaml.safe_load(b) if b.lstrip().startswith("{") else b for b in bitext]
     try:
         results = evaluate(
-            model, bitext=bitext, sts=sts, pivot=pivot, mode=mode, route=route, quantize=quantize
+            model, bitext=bitext, sts=sts, pivot=pivot, mode=mode, route=route, quantize=quantize, dtype=dtype
         )
         write_reports(results, json_path, markdown_path, heatmap_path)
     except (FileNotFoundError, KeyError, ValueError, ImportError) as err:
@@ -697,13 +712,19 @@ def mine_command(
 )
 @click.option("--device", default=None, help="cpu, cuda, cuda:1 ... [default: cuda if available]")
 @_quantize_option("the backbone's")
-def serve_command(zoo_dir, host, port, languages, device, quantize, **limits) -> None:
+@_dtype_option()
+def serve_command(zoo_dir, host, port, languages, device, quantize, dtype, **limits) -> None:
     """HTTP embedding server: OpenAI /v1/embeddings, TEI /embed, /health, /info, /metrics."""
     from modsenc.serving.app import ServeConfig  # noqa: PLC0415
     from modsenc.serving.server import serve  # noqa: PLC0415
 
     config = ServeConfig(
-        zoo_dir, [c for c in languages.split(",") if c], device=device, quantize=quantize, **limits
+        zoo_dir,
+        [c for c in languages.split(",") if c],
+        device=device,
+        quantize=quantize,
+        dtype=dtype,
+        **limits,
     )
     try:
         serve(config, host=host, port=port, log_level=log_level_name())

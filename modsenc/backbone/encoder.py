@@ -25,6 +25,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig,
 from modsenc.backbone.attention import AttentionBackend, get_attention_backend
 from modsenc.backbone.manifest import MANIFEST_NAME, build_manifest
 from modsenc.backbone.packing import PackedBatch
+from modsenc.backbone.precision import autocast, resolve_precision
 from modsenc.utils.io import atomic_directory, atomic_write_json
 from modsenc.utils.logs import progress
 
@@ -280,8 +281,13 @@ class Backbone(nn.Module):
         normalize_embeddings: bool = False,
         convert_to_numpy: bool = True,
         convert_to_tensor: bool = False,
+        precision: str = "fp32",
     ) -> np.ndarray | torch.Tensor:
-        """sentence-transformers-style encoding with the backbone's pooling and prefix."""
+        """sentence-transformers-style encoding with the backbone's pooling and prefix.
+
+        ``precision``: ``fp32``, ``bf16`` (autocast; the vectors are pooled in fp32) or ``auto``
+        (bf16 where the device computes it natively, ``modsenc.backbone.precision``)."""
+        precision = resolve_precision(precision, self.device)
         single = isinstance(sentences, str)
         texts = [sentences] if single else list(sentences)
         for i, s in enumerate(texts):
@@ -295,7 +301,8 @@ class Backbone(nn.Module):
         for start in progress(range(0, len(texts), batch_size), desc="encode", enabled=show):
             idx = order[start : start + batch_size]
             batch = self.pack(self.tokenize([texts[i] for i in idx], warn_truncated=True))
-            emb = self.sentence_embedding(self(batch), batch).float()
+            with autocast(self.device, precision):
+                emb = self.sentence_embedding(self(batch), batch).float()
             if normalize_embeddings:
                 emb = torch.nn.functional.normalize(emb, dim=-1)
             for j, i in enumerate(idx):
@@ -329,7 +336,11 @@ class Backbone(nn.Module):
 
 
 def pool(hidden: torch.Tensor, batch: PackedBatch, pooling: str) -> torch.Tensor:
-    """(num_sequences, hidden) sentence vectors from packed (total_tokens, hidden) states."""
+    """(num_sequences, hidden) fp32 sentence vectors from packed (total_tokens, hidden) states.
+
+    Always fp32: under bf16 autocast the hidden states are bf16, and a sum over a sentence's
+    tokens in bf16 (8 bits of mantissa) would round the vector that every loss and index uses."""
+    hidden = hidden.float()
     if pooling == "cls":
         return hidden.index_select(0, batch.first_token_index)
     if pooling == "mean":

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from modsenc.backbone.precision import autocast, check_precision, resolve_precision
 from modsenc.backbone.quantization import check_quantization, quantize_linears
 from modsenc.data.errors import DataFormatError
 from modsenc.data.readers import load_parallel
@@ -40,9 +42,14 @@ class EncoderSet:
         batch_size: int = 64,
         route: str | None = None,
         quantize: str | None = None,
+        dtype: str = "auto",
     ) -> None:
         self.mode, self.batch_size = mode, batch_size
-        self.kind, self.model = self._load(model, check_quantization(quantize))
+        self.kind, self.model = self._load(model, check_quantization(quantize), check_precision(dtype))
+        # A zoo applies its precision itself; other models are autocast around their encode().
+        device = getattr(self.model, "device", "cpu")
+        self.device = device if isinstance(device, torch.device) else torch.device(str(device))
+        self.precision = getattr(self.model, "precision", None) or resolve_precision(dtype, self.device)
         if route is not None:
             if self.kind != "zoo":
                 raise ValueError(f"route={route!r} needs a zoo; {model} is a {self.kind}")
@@ -53,7 +60,7 @@ class EncoderSet:
         self.route = route
 
     @staticmethod
-    def _load(model: Any, quantize: str | None = None) -> tuple[str, Any]:
+    def _load(model: Any, quantize: str | None = None, dtype: str = "auto") -> tuple[str, Any]:
         if not isinstance(model, (str, os.PathLike)):
             if not hasattr(model, "encode"):
                 raise TypeError(f"{type(model).__name__} has no encode(); pass a path or an encoder")
@@ -64,7 +71,7 @@ class EncoderSet:
         if (path / "index.json").exists():
             from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
 
-            return "zoo", ModularEncoder.from_pretrained(path, quantize=quantize)
+            return "zoo", ModularEncoder.from_pretrained(path, quantize=quantize, dtype=dtype)
         if (path / "modsenc_backbone.json").exists():
             from modsenc.backbone import Backbone  # noqa: PLC0415
 
@@ -81,10 +88,13 @@ class EncoderSet:
             return lambda texts: self.model.encode(
                 list(texts), lang=route, batch_size=self.batch_size, mode=self.mode
             )
-        return lambda texts: np.asarray(
-            self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True),
-            dtype=np.float32,
-        )
+
+        def encode(texts: Any) -> np.ndarray:
+            with autocast(self.device, self.precision):
+                vectors = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True)
+            return np.asarray(vectors, dtype=np.float32)
+
+        return encode
 
 
 class MTEBEncoder:
@@ -112,6 +122,7 @@ def evaluate(
     mode: str = "cross",
     route: str | None = None,
     quantize: str | None = None,
+    dtype: str = "auto",
 ) -> dict[str, Any]:
     # Every input is read (and its errors reported) before the model loads.
     corpora = []
@@ -126,12 +137,13 @@ def evaluate(
             )
         corpora.append((Path(spec).name if isinstance(spec, (str, os.PathLike)) else corpus.path, corpus))
     sts_sets = [(path, read_sts_tsv(path)) for path in sts]
-    encoders = EncoderSet(model, mode=mode, route=route, quantize=quantize)
+    encoders = EncoderSet(model, mode=mode, route=route, quantize=quantize, dtype=dtype)
     results: dict[str, Any] = {"model": str(model), "mode": mode, "bitext": {}, "sts": {}}
     if route is not None:
         results["route"] = route
     if quantize is not None:
         results["quantize"] = quantize
+    results["precision"] = encoders.precision
     for name, corpus in corpora:
         fns = {lang: encoders.for_language(lang) for lang in corpus.languages}
         results["bitext"][name] = bitext_mining(corpus.columns, fns, pivot=pivot)

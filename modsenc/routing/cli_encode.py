@@ -51,11 +51,12 @@ def encode_file(
     device: str | None = None,
     verify: bool = True,
     quantize: str | None = None,
+    dtype: str = "auto",
 ) -> int:
     """Encode ``input_path`` ('-': stdin) line by line into ``output_path`` (.npy or .jsonl).
 
     ``verify=False`` skips re-hashing the backbone and bundles, ``quantize="int8"`` runs the backbone
-    in int8 (see ``ModularEncoder.from_pretrained``).
+    in int8, ``dtype`` chooses fp32 or bf16 (see ``ModularEncoder.from_pretrained``).
     """
     from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415 - heavy import
 
@@ -79,7 +80,9 @@ def encode_file(
             if not source.is_file():
                 raise FileNotFoundError(f"{input_path}: no such input file")
         total = _count_lines(source)
-        encoder = ModularEncoder.from_pretrained(zoo_dir, device=device, verify=verify, quantize=quantize)
+        encoder = ModularEncoder.from_pretrained(
+            zoo_dir, device=device, verify=verify, quantize=quantize, dtype=dtype
+        )
         dim = encoder.get_sentence_embedding_dimension()
         bar = progress(total=total, desc="encode", unit="sent", enabled=total >= 1000)
         written = 0

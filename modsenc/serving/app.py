@@ -57,6 +57,7 @@ class ServeConfig:
     retry_after_s: int = 1
     device: str | None = None
     quantize: str | None = None  # "int8": the backbone's linear layers in int8 (torchao)
+    dtype: str = "auto"  # the GEMMs' precision: auto (bf16 where native), fp32 or bf16
     model_name: str | None = None  # the `model` echoed in responses (default: the zoo folder's name)
 
     def check(self) -> None:
@@ -88,6 +89,7 @@ class ServeConfig:
             max_languages=self.max_languages,
             max_memory_mb=self.max_memory_mb,
             quantize=self.quantize,
+            dtype=self.dtype,
         )
 
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from modsenc.backbone.precision import PRECISIONS
 from modsenc.data.language_data import DataConfig
 from modsenc.utils.config import RecipeError, Section
 
 STAGES = ("vocab", "la", "se", "cla")
 CLA_VARIANTS = ("pp", "pl", "jt")
+PARALLEL_LOSSES = ("cosine", "distill")
 
 
 # ------------------------------------------------------------------------------------------ shared
@@ -33,7 +35,14 @@ class TrainingConfig(Section):
     log_every: int = 10
     checkpoint_every: int = 100
     keep_checkpoints: int = 2
-    mixed_precision: str = "auto"  # auto: bf16 autocast on CUDA, fp32 elsewhere; "no" to disable
+    # auto: bf16 autocast where the device computes bf16 natively (CUDA; CPUs with AMX or
+    # AVX512_BF16), fp32 elsewhere; fp32 or bf16 to force (modsenc.backbone.precision)
+    precision: str = "auto"
+
+    def validate(self, where: str) -> None:
+        if self.precision not in PRECISIONS:
+            raise RecipeError(f"{where}.precision must be one of {PRECISIONS}, got {self.precision!r}")
+
     num_threads: int | None = None  # torch threads (null: torch's default)
 
 
@@ -48,6 +57,11 @@ class Schedule(Section):
     lr: float = 1.0e-3
     warmup_ratio: float = 0.1
     scheduler: str = "linear"
+    # Model selection on dev pairs held out of the training files (data.dev_pairs, dev_parallel):
+    # every eval_every steps the stage's loss on them is measured and the best weights are kept;
+    # after `patience` evaluations without improvement the stage stops. null: no selection.
+    eval_every: int | None = None
+    patience: int | None = None
 
     def steps(self, batches_per_epoch: int) -> int:
         if self.epochs is not None:
@@ -98,7 +112,13 @@ class SEConfig(Schedule, LoRASettings):
 class CLAConfig(Schedule):
     """``cla``: the cross-lingual alignment adapter (adapters' ParBnConfig), aligned to the pivot."""
 
-    variant: str = "jt"  # pp: paraphrase MNRL | pl: parallel cosine | jt: alternating batches
+    variant: str = "jt"  # pp: cross-lingual paraphrases | pl: parallel pairs | jt: both, alternating batches
+    # The loss of the parallel batches: cosine (the paper: CosineSimilarityLoss onto the pivot's
+    # vector) or distill (DistillationLoss: the unit vector regressed onto the pivot's).
+    parallel_loss: str = "cosine"
+    # distill only: weight λ of the frozen backbone's own vector of the sentence in the target
+    # (t_pivot + λ t_own) / (1 + λ), which keeps the language's monolingual neighbourhood.
+    own_weight: float = 0.0
     adapter: dict[str, Any] = field(default_factory=dict)  # ParBnConfig arguments, e.g. reduction_factor
     scale: float = 20.0
     epochs: float | None = 3.0
@@ -107,6 +127,12 @@ class CLAConfig(Schedule):
     def validate(self, where: str) -> None:
         if self.variant not in CLA_VARIANTS:
             raise RecipeError(f"{where}.variant must be one of {CLA_VARIANTS}, got {self.variant!r}")
+        if self.parallel_loss not in PARALLEL_LOSSES:
+            raise RecipeError(
+                f"{where}.parallel_loss must be one of {PARALLEL_LOSSES}, got {self.parallel_loss!r}"
+            )
+        if self.own_weight < 0:
+            raise RecipeError(f"{where}.own_weight must be >= 0, got {self.own_weight}")
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The training loop: gradient accumulation, clipping, mixed precision on GPU, logging,
+"""The training loop: gradient accumulation, clipping, bf16 autocast where native, logging,
 atomic checkpoints and exact resumption. Model, objective and data come in as components."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from torch import nn
 from tqdm import tqdm
 
 from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.precision import autocast, resolve_precision
 from modsenc.data.batching import BatchStream
 from modsenc.objectives.base import Objective, ObjectiveOutput, TokenizedPair
 from modsenc.training.checkpoint import (
@@ -29,6 +30,7 @@ from modsenc.training.checkpoint import (
     set_rng_state,
 )
 from modsenc.training.configs import Schedule, TrainingConfig
+from modsenc.training.early_stopping import EarlyStopping
 from modsenc.training.optim import build_optimizer, build_scheduler
 from modsenc.utils.distributed import DistContext, init_distributed
 from modsenc.utils.io import atomic_write_text
@@ -48,7 +50,7 @@ class LoopConfig:
     checkpoint_every: int = TrainingConfig.checkpoint_every
     keep_checkpoints: int = TrainingConfig.keep_checkpoints
     seed: int = 0
-    mixed_precision: str = TrainingConfig.mixed_precision  # auto: bf16 autocast on CUDA; "no" to disable
+    precision: str = TrainingConfig.precision  # auto: bf16 autocast where native (modsenc.backbone.precision)
     # Checkpoint only trainable parameters (adapter stages: the frozen backbone is already on disk).
     trainable_only: bool = False
 
@@ -66,7 +68,7 @@ class LoopConfig:
             checkpoint_every=int(training.get("checkpoint_every", cls.checkpoint_every)),
             keep_checkpoints=int(training.get("keep_checkpoints", cls.keep_checkpoints)),
             seed=seed,
-            mixed_precision=str(training.get("mixed_precision", cls.mixed_precision)),
+            precision=str(training.get("precision", cls.precision)),
             trainable_only=trainable_only,
         )
 
@@ -82,7 +84,7 @@ class LoopConfig:
             checkpoint_every=training.checkpoint_every,
             keep_checkpoints=training.keep_checkpoints,
             seed=seed,
-            mixed_precision=training.mixed_precision,
+            precision=training.precision,
             trainable_only=trainable_only,
         )
 
@@ -174,12 +176,6 @@ def _load_model_state(module: nn.Module, state: dict[str, torch.Tensor], trainab
     module.load_state_dict(state, strict=False)
 
 
-def _autocast(device: torch.device, mode: str) -> contextlib.AbstractContextManager:
-    if device.type == "cuda" and mode in ("auto", "bf16"):
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
 def train_loop(
     module: TrainModule,
     ddp_module: nn.Module,
@@ -192,9 +188,16 @@ def train_loop(
     dist: DistContext,
     resume: bool = False,
     callbacks: Sequence[StepCallback] = (),
+    stopper: EarlyStopping | None = None,
 ) -> dict[str, float]:
-    """Train until ``config.max_steps`` optimizer steps; returns the last logged metrics."""
+    """Train until ``config.max_steps`` optimizer steps, or until ``stopper`` says the dev score
+    stopped improving (its best weights are then put back); returns the last logged metrics."""
     device = module.backbone.device
+    # Resolved once: bf16 autocast for the GEMMs where the device computes bf16 natively; weights,
+    # optimiser state and checkpoints stay fp32, so a resumed run continues exactly.
+    precision = resolve_precision(config.precision, device)
+    if dist.is_main:
+        log.info("training precision: %s (asked: %s)", precision, config.precision)
     if dist.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
     metrics_log = MetricsLog(run_dir / "metrics.jsonl", enabled=dist.is_main)
@@ -211,6 +214,8 @@ def train_loop(
         scheduler.load_state_dict(state["scheduler"])
         set_rng_state(state["rng"])
         stream = BatchStream.from_state(stream.sampler, state["data"])
+        if stopper is not None and state.get("early_stopping") is not None:
+            stopper.load_state_dict(state["early_stopping"])
         metrics_log.truncate_after(step)
         if dist.is_main:
             log.info("resumed from %s at step %d", checkpoint, step)
@@ -226,9 +231,10 @@ def train_loop(
     window_tokens, window_start = 0, time.perf_counter()
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}  # a metric may appear on some steps only (alternating batch kinds)
-    if step >= config.max_steps:
+    stopped = stopper is not None and stopper.stopped
+    if step >= config.max_steps or stopped:
         last = metrics_log.last()  # resumed a finished run: nothing to train, keep its final metrics
-    while step < config.max_steps:
+    while step < config.max_steps and not stopped:
         # Dropout's generator is re-seeded from (seed, step, rank) every step, so a resumed run
         # (and every rank of a data-parallel one) replays exactly the randomness it would have used.
         torch.manual_seed(int(np.random.SeedSequence([config.seed, step, dist.rank]).generate_state(1)[0]))
@@ -242,7 +248,7 @@ def train_loop(
             sync = micro == config.grad_accum - 1 or not dist.is_distributed
             with (
                 contextlib.nullcontext() if sync else ddp_module.no_sync(),
-                _autocast(device, config.mixed_precision),
+                autocast(device, precision),
             ):
                 out = ddp_module(batch)
                 (out.loss / config.grad_accum).backward()
@@ -267,7 +273,10 @@ def train_loop(
             counts[key] = counts.get(key, 0) + 1
         bar.update(1)
 
-        if step % config.log_every == 0 or step == config.max_steps:
+        dev_score = None
+        if stopper is not None and stopper.due(step, config.max_steps):
+            dev_score, stopped = _evaluate(module, stopper, step, device, precision, config.trainable_only)
+        if step % config.log_every == 0 or step == config.max_steps or dev_score is not None:
             elapsed = time.perf_counter() - window_start
             tokens = float(dist.all_reduce_sum(torch.tensor(float(window_tokens), device=device)))
             last = {key: value / counts[key] for key, value in sums.items()}
@@ -277,7 +286,10 @@ def train_loop(
                 grad_norm=float(grad_norm),
                 tokens_per_s=tokens / max(elapsed, 1e-9),
                 epoch=item.epoch,
+                precision=precision,
             )
+            if dev_score is not None:
+                last["dev_score"] = dev_score
             metrics_log.write(last)
             bar.set_postfix(_shown(last))
             if dist.is_main:
@@ -286,7 +298,7 @@ def train_loop(
             sums, counts, window_tokens = {}, {}, 0
             window_start = time.perf_counter()
 
-        if step % config.checkpoint_every == 0 or step == config.max_steps:
+        if step % config.checkpoint_every == 0 or step == config.max_steps or stopped:
             if dist.is_main:
                 saved = save_checkpoint(
                     run_dir,
@@ -297,6 +309,7 @@ def train_loop(
                         "scheduler": scheduler.state_dict(),
                         "rng": rng_state(),
                         "data": iterator.state_dict(),
+                        "early_stopping": stopper.state_dict() if stopper is not None else None,
                     },
                     keep=config.keep_checkpoints,
                 )
@@ -306,7 +319,56 @@ def train_loop(
         for callback in callbacks:
             callback(step, step_metrics)
     bar.close()
+    if stopper is not None and stopper.best_state is not None:
+        module.load_state_dict(stopper.best_state, strict=False)  # the best dev score's weights
+        last = {**last, **stopper.summary()}
+        if dist.is_main:
+            log.info(
+                "dev score: best %.4f at step %d of %d%s",
+                stopper.best_score,
+                stopper.best_step,
+                step,
+                " (stopped early)" if stopper.stopped else "",
+            )
     return last
+
+
+def _evaluate(
+    module: TrainModule,
+    stopper: EarlyStopping,
+    step: int,
+    device: torch.device,
+    precision: str,
+    trainable_only: bool,
+) -> tuple[float, bool]:
+    """Score the model on the dev data for early stopping: (score, stop now?)."""
+    if not trainable_only:
+        raise ValueError("early stopping keeps the best trainable weights: use it for adapter stages")
+    module.eval()
+    with torch.no_grad(), autocast(device, precision):
+        score = float(stopper.evaluate())
+    module.train()
+    stop = stopper.record(step, score, _model_state(module, True))
+    best = (stopper.best_score, stopper.best_step)
+    log.debug("dev score at step %d: %.4f (best %.4f at %d)", step, score, *best)
+    return score, stop
+
+
+def dev_loss(module: TrainModule, examples: Sequence[Any], batch_size: int, seed: int) -> float:
+    """The objective's mean loss over ``examples`` in fixed batches of one kind each (in-batch
+    negatives need batches, and the same batches every time make the scores comparable)."""
+    by_kind: dict[str, list[Any]] = {}
+    for example in examples:
+        by_kind.setdefault(getattr(example, "kind", ""), []).append(example)
+    total, count = 0.0, 0
+    for group in by_kind.values():
+        for start in range(0, len(group), batch_size):
+            chunk = group[start : start + batch_size]
+            rng = np.random.default_rng([seed, start])
+            batch = module.objective.collate(chunk, rng, module.backbone).to(module.backbone.device)
+            total += float(module(batch).loss) * len(chunk)
+            count += len(chunk)
+    return total / count
 
 
 def fit_stage(
@@ -321,12 +383,27 @@ def fit_stage(
     seed: int,
     callbacks: Sequence[StepCallback] = (),
     trainable_only: bool = True,
+    dev_examples: Sequence[Any] = (),
 ) -> dict[str, float]:
     """One single-process training stage from recipe sections: ``cfg`` holds the stage's budget
     (epochs or max_steps), lr, scheduler and warmup_ratio; ``train_cfg`` the shared loop settings.
-    Used by add-language (adapters: only trainable tensors are checkpointed) and full fine-tuning."""
+    Used by add-language (adapters: only trainable tensors are checkpointed) and full fine-tuning.
+
+    With ``cfg.eval_every``, the objective's loss on ``dev_examples`` (held out of the training
+    files) is measured every that many steps; the weights of the lowest dev loss are kept, and with
+    ``cfg.patience`` training stops after that many evaluations without a lower one."""
     dist = init_distributed()
     module = TrainModule(backbone, objective, dist)
+    stopper = None
+    if cfg.eval_every:
+        if not dev_examples:
+            raise ValueError(
+                "eval_every is set but the stage has no dev pairs: set data.dev_pairs or data.dev_parallel"
+            )
+        batch_size = cfg.batch_size
+        stopper = EarlyStopping(
+            lambda: -dev_loss(module, dev_examples, batch_size, seed), cfg.eval_every, cfg.patience
+        )
     max_steps = cfg.steps(len(sampler))
     loop_cfg = LoopConfig.from_training(train_cfg, max_steps, seed, trainable_only)
     optimizer = build_optimizer(module, lr=cfg.lr, weight_decay=train_cfg.weight_decay)
@@ -344,4 +421,5 @@ def fit_stage(
         dist,
         resume=resume and latest_checkpoint(run_dir) is not None,
         callbacks=callbacks,
+        stopper=stopper,
     )

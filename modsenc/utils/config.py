@@ -151,7 +151,7 @@ def coerce(value: Any, tp: Any, where: str) -> Any:
             except ValueError:
                 ok = _MISSING
     elif origin is str:
-        if isinstance(value, (str, int, float)):  # a bool too: ``mixed_precision: no`` reads as False
+        if isinstance(value, (str, int, float)):  # a bool too: ``precision: no`` would read as False
             ok = str(value)
     elif origin in (list, dict) and value is None:
         ok = origin()  # an empty YAML value (``mono:``) is an empty list or mapping

@@ -52,10 +52,10 @@ def test_a_minimal_recipe_gets_the_documented_defaults(tmp_path) -> None:
         training.max_grad_norm,
         training.log_every,
     )
-    assert (loop.checkpoint_every, loop.keep_checkpoints, loop.mixed_precision) == (
+    assert (loop.checkpoint_every, loop.keep_checkpoints, loop.precision) == (
         training.checkpoint_every,
         training.keep_checkpoints,
-        training.mixed_precision,
+        training.precision,
     )
     assert LoopConfig.from_section({}, 1, 0) == loop
     finetune = FinetuneRecipe.from_dict({})

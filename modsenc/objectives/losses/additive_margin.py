@@ -16,6 +16,8 @@ from sentence_transformers.sentence_transformer.losses import MultipleNegativesR
 from sentence_transformers.util import cos_sim
 from torch import nn
 
+from modsenc.backbone.precision import full_precision
+
 
 class AdditiveMarginSoftmaxLoss(nn.Module):
     def __init__(self, margin: float = 0.3, scale: float = 20.0) -> None:
@@ -43,5 +45,6 @@ class AdditiveMarginSoftmaxLoss(nn.Module):
         """L + L' (LaBSE's bidirectional loss) over the batch; vectors already gathered across processes."""
         if x.shape != y.shape:
             raise ValueError(f"x {tuple(x.shape)} and y {tuple(y.shape)} differ in shape")
-        # MNRL's per_direction mode returns (L + L') / 2.
-        return 2 * self.mnrl.compute_loss_from_embeddings([x.float(), y.float()], labels=None)
+        # MNRL's per_direction mode returns (L + L') / 2; the similarity matrix in fp32 under bf16.
+        with full_precision(x):
+            return 2 * self.mnrl.compute_loss_from_embeddings([x.float(), y.float()], labels=None)

@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from modsenc.backbone.precision import full_precision
+
 
 class InfoNCEAlignmentLoss(nn.Module):
     """Symmetric InfoNCE over cosine similarities: translation ``a[i]`` must pick ``b[i]`` among
@@ -18,6 +20,7 @@ class InfoNCEAlignmentLoss(nn.Module):
         self.temperature = temperature
 
     def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        logits = F.normalize(a.float(), dim=-1) @ F.normalize(b.float(), dim=-1).T / self.temperature
-        target = torch.arange(a.shape[0], device=a.device)
-        return (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
+        with full_precision(a):  # the similarity matrix and softmax in fp32 under bf16 autocast
+            logits = F.normalize(a.float(), dim=-1) @ F.normalize(b.float(), dim=-1).T / self.temperature
+            target = torch.arange(a.shape[0], device=a.device)
+            return (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target)) / 2
