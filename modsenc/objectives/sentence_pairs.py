@@ -4,6 +4,8 @@
   (in-batch negatives, cosine similarity, scale 20). Negatives, where a pair has one, join the
   candidate pool of every anchor.
 * ``parallel`` batches (sentence, translation): ``CosineSimilarityLoss`` with target 1.
+* ``distill`` batches (sentence, fixed teacher vector): ``DistillationLoss``, the squared distance
+  of the unit student vector to the teacher's (multilingual knowledge distillation).
 
 The anchor side is either text run through the trained model (SE: monolingual paraphrases) or a
 fixed vector (CLA: the frozen English pivot's embedding, computed once through its own modules).
@@ -26,15 +28,17 @@ from sentence_transformers.sentence_transformer.losses import (
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.packing import PackedBatch
+from modsenc.backbone.precision import full_precision
 from modsenc.objectives.base import Objective, ObjectiveOutput
+from modsenc.objectives.losses.distillation import DistillationLoss
 from modsenc.utils.distributed import DistContext
 
-KINDS = ("paraphrase", "parallel")
+KINDS = ("paraphrase", "parallel", "distill")
 
 
 @dataclass
 class SentencePairExample:
-    kind: str  # "paraphrase" (MNRL) or "parallel" (cosine)
+    kind: str  # "paraphrase" (MNRL), "parallel" (cosine) or "distill" (onto a teacher vector)
     positive_ids: list[int]
     anchor_ids: list[int] | None = None  # text anchor, encoded by the trained model
     anchor_vector: torch.Tensor | None = None  # or a fixed target vector
@@ -105,12 +109,14 @@ class SentencePairObjective(Objective):
         self.scale = scale
         self.mnrl = MultipleNegativesRankingLoss(model=None, scale=scale)
         self.cosine = CosineSimilarityLoss(model=None)
+        self.distill = DistillationLoss()
 
     def config_dict(self) -> dict:
         return {
             "scale": self.scale,
             "paraphrase_loss": "MultipleNegativesRankingLoss",
             "parallel_loss": "CosineSimilarityLoss",
+            "distill_loss": "DistillationLoss",
         }
 
     def collate(
@@ -151,13 +157,18 @@ class SentencePairObjective(Objective):
         else:
             anchors = batch.anchor_vectors
         positives, negatives = vectors[:n], vectors[n:]
-        if batch.kind == "paraphrase":
-            embeddings = [anchors, positives] + ([negatives] if batch.num_negatives else [])
-            loss = self.mnrl.compute_loss_from_embeddings(embeddings, None)
-        else:
-            loss = self.cosine.compute_loss_from_embeddings(
-                [anchors, positives], torch.ones(n, device=anchors.device)
-            )
+        with full_precision(positives):  # similarity matrices and losses in fp32 under bf16 autocast
+            if batch.kind == "paraphrase":
+                embeddings = [anchors, positives] + ([negatives] if batch.num_negatives else [])
+                loss = self.mnrl.compute_loss_from_embeddings(embeddings, None)
+            elif batch.kind == "distill":
+                if batch.text_anchors:
+                    raise ValueError("distill pairs need fixed teacher vectors as anchors, not texts")
+                loss = self.distill(positives, anchors)
+            else:
+                loss = self.cosine.compute_loss_from_embeddings(
+                    [anchors, positives], torch.ones(n, device=anchors.device)
+                )
         with torch.no_grad():
             sims = F.normalize(anchors.float(), dim=-1) @ F.normalize(positives.float(), dim=-1).T
             accuracy = (sims.argmax(-1) == torch.arange(n, device=sims.device)).float().mean()

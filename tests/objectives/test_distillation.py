@@ -1,0 +1,54 @@
+"""DistillationLoss and its targets, against values worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from modsenc.objectives.losses.distillation import DistillationLoss, distillation_targets
+from modsenc.objectives.sentence_pairs import SentencePairObjective
+
+
+def test_loss_is_the_mean_squared_distance_of_the_unit_student_to_the_target() -> None:
+    student = torch.tensor([[3.0, 4.0], [1.0, 0.0]])  # unit: (0.6, 0.8) and (1, 0)
+    target = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    # (0.6-1)^2 + 0.8^2 = 0.8 ; (1-0)^2 + (0-1)^2 = 2 ; mean 1.4
+    assert DistillationLoss()(student, target).item() == pytest.approx(1.4)
+
+
+def test_loss_is_zero_on_the_target_and_its_gradient_does_not_vanish_near_it() -> None:
+    target = torch.tensor([[0.6, 0.8]])
+    assert DistillationLoss()(torch.tensor([[6.0, 8.0]]), target).item() == pytest.approx(0.0, abs=1e-7)
+    near = torch.tensor([[0.62, 0.78]], requires_grad=True)
+    DistillationLoss()(near, target).backward()
+    assert near.grad.norm() > 0.01  # (1 - cos)^2 would give ~1e-4 here
+
+
+def test_targets_blend_the_translation_and_the_sentence_itself() -> None:
+    translation, own = torch.tensor([[2.0, 0.0]]), torch.tensor([[0.0, 3.0]])
+    assert distillation_targets(translation).tolist() == [[1.0, 0.0]]
+    blend = distillation_targets(translation, own, own_weight=1.0)
+    assert blend.tolist() == [[0.5, 0.5]]
+    # Regressing onto the blend = the weighted sum of both terms, less a constant (here 0.5):
+    student = torch.tensor([[0.6, 0.8]])
+    to_blend = DistillationLoss()(student, blend).item()  # 0.1^2 + 0.3^2 = 0.1
+    both = (0.8 + 1.0 * 0.4) / 2  # ||s - (1,0)||^2 = 0.8, ||s - (0,1)||^2 = 0.4
+    assert to_blend == pytest.approx(0.1)
+    assert both - to_blend == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="needs the teacher's vectors"):
+        distillation_targets(translation, None, own_weight=0.5)
+    with pytest.raises(ValueError, match=">= 0"):
+        distillation_targets(translation, own, own_weight=-1)
+
+
+def test_loss_is_computed_in_fp32_under_bf16_autocast() -> None:
+    student = torch.tensor([[3.0, 4.0], [1.0, 0.0]])
+    target = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = DistillationLoss()(student, target)
+    assert loss.dtype == torch.float32
+    assert loss.item() == pytest.approx(1.4, abs=1e-6)
+
+
+def test_objective_names_the_distill_loss() -> None:
+    assert SentencePairObjective().config_dict()["distill_loss"] == "DistillationLoss"
