@@ -8,7 +8,8 @@ column; ``data.per_language.LANG.KEY`` adds files for one language only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,10 @@ class DataConfig(DataFiles):
     """A recipe's ``data`` section (add-language; finetune reads only its paraphrases)."""
 
     dev_pairs: int = 0  # paraphrase pair ids (the last ones, sorted) held out for dev metrics
+    # parallel pairs held out (chosen by a hash of the pivot sentence, so independent of file order)
+    # to score and early-stop the stages that train on parallel data; their sentences leave every
+    # training set of the language
+    dev_parallel: int = 0
     per_language: dict[str, DataFiles] = field(default_factory=dict)  # files for one language only
 
 
@@ -48,6 +53,7 @@ class LanguageData:
     parallel: list[tuple[str, str]] = field(default_factory=list)  # (pivot sentence, LANG translation)
     dev_paraphrases: list[ParaphrasePair] = field(default_factory=list)
     dev_crosslingual: list[tuple[str, str]] = field(default_factory=list)  # (pivot anchor, LANG positive)
+    dev_parallel: list[tuple[str, str]] = field(default_factory=list)  # (pivot sentence, LANG translation)
     files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
@@ -58,7 +64,38 @@ class LanguageData:
             "parallel_pairs": len(self.parallel),
             "dev_paraphrase_pairs": len(self.dev_paraphrases),
             "dev_crosslingual_pairs": len(self.dev_crosslingual),
+            "dev_parallel_pairs": len(self.dev_parallel),
         }
+
+
+def crosslingual_pairs(
+    pairs: Sequence[ParaphrasePair], pivot_rows: Mapping[str, ParaphrasePair]
+) -> list[tuple[str, str, str | None]]:
+    """Cross-lingual paraphrase pairs (the modular paper's CLA-pp data) from multi-parallel rows.
+
+    For every pair id that LANG (``pairs``) and the pivot (``pivot_rows``, by pair id) both have,
+    two pairs, one per direction of the paraphrase: (pivot anchor, LANG positive, LANG negative) and
+    (pivot positive, LANG anchor, None); the second has no hard negative, because the row's
+    negative contradicts its anchor, not its positive. Returned as (pivot text, LANG text, LANG
+    negative or None), in the order of ``pairs``.
+    """
+    out: list[tuple[str, str, str | None]] = []
+    for pair in pairs:
+        pivot = pivot_rows.get(pair.pair_id)
+        if pivot is None:
+            continue
+        out.append((pivot.anchor, pair.positive, pair.negative))
+        out.append((pivot.positive, pair.anchor, None))
+    return out
+
+
+def _held_out(pairs: list[tuple[str, str]], size: int) -> set[tuple[str, str]]:
+    """``size`` distinct pairs chosen by a hash of their pivot sentence: stable across runs and
+    independent of the order or number of files."""
+    if size <= 0:
+        return set()
+    unique = sorted(set(pairs), key=lambda p: (hashlib.sha256(p[0].encode("utf-8")).hexdigest(), p))
+    return set(unique[:size])
 
 
 def _substitute(spec: Any, lang: str) -> Any:
@@ -129,19 +166,19 @@ def load_language_data(
     # Hold out the last pair ids (sorted, so the split is stable) for dev retrieval metrics.
     dev_size = data_cfg.dev_pairs
     dev_ids = set(sorted({p.pair_id for p in all_pairs})[-dev_size:]) if dev_size else set()
-    for p in all_pairs:
-        if p.pair_id in dev_ids:
-            data.dev_paraphrases.append(p)
-            if lang != pivot and p.pair_id in pivot_rows:
-                data.dev_crosslingual.append((pivot_rows[p.pair_id].anchor, p.positive))
-        else:
-            data.paraphrases.append(p)
-            if lang != pivot and p.pair_id in pivot_rows:
-                data.crosslingual.append((pivot_rows[p.pair_id].anchor, p.positive, p.negative))
+    train_pairs = [p for p in all_pairs if p.pair_id not in dev_ids]
+    data.dev_paraphrases = [p for p in all_pairs if p.pair_id in dev_ids]
+    if lang != pivot:
+        data.dev_crosslingual = [
+            (pivot_rows[p.pair_id].anchor, p.positive)
+            for p in data.dev_paraphrases
+            if p.pair_id in pivot_rows
+        ]
 
     par_specs = resolve("parallel") if lang != pivot else []
     par_counts = []
     dev_texts = {p.anchor for p in data.dev_paraphrases} | {p.positive for p in data.dev_paraphrases}
+    parallel: list[tuple[str, str]] = []
     for spec in par_specs:
         corpus = load_parallel(spec)
         if lang not in corpus.columns or pivot not in corpus.columns:
@@ -154,6 +191,17 @@ def load_language_data(
             if a and b and b not in dev_texts
         ]
         par_counts.append(len(pairs))
-        data.parallel.extend(pairs)
+        parallel.extend(pairs)
+    dev_parallel = _held_out(parallel, data_cfg.dev_parallel)
+    data.dev_parallel = sorted(dev_parallel)
+    # A held-out translation's sentences leave every training set, paraphrases included (the same
+    # sentences recur across files: Kardeş XNLI is both parallel data and paraphrases).
+    held = {t for pair in dev_parallel for t in pair}
+    data.parallel = [p for p in parallel if p not in dev_parallel and p[0] not in held and p[1] not in held]
+    data.paraphrases = [p for p in train_pairs if p.anchor not in held and p.positive not in held]
+    if lang != pivot:
+        data.crosslingual = [
+            c for c in crosslingual_pairs(train_pairs, pivot_rows) if c[0] not in held and c[1] not in held
+        ]
     data.files["parallel"] = _records(par_specs, par_counts)
     return data

@@ -46,13 +46,14 @@ from modsenc.modules.bundle import (
 )
 from modsenc.modules.configs import alignment_adapter_config, language_adapter_config, sentence_adapter_config
 from modsenc.modules.modular import ModularBackbone
+from modsenc.objectives.losses.distillation import distillation_targets
 from modsenc.objectives.mlm import MaskedLanguageModeling, MLMConfig
 from modsenc.objectives.sentence_pairs import (
     SentencePairExample,
     SentencePairObjective,
     pair_examples,
 )
-from modsenc.routing.langid import LANGID_FILE, CharNgramProfile
+from modsenc.routing.langid import LANGID_FILE, build_profile
 from modsenc.training.configs import STAGES, AddLanguageRecipe, Schedule
 from modsenc.training.loop import fit_stage
 from modsenc.training.stage_cache import KEY_FILE, StageDir
@@ -333,40 +334,59 @@ class AddLanguage:
         self.modular.add_lora(self.lang, "se", sentence_adapter_config(cfg.r, cfg.alpha, cfg.dropout))
         self.modular.activate(self.lang, self.modular.modules_of(self.lang))
         self.modular.set_trainable(self.lang, ["se"])
-        pairs = self.data.paraphrases
-        examples = self._pair_examples(
-            "paraphrase", [p.positive for p in pairs], [p.negative for p in pairs], [p.anchor for p in pairs]
-        )
+
+        def examples_of(pairs: list) -> list[SentencePairExample]:
+            positives, negatives = [p.positive for p in pairs], [p.negative for p in pairs]
+            return self._pair_examples("paraphrase", positives, negatives, [p.anchor for p in pairs])
+
+        examples = examples_of(self.data.paraphrases)
+        dev = examples_of(self.data.dev_paraphrases) if cfg.eval_every else []
         objective = SentencePairObjective(scale=cfg.scale)
         sampler = self._sampler(examples, cfg.batch_size)
-        metrics = self._fit(objective, examples, sampler, cfg, run_dir)
+        metrics = self._fit(objective, examples, sampler, cfg, run_dir, dev)
         self.modular.save_module(self.lang, "se", out)
         return metrics
+
+    def _cla_examples(
+        self, crosslingual: list[tuple[str, str, str | None]], parallel: list[tuple[str, str]]
+    ) -> tuple[list[SentencePairExample], list[SentencePairExample]]:
+        """(cross-lingual paraphrase examples, parallel examples): LANG's side as text, the pivot's
+        as fixed vectors computed once through the pivot's own modules (its side is frozen)."""
+        cfg = self.config.cla
+        encode_pivot = self._encoder(self.pivot, self.pivot_kinds)
+        paraphrase: list[SentencePairExample] = []
+        translations: list[SentencePairExample] = []
+        if crosslingual:
+            targets = list(torch.as_tensor(encode_pivot([a for a, _, _ in crosslingual])))
+            self.modular.activate(self.lang, self.modular.modules_of(self.lang))  # LANG's tokenizer
+            texts, negatives = [b for _, b, _ in crosslingual], [n for _, _, n in crosslingual]
+            paraphrase = self._pair_examples("paraphrase", texts, negatives, targets)
+        if parallel:
+            vectors = torch.as_tensor(encode_pivot([a for a, _ in parallel]))
+            kind = "parallel"
+            if cfg.parallel_loss == "distill":
+                kind = "distill"
+                own = None
+                if cfg.own_weight > 0:  # the bare backbone's vector of the sentence itself
+                    own = torch.as_tensor(self._encoder(self.lang, set())([b for _, b in parallel]))
+                vectors = distillation_targets(vectors, own, cfg.own_weight)
+            self.modular.activate(self.lang, self.modular.modules_of(self.lang))
+            texts = [b for _, b in parallel]
+            translations = self._pair_examples(kind, texts, [None] * len(parallel), list(vectors))
+        return paraphrase, translations
 
     def _stage_cla(self, out: Path, run_dir: Path) -> dict[str, float]:
         cfg = self.config.cla
         variant = cfg.variant
-        encode_pivot = self._encoder(self.pivot, self.pivot_kinds)
         self.modular.add_alignment(self.lang, alignment_adapter_config(**cfg.adapter))
-
-        def vectors(texts: list[str]) -> torch.Tensor:
-            # The pivot's side is frozen: its embeddings are computed once, through its own modules.
-            return torch.as_tensor(encode_pivot(texts))
-
-        paraphrase: list[SentencePairExample] = []
-        parallel: list[SentencePairExample] = []
-        if variant in ("pp", "jt"):
-            items = self.data.crosslingual
-            targets = list(vectors([a for a, _, _ in items]))
-            self.modular.activate(self.lang, self.modular.modules_of(self.lang))  # LANG's tokenizer
-            paraphrase = self._pair_examples(
-                "paraphrase", [b for _, b, _ in items], [n for _, _, n in items], targets
-            )
-        if variant in ("pl", "jt"):
-            items = self.data.parallel
-            targets = list(vectors([a for a, _ in items]))
-            self.modular.activate(self.lang, self.modular.modules_of(self.lang))
-            parallel = self._pair_examples("parallel", [b for _, b in items], [None] * len(items), targets)
+        use_paraphrases, use_parallel = variant in ("pp", "jt"), variant in ("pl", "jt")
+        paraphrase, parallel = self._cla_examples(
+            self.data.crosslingual if use_paraphrases else [], self.data.parallel if use_parallel else []
+        )
+        dev: list[SentencePairExample] = []
+        if cfg.eval_every:
+            dev_cross = [(a, b, None) for a, b in self.data.dev_crosslingual] if use_paraphrases else []
+            dev = sum(self._cla_examples(dev_cross, self.data.dev_parallel if use_parallel else []), [])
         self.modular.activate(self.lang, self.modular.modules_of(self.lang))
         self.modular.set_trainable(self.lang, ["cla"])
         batch_size = cfg.batch_size
@@ -376,12 +396,18 @@ class AddLanguage:
         else:
             sampler = self._sampler(paraphrase or parallel, batch_size)
         objective = SentencePairObjective(scale=cfg.scale)
-        metrics = self._fit(objective, paraphrase + parallel, sampler, cfg, run_dir)
+        metrics = self._fit(objective, paraphrase + parallel, sampler, cfg, run_dir, dev)
         self.modular.save_module(self.lang, "cla", out)
         return metrics
 
     def _fit(
-        self, objective: torch.nn.Module, examples: list, sampler: Any, cfg: Schedule, run_dir: Path
+        self,
+        objective: torch.nn.Module,
+        examples: list,
+        sampler: Any,
+        cfg: Schedule,
+        run_dir: Path,
+        dev_examples: list | None = None,
     ) -> dict:
         callbacks = self._callbacks(run_dir)
         return fit_stage(
@@ -395,6 +421,7 @@ class AddLanguage:
             self.resume,
             self.seed,
             callbacks,
+            dev_examples=dev_examples or (),
         )
 
     def _sampler(self, examples: list, batch_size: int, drop_last: bool = True) -> LengthBucketBatchSampler:
@@ -460,12 +487,19 @@ class AddLanguage:
     def install(
         self, dev: dict[str, Any], stage_metrics: dict[str, Any], seconds: dict[str, float], wall: float
     ) -> Path:
-        # What the router needs to recognise this language, from this language's text alone.
-        langid_texts = self.data.mono or [t for p in self.data.paraphrases for t in (p.anchor, p.positive)]
-        # in every script the orthography declares (Uzbek: Latin and Cyrillic), so both route here
-        langid_texts = [v for t in langid_texts for v in self.orthography.script_variants(t)]
+        # What the router needs to recognise this language: all of this language's text (and
+        # only this language's), in every script the orthography declares (Uzbek: Latin and
+        # Cyrillic), so both route here.
+        data = self.data
+        langid_texts = [
+            *data.mono,
+            *(t for p in data.paraphrases + data.dev_paraphrases for t in (p.anchor, p.positive)),
+            *(b for _, b in data.parallel + data.dev_parallel),
+        ]
+        profile = build_profile(self.lang, langid_texts, self.orthography.script_variants)
         langid_path = self.work / LANGID_FILE
-        CharNgramProfile.build(self.lang, langid_texts).save(langid_path)
+        profile.save(langid_path)
+        langid_sentences = sum(1 for _ in langid_texts)
         return self.modular.save_bundle(
             self.zoo,
             self.lang,
@@ -473,7 +507,12 @@ class AddLanguage:
             pivot=self.pivot,
             stages=self.stages,
             script=detect_script(self.data.mono or [p.anchor for p in self.data.paraphrases]),
-            router={"langid": LANGID_FILE, "kind": "char-ngram-naive-bayes", "sentences": len(langid_texts)},
+            router={
+                "langid": LANGID_FILE,
+                "kind": "char-ngram-naive-bayes",
+                "sentences": langid_sentences,
+                "scripts": sorted(profile.scripts),
+            },
             router_files={LANGID_FILE: langid_path},
             record={
                 "cla_variant": self.config.cla.variant if "cla" in self.stages else None,
