@@ -14,13 +14,14 @@ through the same ``detect`` interface.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -28,7 +29,7 @@ from typing import Protocol
 from modsenc.utils.io import atomic_write_json
 
 LANGID_FILE = "langid.json"
-ORDERS = (1, 2, 3)
+ORDERS = (1, 2, 3, 4, 5)
 # Uzbek (and Turkic Latin orthographies) write the same apostrophe with five different characters.
 _APOSTROPHES = re.compile("[\u02bb\u02bc\u2018\u2019`']")
 _DIGITS = re.compile(r"\d+")
@@ -55,6 +56,7 @@ class Detection:
     lang: str  # the language routed to (the fallback when unsure)
     confidence: float  # posterior probability of the detected language among the candidates
     detected: str | None  # what the detector said before any fallback
+    unsure: bool = False  # below the router's min_confidence, or no installed language recognised
 
 
 class Detector(Protocol):
@@ -63,54 +65,96 @@ class Detector(Protocol):
         ...
 
 
-class CharNgramProfile:
-    """Log-probabilities of one language's character n-grams (add-alpha smoothed, top-k kept)."""
+def _subprofile(texts: Iterable[str], top_k: int, alpha: float) -> tuple[dict[str, float], dict[int, float]]:
+    """Smoothed log-probabilities of the ``top_k`` most frequent n-grams (split across orders), and
+    per order the log-probability of one n-gram outside them."""
+    counts: dict[int, Counter[str]] = {n: Counter() for n in ORDERS}
+    for text in texts:
+        for gram in ngrams(text):
+            counts[len(gram)][gram] += 1
+    logp: dict[str, float] = {}
+    unseen: dict[int, float] = {}
+    per_order = max(1, top_k // len(ORDERS))
+    for n, counter in counts.items():
+        total = sum(counter.values())
+        kept = counter.most_common(per_order)
+        denominator = total + alpha * (len(kept) + 1)
+        logp.update({gram: math.log((c + alpha) / denominator) for gram, c in kept})
+        # Everything not kept shares one smoothed slot, so unseen n-grams cost more than rare ones.
+        unseen[n] = math.log(alpha / denominator)
+    return logp, unseen
 
-    def __init__(self, lang: str, logp: dict[str, float], unseen: dict[int, float]) -> None:
-        self.lang, self.logp, self.unseen = lang, logp, unseen
+
+class CharNgramProfile:
+    """One language's character n-gram model: a sub-profile per script it is written in.
+
+    Uzbek is written in Latin and Cyrillic. One distribution over both would give every Latin
+    n-gram about half its probability, and a Latin sentence would pay about log 2 per n-gram
+    against a one-script language (English won "Mening bobom arxeolog edi." at a posterior of
+    1.0 that way); so each script is normalised on its own and a text is scored by the script
+    that explains it best. ``sample`` holds sentences left out of the counts, on which the router
+    calibrates its confidence and measures its accuracy across the installed languages.
+    """
+
+    def __init__(
+        self,
+        lang: str,
+        scripts: dict[str, tuple[dict[str, float], dict[int, float]]],
+        sample: list[str] | None = None,
+    ) -> None:
+        if not scripts:
+            raise ValueError(f"a language profile for {lang!r} needs at least one script")
+        self.lang, self.scripts, self.sample = lang, scripts, list(sample or [])
 
     @classmethod
     def build(
-        cls, lang: str, texts: Iterable[str], top_k: int = 20000, alpha: float = 0.5
+        cls,
+        lang: str,
+        texts: Iterable[str] | dict[str, Iterable[str]],
+        top_k: int = 150000,
+        alpha: float = 0.5,
+        sample: Sequence[str] = (),
     ) -> CharNgramProfile:
-        counts: dict[int, Counter[str]] = {n: Counter() for n in ORDERS}
-        for text in texts:
-            for gram in ngrams(text):
-                counts[len(gram)][gram] += 1
-        if not any(counts.values()):
+        """From ``texts`` (one script) or ``{script: texts}``; ``sample`` is kept for calibration."""
+        by_script = texts if isinstance(texts, dict) else {"any": texts}
+        scripts = {}
+        for script, group in by_script.items():
+            logp, unseen = _subprofile(group, top_k, alpha)
+            if logp:
+                scripts[script] = (logp, unseen)
+        if not scripts:
             raise ValueError(f"cannot build a language profile for {lang!r} from empty text")
-        logp: dict[str, float] = {}
-        unseen: dict[int, float] = {}
-        per_order = max(1, top_k // len(ORDERS))
-        for n, counter in counts.items():
-            total = sum(counter.values())
-            kept = counter.most_common(per_order)
-            denominator = total + alpha * (len(kept) + 1)
-            logp.update({gram: math.log((c + alpha) / denominator) for gram, c in kept})
-            # Everything not kept shares one smoothed slot, so unseen n-grams cost more than rare ones.
-            unseen[n] = math.log(alpha / denominator)
-        return cls(lang, logp, unseen)
+        return cls(lang, scripts, list(sample))
 
     def log_likelihood(self, grams: Sequence[str]) -> tuple[float, float]:
-        """(sum of log-probabilities, share of trigrams this profile has seen)."""
-        total, trigrams, known = 0.0, 0, 0
-        for gram in grams:
-            value = self.logp.get(gram)
-            if len(gram) == 3:
-                trigrams += 1
-                known += value is not None
-            total += value if value is not None else self.unseen[len(gram)]
-        return total, (known / trigrams if trigrams else 0.0)
+        """(sum of log-probabilities, share of trigrams seen) under the script that fits best."""
+        best: tuple[float, float] | None = None
+        for logp, unseen in self.scripts.values():
+            total, trigrams, known = 0.0, 0, 0
+            for gram in grams:
+                value = logp.get(gram)
+                if len(gram) == 3:
+                    trigrams += 1
+                    known += value is not None
+                total += value if value is not None else unseen[len(gram)]
+            scored = (total, known / trigrams if trigrams else 0.0)
+            if best is None or scored[0] > best[0]:
+                best = scored
+        return best  # type: ignore[return-value]
 
     def save(self, path: str | os.PathLike) -> None:
+        scripts = {
+            name: {"unseen": {str(n): v for n, v in unseen.items()}, "logp": logp}
+            for name, (logp, unseen) in self.scripts.items()
+        }
         atomic_write_json(
             path,
             {
-                "format": "modsenc-langid/1",
+                "format": "modsenc-langid/2",
                 "language": self.lang,
                 "orders": list(ORDERS),
-                "unseen": {str(n): v for n, v in self.unseen.items()},
-                "logp": self.logp,
+                "scripts": scripts,
+                "sample": self.sample,
             },
         )
 
@@ -118,34 +162,133 @@ class CharNgramProfile:
     def load(cls, path: str | os.PathLike) -> CharNgramProfile:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-            return cls(data["language"], data["logp"], {int(n): v for n, v in data["unseen"].items()})
-        except (json.JSONDecodeError, KeyError) as err:
+            if data.get("format") == "modsenc-langid/1":  # one distribution, no sample
+                scripts = {"any": data}
+            elif data.get("format") == "modsenc-langid/2":
+                scripts = data["scripts"]
+            else:
+                raise KeyError(f"format {data.get('format')!r} (this modsenc reads modsenc-langid/1 and /2)")
+            parsed = {
+                name: (s["logp"], {int(n): v for n, v in s["unseen"].items()}) for name, s in scripts.items()
+            }
+            return cls(data["language"], parsed, data.get("sample"))
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
             raise ValueError(f"{path} is not a modsenc language profile ({err})") from err
 
 
-class ProfileDetector:
-    """Naive Bayes over the installed languages' profiles (uniform prior)."""
+def script_of(text: str) -> str:
+    """The script most of ``text``'s letters are written in: ``Latin``, ``Cyrillic``, ``Arabic``..."""
+    counts: Counter[str] = Counter()
+    for ch in text:
+        if ch.isalpha():
+            counts[unicodedata.name(ch, "UNKNOWN").split()[0].title()] += 1
+    return counts.most_common(1)[0][0] if counts else "None"
 
-    def __init__(self, profiles: dict[str, CharNgramProfile], min_coverage: float = 0.3) -> None:
+
+def build_profile(
+    lang: str,
+    texts: Iterable[str],
+    variants: Callable[[str], list[str]] = lambda text: [text],
+    sample_size: int = 300,
+    max_sentences: int = 200_000,
+    min_script_share: float = 0.2,
+) -> CharNgramProfile:
+    """``lang``'s profile from all of its text, each sentence also in the other scripts
+    ``variants`` gives (Uzbek: its Cyrillic transliteration), one sub-profile per script.
+
+    ``sample_size`` distinct sentences, chosen by a hash of their text (stable across runs), are
+    left out of the counts and kept, in every script, for the router's calibration.
+    """
+    unique = sorted(set(t for t in texts if t.strip()), key=lambda t: hashlib.sha256(t.encode()).hexdigest())
+    held, counted = unique[:sample_size], unique[sample_size : sample_size + max_sentences]
+    if not counted:  # too little text to hold any out
+        held, counted = [], unique
+    by_script: dict[str, list[str]] = {}
+    for text in counted:
+        for variant in variants(text):
+            by_script.setdefault(script_of(variant), []).append(variant)
+    # A script needs a real share of the text to be modelled: a handful of Latin lines in Kazakh
+    # data would make a sub-profile so small that its unseen n-grams cost little, and it would
+    # then claim every Latin sentence of every language.
+    total = sum(len(group) for group in by_script.values())
+    by_script = {k: v for k, v in by_script.items() if len(v) >= min_script_share * total}
+    sample = [v for text in held for v in variants(text) if script_of(v) in by_script]
+    return CharNgramProfile.build(lang, by_script, sample=sample)
+
+
+# Temperatures tried when calibrating: the posterior is softmax(log-likelihood / T).
+TEMPERATURES = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+class ProfileDetector:
+    """Naive Bayes over the installed languages' profiles (uniform prior), its confidence
+    calibrated on the profiles' held-out samples.
+
+    Summed over dozens of overlapping n-grams, naive Bayes log-likelihoods are far too sure of
+    themselves (a posterior of 1.0 on a wrong language); dividing them by a temperature fitted to
+    held-out sentences of the installed languages (the T of lowest log-loss) makes the confidence
+    mean something, so ``min_confidence`` can catch the uncertain sentences.
+    """
+
+    def __init__(
+        self,
+        profiles: dict[str, CharNgramProfile],
+        min_coverage: float = 0.3,
+        temperature: float | None = None,
+    ) -> None:
         self.profiles = profiles
         # A text of none of the installed languages shares few trigrams with any profile.
         self.min_coverage = min_coverage
+        self.calibration: dict[str, object] = {}
+        self.temperature = temperature if temperature is not None else self.calibrate()
 
     def add(self, profile: CharNgramProfile) -> None:
         self.profiles[profile.lang] = profile
+        self.temperature = self.calibrate()
+
+    def _scores(self, text: str, usable: Sequence[str]) -> dict[str, tuple[float, float]]:
+        grams = list(ngrams(text))
+        return {lang: self.profiles[lang].log_likelihood(grams) for lang in usable} if grams else {}
+
+    def calibrate(self) -> float:
+        """The temperature of lowest log-loss on the profiles' samples (1 without samples); the
+        accuracy on them per language is kept in ``calibration``."""
+        langs = sorted(self.profiles)
+        scored = [(lang, self._scores(text, langs)) for lang in langs for text in self.profiles[lang].sample]
+        scored = [(lang, s) for lang, s in scored if s]
+        if len(langs) < 2 or not scored:
+            self.calibration = {"temperature": 1.0, "sentences": 0}
+            return 1.0
+
+        def log_loss(t: float) -> float:
+            total = 0.0
+            for lang, s in scored:
+                top = max(v[0] for v in s.values())
+                total -= (s[lang][0] - top) / t - math.log(
+                    sum(math.exp((v[0] - top) / t) for v in s.values())
+                )
+            return total / len(scored)
+
+        best = min(TEMPERATURES, key=log_loss)
+        accuracy = {
+            lang: sum(max(s, key=lambda k: s[k][0]) == lang for lg, s in scored if lg == lang)
+            / max(1, sum(lg == lang for lg, _ in scored))
+            for lang in langs
+        }
+        self.calibration = {"temperature": float(best), "sentences": len(scored), "accuracy": accuracy}
+        return float(best)
 
     def detect(self, texts: Sequence[str], candidates: Sequence[str]) -> list[tuple[str | None, float]]:
         usable = [lang for lang in candidates if lang in self.profiles]
         results: list[tuple[str | None, float]] = []
         for text in texts:
-            grams = list(ngrams(text))
-            if not grams or not usable:
+            scores = self._scores(text, usable) if usable else {}
+            if not scores:
                 results.append((None, 0.0))
                 continue
-            scores = {lang: self.profiles[lang].log_likelihood(grams) for lang in usable}
             best = max(scores, key=lambda lang: scores[lang][0])
             top = scores[best][0]
-            posterior = 1.0 / sum(math.exp(score - top) for score, _ in scores.values())
+            posterior = 1.0 / sum(math.exp((score - top) / self.temperature) for score, _ in scores.values())
             if scores[best][1] < self.min_coverage:
                 results.append((None, posterior))
             else:
@@ -233,25 +376,51 @@ class LinguaDetector:
         return results
 
 
+UNSURE_POLICIES = ("fallback", "best", "refuse")
+
+
+class UnsureLanguageError(ValueError):
+    """``unsure="refuse"``: the router could not tell a sentence's language confidently."""
+
+
 class LanguageRouter:
     """Picks the language (and so the modules) for each sentence.
 
     Given codes are validated and used as they are; otherwise the detector chooses among the
-    installed languages, and a sentence it is unsure about (confidence below ``min_confidence``,
-    or no installed language recognised) goes to ``fallback`` (by default the pivot).
+    installed languages. A sentence it is unsure about (confidence below ``min_confidence``, or no
+    installed language recognised) is marked ``unsure`` and handled by the ``unsure`` policy:
+    ``fallback`` sends it to ``fallback`` (by default the pivot), ``best`` to the best guess when
+    there is one (else the fallback), ``refuse`` raises ``UnsureLanguageError`` naming it.
     """
 
     def __init__(
-        self, detector: Detector, languages: Sequence[str], fallback: str, min_confidence: float = 0.5
+        self,
+        detector: Detector,
+        languages: Sequence[str],
+        fallback: str,
+        min_confidence: float = 0.5,
+        unsure: str = "fallback",
     ) -> None:
         if fallback not in languages:
             raise ValueError(f"fallback language {fallback!r} is not installed ({', '.join(languages)})")
+        if unsure not in UNSURE_POLICIES:
+            raise ValueError(f"unsure must be one of {UNSURE_POLICIES}, got {unsure!r}")
         self.detector, self.languages, self.fallback = detector, list(languages), fallback
-        self.min_confidence = min_confidence
+        self.min_confidence, self.unsure = min_confidence, unsure
 
     def route(self, texts: Sequence[str]) -> list[Detection]:
         out = []
-        for detected, confidence in self.detector.detect(texts, self.languages):
+        for i, (detected, confidence) in enumerate(self.detector.detect(texts, self.languages)):
             unsure = detected is None or confidence < self.min_confidence
-            out.append(Detection(self.fallback if unsure else detected, confidence, detected))
+            if not unsure:
+                out.append(Detection(detected, confidence, detected))
+                continue
+            if self.unsure == "refuse":
+                guess = f"best guess {detected} at {confidence:.2f}" if detected else "no installed language"
+                raise UnsureLanguageError(
+                    f"sentence {i}: language unsure ({guess}, below min_confidence "
+                    f"{self.min_confidence}); pass its language explicitly"
+                )
+            lang = detected if self.unsure == "best" and detected is not None else self.fallback
+            out.append(Detection(lang, confidence, detected, unsure=True))
         return out

@@ -5,12 +5,16 @@ from __future__ import annotations
 import pytest
 
 from modsenc.data.demo import demo_path
+from modsenc.data.orthography import orthography_for
 from modsenc.data.readers import read_parallel_tsv
 from modsenc.routing.langid import (
+    TEMPERATURES,
     CharNgramProfile,
     FastTextDetector,
     LanguageRouter,
     ProfileDetector,
+    UnsureLanguageError,
+    build_profile,
     normalise,
     to_iso1,
 )
@@ -40,10 +44,10 @@ def test_a_profile_depends_only_on_its_own_language(profiles, tmp_path) -> None:
     """Adding a language adds a profile; the others are untouched (no joint training)."""
     columns = read_parallel_tsv(demo_path("parallel.tsv")).columns
     again = CharNgramProfile.build("uz", columns["uz"])
-    assert again.logp == profiles["uz"].logp
+    assert again.scripts == profiles["uz"].scripts
     profiles["uz"].save(tmp_path / "langid.json")
     loaded = CharNgramProfile.load(tmp_path / "langid.json")
-    assert loaded.logp == profiles["uz"].logp and loaded.unseen == profiles["uz"].unseen
+    assert loaded.scripts == profiles["uz"].scripts and loaded.sample == profiles["uz"].sample
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(ValueError, match="not a modsenc language profile"):
         CharNgramProfile.load(tmp_path / "bad.json")
@@ -93,3 +97,75 @@ def test_a_fasttext_language_id_model_plugs_in(tmp_path) -> None:
     assert detector.detect([HELD_OUT["uz"][0]], ["en"])[0][0] in ("en", None)  # restricted to candidates
     with pytest.raises(FileNotFoundError):
         FastTextDetector(tmp_path / "missing.bin")
+
+
+# Hand-made sentences (not in the demo corpus): short ones (under 6 words) and Cyrillic Uzbek.
+ROUTED = {
+    "en": ["My grandfather was an archaeologist.", "Where is the station?", "I like green tea."],
+    "uz": ["Mening bobom arxeolog edi.", "Bekat qayerda?", "Men ko'k choyni yaxshi ko'raman."],
+    "uz-Cyrl": ["Менинг бобом археолог эди.", "Бекат қаерда?", "Мен кўк чойни яхши кўраман."],
+    "kk": ["Менің атам археолог болған.", "Бекет қайда?", "Мен көк шайды жақсы көремін."],
+}
+
+
+@pytest.fixture(scope="module")
+def routed_profiles() -> dict[str, CharNgramProfile]:
+    """Profiles as add-language builds them: Uzbek in Latin and its Cyrillic transliteration,
+    each script a sub-profile; a held-out sample of each language for calibration."""
+    columns = read_parallel_tsv(demo_path("parallel.tsv")).columns
+    return {
+        lang: build_profile(lang, columns[lang], orthography_for(lang).script_variants, sample_size=40)
+        for lang in ("en", "uz", "kk")
+    }
+
+
+def test_router_accuracy_per_language_on_short_latin_and_cyrillic(routed_profiles) -> None:
+    assert sorted(routed_profiles["uz"].scripts) == ["Cyrillic", "Latin"]
+    assert sorted(routed_profiles["kk"].scripts) == ["Cyrillic"]
+    router = LanguageRouter(ProfileDetector(routed_profiles), ["en", "uz", "kk"], fallback="en")
+    accuracy = {
+        group: sum(r.lang == group[:2] for r in router.route(texts)) / len(texts)
+        for group, texts in ROUTED.items()
+    }
+    assert accuracy == {"en": 1.0, "uz": 1.0, "uz-Cyrl": 1.0, "kk": 1.0}
+
+
+def test_one_script_distribution_for_uzbek_loses_latin_sentences_to_english(routed_profiles) -> None:
+    """The failure the per-script sub-profiles fix: Latin and Cyrillic Uzbek counted as one
+    distribution halve every Latin n-gram's probability, and English wins."""
+    columns = read_parallel_tsv(demo_path("parallel.tsv")).columns
+    mixed = [v for t in columns["uz"] for v in orthography_for("uz").script_variants(t)]
+    one = {"en": routed_profiles["en"], "uz": CharNgramProfile.build("uz", mixed)}
+    assert ProfileDetector(one).detect(["Mening bobom arxeolog edi."], ["en", "uz"])[0][0] == "en"
+    fixed = ProfileDetector({k: routed_profiles[k] for k in ("en", "uz")})
+    assert fixed.detect(["Mening bobom arxeolog edi."], ["en", "uz"])[0][0] == "uz"
+
+
+def test_confidence_is_calibrated_on_the_held_out_samples(routed_profiles) -> None:
+    detector = ProfileDetector(dict(routed_profiles))
+    assert detector.calibration["sentences"] == 40 + 80 + 40  # uz's sample in both scripts
+    assert detector.calibration["accuracy"] == {"en": 1.0, "kk": 1.0, "uz": 1.0}
+    assert detector.temperature == 1.0  # every sample right with a wide margin: nothing to soften
+    # Half of each language's samples look like the other: with equal margins d the log-loss
+    # log(1 + e^(-d/T)) + log(1 + e^(d/T)) falls as T grows, so the largest T is chosen.
+    en = CharNgramProfile.build("en", ["aaaa aaaa"], sample=["aaaa", "bbbb"])
+    xx = CharNgramProfile.build("xx", ["bbbb bbbb"], sample=["bbbb", "aaaa"])
+    confused = ProfileDetector({"en": en, "xx": xx})
+    assert confused.temperature == TEMPERATURES[-1] == 128
+    assert confused.calibration["accuracy"] == {"en": 0.5, "xx": 0.5}
+    raw = ProfileDetector({"en": en, "xx": xx}, temperature=1.0)
+    assert confused.detect(["bbbb"], ["en", "xx"])[0][1] < raw.detect(["bbbb"], ["en", "xx"])[0][1]
+
+
+def test_unsure_policies(profiles) -> None:
+    detector = ProfileDetector(profiles)
+    texts = ["", HELD_OUT["uz"][0]]
+    best = LanguageRouter(detector, LANGS, fallback="en", min_confidence=1.01, unsure="best")
+    assert [(r.lang, r.unsure) for r in best.route(texts)] == [("en", True), ("uz", True)]
+    sure = LanguageRouter(detector, LANGS, fallback="en", min_confidence=0.5)
+    assert [(r.lang, r.unsure) for r in sure.route(texts)] == [("en", True), ("uz", False)]
+    refuse = LanguageRouter(detector, LANGS, fallback="en", unsure="refuse")
+    with pytest.raises(UnsureLanguageError, match="sentence 0: language unsure"):
+        refuse.route(texts)
+    with pytest.raises(ValueError, match="unsure must be one of"):
+        LanguageRouter(detector, LANGS, fallback="en", unsure="guess")
