@@ -577,7 +577,8 @@ def eval_command(
 @click.option("--examples", default=4, show_default=True, type=click.IntRange(min=0), help="Pairs to print.")
 @click.option("--name", default="modsenc", show_default=True, help="Label of MODEL in the table.")
 @click.option("--baseline-name", default="baseline", show_default=True, help="Label of BASELINE.")
-def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_name) -> None:
+@_dtype_option()
+def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_name, dtype) -> None:
     """Compare MODEL with BASELINE (zoos, backbone directories or sentence-transformers models) on
     held-out translations: P@1 and xsim both ways, cosine of translations vs others, example pairs.
 
@@ -599,7 +600,7 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
         raise click.BadParameter("--name and --baseline-name must differ", param_hint="--name")
     try:
         corpus = load_parallel(spec)
-        report = compare_on_bitext({baseline_name: baseline, name: model}, corpus, src, tgt, examples)
+        report = compare_on_bitext({baseline_name: baseline, name: model}, corpus, src, tgt, examples, dtype)
     except (FileNotFoundError, KeyError, ValueError) as err:
         raise click.ClickException(str(err)) from err
     click.echo(format_report(report))
@@ -644,8 +645,9 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
     show_default=True,
     help="Sentences per forward pass.",
 )
+@_dtype_option()
 def mine_command(
-    src, tgt, zoo_dir, src_lang, tgt_lang, output_path, threshold, k, exact_limit, batch_size
+    src, tgt, zoo_dir, src_lang, tgt_lang, output_path, threshold, k, exact_limit, batch_size, dtype
 ) -> None:
     """Mine translation pairs from two monolingual files (one sentence per line), margin-scored."""
     from modsenc.data.readers import iter_lines  # noqa: PLC0415
@@ -659,7 +661,7 @@ def mine_command(
         for path, lines in zip((src, tgt), texts):
             if not lines:
                 raise ValueError(f"{path}: no non-blank lines; mine needs one sentence per line on each side")
-        encoder = ModularEncoder.from_pretrained(zoo_dir)
+        encoder = ModularEncoder.from_pretrained(zoo_dir, dtype=dtype)
         vectors = [
             encoder.encode(t, lang=lang, batch_size=batch_size, show_progress_bar=True)
             for t, lang in zip(texts, (src_lang, tgt_lang))

@@ -22,8 +22,10 @@ def compare_on_bitext(
     src: str = "en",
     tgt: str = "uz",
     examples: int = 4,
+    dtype: str = "auto",
 ) -> dict[str, Any]:
-    """Metrics and example similarities for every model (name -> zoo, backbone dir or encoder)."""
+    """Metrics and example similarities for every model (name -> zoo, backbone dir or encoder),
+    each encoding in ``dtype`` (auto: bf16 where native)."""
     for lang in (src, tgt):
         if lang not in corpus.columns:
             raise ValueError(f"{corpus.path} has no {lang!r} column (it has {', '.join(corpus.languages)})")
@@ -40,7 +42,7 @@ def compare_on_bitext(
         "models": {},
     }
     for name, model in models.items():
-        encoders = EncoderSet(model)
+        encoders = EncoderSet(model, dtype=dtype)
         vectors = {lang: l2_normalise(encoders.for_language(lang)(columns[lang])) for lang in (src, tgt)}
         cosines = vectors[src] @ vectors[tgt].T
         off_diagonal = ~np.eye(len(rows), dtype=bool)

@@ -101,10 +101,12 @@ class CharNgramProfile:
         lang: str,
         scripts: dict[str, tuple[dict[str, float], dict[int, float]]],
         sample: list[str] | None = None,
+        orders: Sequence[int] = ORDERS,
     ) -> None:
         if not scripts:
             raise ValueError(f"a language profile for {lang!r} needs at least one script")
         self.lang, self.scripts, self.sample = lang, scripts, list(sample or [])
+        self.orders = tuple(orders)
 
     @classmethod
     def build(
@@ -171,7 +173,7 @@ class CharNgramProfile:
             parsed = {
                 name: (s["logp"], {int(n): v for n, v in s["unseen"].items()}) for name, s in scripts.items()
             }
-            return cls(data["language"], parsed, data.get("sample"))
+            return cls(data["language"], parsed, data.get("sample"), data.get("orders", (1, 2, 3)))
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
             raise ValueError(f"{path} is not a modsenc language profile ({err})") from err
 
@@ -247,7 +249,10 @@ class ProfileDetector:
         self.temperature = self.calibrate()
 
     def _scores(self, text: str, usable: Sequence[str]) -> dict[str, tuple[float, float]]:
-        grams = list(ngrams(text))
+        # Every profile is scored on the n-gram orders all of them model (a bundle written by an
+        # older modsenc has 1-3-grams only), so their likelihoods stay comparable.
+        orders = sorted(set.intersection(*(set(self.profiles[lang].orders) for lang in usable)))
+        grams = list(ngrams(text, orders))
         return {lang: self.profiles[lang].log_likelihood(grams) for lang in usable} if grams else {}
 
     def calibrate(self) -> float:
