@@ -143,3 +143,17 @@ def test_other_libraries_bars_follow_ours(monkeypatch, no_switches) -> None:
     logs.silence_third_party_bars()
     assert os.environ["TQDM_DISABLE"] == os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] == "1"
     assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "0"
+
+
+def test_importing_the_library_prints_nothing() -> None:
+    """transformers imports torchao when it is installed, and torchao warns on a CPU build of torch."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from modsenc import ModularEncoder"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert (done.stdout, done.stderr) == ("", "")
