@@ -60,6 +60,7 @@ class EMMAXConfig:
     queue_size: int = 256  # K
     momentum: float = 0.999  # of the key encoder
     anchor_momentum: float = 0.9  # of the rank anchors s_r
+    gmm_momentum: float = 0.9  # of the GMM's μ_r, σ_r² following phase-1 moments (1: gradient only)
     phase1_steps: int = 100  # warm-up batches of phase 1 only
     phase2_every: int = 2  # afterwards every k-th batch is phase 2 (1: phase 2 only; 0: never)
     gmm_weight: float = 1.0  # the GMM's loss is added to the encoder's; they share no parameters
@@ -76,6 +77,8 @@ class EMMAXConfig:
             )
         if not 0.0 <= self.momentum < 1.0 or not 0.0 <= self.anchor_momentum < 1.0:
             raise ValueError("objective.emmax.momentum and anchor_momentum must be in [0, 1)")
+        if not 0.0 <= self.gmm_momentum <= 1.0:
+            raise ValueError(f"objective.emmax.gmm_momentum must be in [0, 1], got {self.gmm_momentum}")
         if self.queue_size < 1 or self.phase1_steps < 0 or self.phase2_every < 0:
             raise ValueError("objective.emmax: queue_size >= 1, phase1_steps >= 0 and phase2_every >= 0")
 
@@ -238,16 +241,30 @@ class EMMAXObjective(Objective):
             [mixup_rank(float(v), self.config.ranks) - 1 for v in batch.mixup_lambda.tolist()],
             device=xd.device,
         )
-        z = torch.cat([xd - yd, xd - y_mix])
-        labels = torch.cat([torch.zeros_like(ranks), ranks])
-        if self.training and not bool(self.gmm_fitted.all()):
+        # Both signs of every labelled difference: the relation of x and y is the relation of y and
+        # x, and phase 1's pairs all run one way (x English, y the other language). One-way
+        # differences fit μ_r to that language direction, and phase 2's same-language differences
+        # (q − k ≈ 0 for a sentence and its own key) then sit far from every rank's mean.
+        z = torch.cat([xd - yd, xd - y_mix, yd - xd, y_mix - xd])
+        labels = torch.cat([torch.zeros_like(ranks), ranks]).repeat(2)
+        if self.training:
             # Gradient steps move log σ by about the learning rate per step, far too slowly for
-            # the scale of the first differences: each rank starts from the moment (ML) estimate on
-            # the first batch that has items of that rank, then learns by gradient.
-            self.gmm_fitted |= self.gmm.fit_moments(z, labels, only=~self.gmm_fitted)
+            # the scale of the differences: each rank starts from the moment (ML) estimate on the
+            # first batch that has items of that rank, and then follows the moments of every
+            # phase-1 batch's labelled items (momentum gmm_momentum) as the encoder moves them.
+            # Frozen at the first batch, the GMM labelled phase 2 by differences the encoder had
+            # long left, and its E-step put every candidate in one rank (docs/design.md, "EMMA-X").
+            fitted = self.gmm_fitted.clone()
+            if not bool(fitted.all()):
+                self.gmm_fitted |= self.gmm.fit_moments(z, labels, only=~fitted)
+            if self.config.gmm_momentum < 1.0:
+                track = labels.clone()
+                track[~fitted[labels]] = -1  # a rank fitted by this very batch is not moved twice
+                self.gmm.track_moments(z, track, self.config.gmm_momentum)
         gmm_loss = self.gmm(z, labels) / z.shape[0]
         similarity = torch.cat([(xd * yd).sum(-1), (xd * F.normalize(y_mix, dim=-1)).sum(-1)])
-        self._update_anchors(similarity, labels)
+        anchors_before = self.anchors.clone()
+        self._update_anchors(similarity, labels[: similarity.shape[0]])
 
         loss = encoder_loss + self.config.gmm_weight * gmm_loss
         return ObjectiveOutput(
@@ -256,6 +273,7 @@ class EMMAXObjective(Objective):
                 "loss": float(loss.detach()),
                 "infonce": float(encoder_loss.detach()),
                 "gmm": float(gmm_loss.detach()),
+                **self._anchor_metrics(anchors_before),
             },
             num_tokens=pairs.clean.num_tokens,
             extras={"encoder_loss": encoder_loss, "gmm_loss": gmm_loss, "gmm_labels": labels},
@@ -276,6 +294,18 @@ class EMMAXObjective(Objective):
         self.queue_pointer.copy_((self.queue_pointer + keys.shape[0]) % size)
         self.queue_filled.copy_(torch.clamp(self.queue_filled + keys.shape[0], max=size))
 
+    def _anchor_metrics(self, before: torch.Tensor) -> dict[str, float]:
+        """Each anchor s_r and how far this step moved them (the largest |Δs_r|): the logged trace
+        of the similarity scale the E-step's c*_M labels are read against."""
+        values = {f"anchor_{r + 1}": float(v) for r, v in enumerate(self.anchors.tolist())}
+        return values | {"anchor_drift": float((self.anchors - before).abs().max())}
+
+    def _rank_histogram(self, prefix: str, ranks: torch.Tensor) -> dict[str, float]:
+        """The share of items in each rank (1-based keys): a collapse shows as one share near 1."""
+        counts = torch.bincount(ranks.reshape(-1), minlength=self.config.ranks).float()
+        shares = counts / counts.sum().clamp_min(1)
+        return {f"{prefix}_r{r + 1}": float(v) for r, v in enumerate(shares.tolist())}
+
     def _phase2(self, backbone: Backbone, batch: EMMAXBatch, dist: DistContext) -> ObjectiveOutput:
         queries = F.normalize(
             backbone.sentence_embedding(backbone(batch.queries), batch.queries).float(), dim=-1
@@ -291,19 +321,30 @@ class EMMAXObjective(Objective):
             candidates = torch.cat([k, self.queue[: int(self.queue_filled)]])
             difference = q.detach()[:, None, :] - candidates[None]
             similarity_fixed = q.detach() @ candidates.T
-            # E-step: the GMM labels the encoder's pairs, the anchors label the GMM's.
-            gmm_ranks = self.gmm.log_posterior(difference).argmax(-1)
-            anchor_ranks = (similarity_fixed[..., None] - self.anchors).abs().argmin(-1)
+            # Query i's own key (the sentence through the key encoder, or its paraphrase) is
+            # candidate i: a rank-1 item by construction, as a translation is in phase 1.
+            own = torch.zeros_like(similarity_fixed, dtype=torch.bool)
+            own[torch.arange(q.shape[0]), torch.arange(q.shape[0])] = True
+            # E-step: the GMM labels the encoder's pairs (c*_G), the anchors the GMM's (c*_M). The
+            # known rank-1 items keep their label in both, so neither module can teach the other
+            # that nothing is related.
+            estep_gmm = self.gmm.log_posterior(difference).argmax(-1)
+            estep_anchor = (similarity_fixed[..., None] - self.anchors).abs().argmin(-1)
+            gmm_ranks = estep_gmm.masked_fill(own, 0)
+            anchor_ranks = estep_anchor.masked_fill(own, 0)
 
         terms, count = self.rank_infonce(q @ candidates.T, gmm_ranks)
         # + 0·Σq keeps the encoder in the graph when no candidate is closer than the last rank
         # (DDP expects a gradient for every trained parameter at every step).
         encoder_loss = terms / count.clamp_min(1) + 0.0 * q.sum()
         gmm_loss = self.gmm(difference, anchor_ranks) / anchor_ranks.numel()
-        self._update_anchors(similarity_fixed, gmm_ranks)
+        # The anchors are not moved here: they follow phase 1's labels only (ranks known by
+        # construction). Moving them by the GMM's c*_G, whose c*_M then trains the GMM, closed a loop
+        # in which one rank took every candidate (docs/design.md, "EMMA-X").
         if self.training:
             self._enqueue(k)
 
+        unlabelled = ~own
         loss = encoder_loss + self.config.gmm_weight * gmm_loss
         return ObjectiveOutput(
             loss=loss,
@@ -311,7 +352,13 @@ class EMMAXObjective(Objective):
                 "loss": float(loss.detach()),
                 "rank_infonce": float(encoder_loss.detach()),
                 "gmm": float(gmm_loss.detach()),
-                "rank_agreement": float((gmm_ranks == anchor_ranks).float().mean()),
+                "rank_agreement": float(
+                    (estep_gmm == estep_anchor)[unlabelled].float().mean() if unlabelled.any() else 1.0
+                ),
+                # The E-step's ranks of the candidates not labelled by construction.
+                **self._rank_histogram("estep_gmm", estep_gmm[unlabelled]),
+                **self._rank_histogram("estep_anchor", estep_anchor[unlabelled]),
+                **self._anchor_metrics(self.anchors),
             },
             num_tokens=batch.queries.num_tokens,
             extras={
@@ -319,6 +366,8 @@ class EMMAXObjective(Objective):
                 "gmm_loss": gmm_loss,
                 "gmm_ranks": gmm_ranks,
                 "anchor_ranks": anchor_ranks,
+                "estep_gmm": estep_gmm,
+                "estep_anchor": estep_anchor,
                 "queries": queries,
             },
         )

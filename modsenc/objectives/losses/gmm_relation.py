@@ -51,6 +51,28 @@ class GaussianMixtureRelation(nn.Module):
             present[rank] = True
         return present
 
+    @torch.no_grad()
+    def track_moments(
+        self, z: torch.Tensor, ranks: torch.Tensor, momentum: float, min_sigma: float = 1e-4
+    ) -> torch.Tensor:
+        """Move μ_r and σ_r² of every rank with at least two items in ``ranks`` (0-based) toward the
+        mean and variance of its items: μ ← m·μ + (1−m)·mean, σ² ← m·σ² + (1−m)·var (an online
+        M-step on labelled differences). Gradient steps at a fine-tuning learning rate move μ and
+        log σ by about that rate per step, so without this the Gaussians stay where the first batch
+        put them while the encoder moves the differences away. Returns which ranks were moved."""
+        moved = torch.zeros(self.ranks, dtype=torch.bool, device=z.device)
+        for rank in range(self.ranks):
+            items = z[ranks == rank].float()
+            if items.shape[0] < 2:
+                continue
+            mean = items.mean(0)
+            var = items.var(0, unbiased=False).clamp_min(min_sigma**2)
+            self.mu[rank] = momentum * self.mu[rank] + (1 - momentum) * mean
+            old_var = torch.exp(2 * self.log_sigma[rank])
+            self.log_sigma[rank] = 0.5 * (momentum * old_var + (1 - momentum) * var).log()
+            moved[rank] = True
+        return moved
+
     def log_joint(self, z: torch.Tensor) -> torch.Tensor:
         """log π_r + log N(z; μ_r, σ_r) for every rank: (..., dim) → (..., ranks)."""
         z = z.float()[..., None, :]
