@@ -444,3 +444,50 @@ def _finish(output: Path, manifest: dict[str, Any], shards: list[Shard]) -> dict
         output / "rejects.jsonl",
     )
     return manifest
+
+
+def write_embeddings(
+    output: str | os.PathLike, vectors: np.ndarray, texts: Sequence[str], shard_size: int, lang: str = "xx"
+) -> dict[str, Any]:
+    """Vectors computed elsewhere, written in ``scale encode``'s output format (for benchmarks and tests
+    of ``scale mine`` on synthetic data). ``output`` must not exist yet."""
+    import pyarrow as pa  # noqa: PLC0415
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    output = Path(output)
+    if output.exists():
+        raise FileExistsError(f"{output} exists; give a new folder")
+    if len(vectors) != len(texts):
+        raise ValueError(f"{len(vectors)} vectors for {len(texts)} texts")
+    (output / SHARDS).mkdir(parents=True)
+    n, dim = vectors.shape
+    starts = range(0, n, shard_size)
+    for index, start in enumerate(starts):
+        block = np.ascontiguousarray(vectors[start : start + shard_size], dtype=np.float32)
+        rows = len(block)
+        table = pa.table(
+            {
+                "id": pa.array(np.arange(start, start + rows), pa.int64()),
+                "file": pa.array(np.zeros(rows, np.int32)),
+                "line": pa.array(np.arange(start + 1, start + rows + 1), pa.int64()),
+                "lang": pa.array([lang] * rows, pa.string()),
+                "text": pa.array(list(texts[start : start + rows]), pa.string()),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(block.reshape(-1)), dim),
+            }
+        )
+        with atomic_file(shard_path(output, index)) as tmp:
+            pq.write_table(table, tmp)
+    manifest = {
+        "job": {"kind": JOB_KIND, "synthetic": True, "rows": n, "dim": dim},
+        "job_id": "synthetic",
+        "status": "complete",
+        "shards": len(starts),
+        "rows": n,
+        "dim": dim,
+        "encoded": n,
+        "rejected": 0,
+        "shard_files": [str(shard_path(output, i).relative_to(output)) for i in range(len(starts))],
+        "shard_rows": [min(shard_size, n - s) for s in starts],
+    }
+    atomic_write_json(output / MANIFEST, manifest)
+    return manifest

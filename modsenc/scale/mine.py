@@ -159,22 +159,27 @@ def index_spec(n: int, dim: int, exact_limit: int, pq_limit: int) -> str:
 
 
 class SearchPart:
-    """A Ray actor: one part of the database in its own faiss index (a copy of the trained template)."""
+    """A Ray actor holding one part of the database at a time, in its own faiss index (a copy of the
+    trained template). Actors are reused from part to part: starting a process costs seconds."""
 
-    def __init__(
-        self, files: list[str], start: int, dim: int, template: np.ndarray | None, nprobe: int
-    ) -> None:
+    def __init__(self) -> None:
+        self.index: Any = None
+        self.start = 0
+
+    def load(self, files: list[str], start: int, dim: int, template: Any, nprobe: int) -> int:
         import faiss  # noqa: PLC0415
 
+        self.index = None  # free the previous part before reading the next
         embeddings = Embeddings(Path("."), [Path(f) for f in files], [], dim)
         vectors = l2_normalise(np.concatenate([embeddings.vectors(Path(f)) for f in files]))
         if template is None:
-            self.index = faiss.IndexFlatIP(dim)
+            index = faiss.IndexFlatIP(dim)
         else:
-            self.index = faiss.deserialize_index(template)
-            faiss.extract_index_ivf(self.index).nprobe = nprobe
-        self.index.add(vectors)
-        self.start = start
+            index = faiss.deserialize_index(template)
+            faiss.extract_index_ivf(index).nprobe = nprobe
+        index.add(vectors)
+        self.index, self.start = index, start
+        return len(vectors)
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         sims, ids = self.index.search(queries, k)
@@ -191,12 +196,12 @@ def merge_topk(sims: list[np.ndarray], ids: list[np.ndarray], k: int) -> tuple[n
 
 def sharded_knn(
     ray: Any,
+    actors: list[Any],
     queries: Embeddings,
     database: Embeddings,
     k: int,
     out_sims: np.ndarray,
     out_ids: np.ndarray,
-    workers: int,
     part_rows: int,
     chunk_rows: int,
     exact_limit: int,
@@ -225,24 +230,25 @@ def sharded_knn(
     out_sims.fill(-np.inf)
     out_ids.fill(-1)
     parts = database.parts(part_rows)
-    actor_class = ray.remote(num_cpus=1)(SearchPart)
     template_ref = ray.put(template) if template is not None else None
-    for wave in range(0, len(parts), workers):
-        group = parts[wave : wave + workers]
+    for wave in range(0, len(parts), len(actors)):
+        group = parts[wave : wave + len(actors)]
         started = time.perf_counter()
-        actors = [
-            actor_class.remote(files, start, database.dim, template_ref, nprobe) for start, files in group
-        ]
+        busy = actors[: len(group)]
+        ray.get(
+            [
+                a.load.remote(files, start, database.dim, template_ref, nprobe)
+                for a, (start, files) in zip(busy, group)
+            ]
+        )
         for first, block in queries.chunks(chunk_rows):
             block_ref = ray.put(block)
-            results = ray.get([a.search.remote(block_ref, k) for a in actors])
+            results = ray.get([a.search.remote(block_ref, k) for a in busy])
             rows = slice(first, first + len(block))
             sims, ids = merge_topk(
                 [out_sims[rows]] + [r[0] for r in results], [out_ids[rows]] + [r[1] for r in results], k
             )
             out_sims[rows], out_ids[rows] = sims, ids
-        for actor in actors:
-            ray.kill(actor)
         log.info(
             "%s: parts %d-%d of %d searched in %.1f s",
             desc,
@@ -303,7 +309,6 @@ def mine_corpus(
         fwd_sims, fwd_ids = lists("fwd", src.total)
         bwd_sims, bwd_ids = lists("bwd", tgt.total)
         options = {
-            "workers": workers,
             "part_rows": part_rows,
             "chunk_rows": chunk_rows,
             "exact_limit": exact_limit,
@@ -312,8 +317,14 @@ def mine_corpus(
             "seed": seed,
         }
         with ray_session(address, local_cpus=max(os.cpu_count() or 1, workers)) as ray:
-            sharded_knn(ray, src, tgt, k, fwd_sims, fwd_ids, desc="search src->tgt", **options)
-            sharded_knn(ray, tgt, src, k, bwd_sims, bwd_ids, desc="search tgt->src", **options)
+            most = max(len(src.parts(part_rows)), len(tgt.parts(part_rows)))
+            actors = [ray.remote(num_cpus=1)(SearchPart).remote() for _ in range(min(workers, most))]
+            try:
+                sharded_knn(ray, actors, src, tgt, k, fwd_sims, fwd_ids, desc="search src->tgt", **options)
+                sharded_knn(ray, actors, tgt, src, k, bwd_sims, bwd_ids, desc="search tgt->src", **options)
+            finally:
+                for actor in actors:
+                    ray.kill(actor)
         src_mean, tgt_mean = _means(fwd_sims, fwd_ids, chunk_rows), _means(bwd_sims, bwd_ids, chunk_rows)
         candidates = []
         for sims, ids, own, other, forward in (

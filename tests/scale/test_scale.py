@@ -22,7 +22,7 @@ from modsenc.data.readers import read_parallel_tsv
 from modsenc.eval.mining import mine
 from modsenc.routing.encoder import ModularEncoder
 from modsenc.scale import encode as scale_encode
-from modsenc.scale.encode import encode_corpus, shard_path
+from modsenc.scale.encode import encode_corpus, shard_path, write_embeddings
 from modsenc.scale.mine import mine_corpus
 from modsenc.utils.io import temporary_file
 from tests._zoo import HELD_OUT
@@ -31,7 +31,8 @@ ray = pytest.importorskip("ray")
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = read_parallel_tsv(demo_path("parallel.tsv")).columns
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+# Every test here starts Ray actors (seconds each on a busy machine): the module is slow as a whole.
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::UserWarning")]
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +186,6 @@ scale_encode.encode_corpus(sys.argv[1], [sys.argv[2]], sys.argv[3], shard_size=2
 """
 
 
-@pytest.mark.slow
 def test_resume_after_killing_the_job(cluster, zoo_dir, encoder, tmp_path) -> None:
     """SIGKILL the driver of a running job (it joined this module's cluster) after its second shard;
     --resume keeps the finished shards as they are and writes the rest: no row twice, same vectors."""
@@ -242,4 +242,31 @@ def test_mine_equals_single_process(cluster, zoo_dir, encoder, tmp_path) -> None
     np.testing.assert_allclose([p.score for p in pairs], [p.score for p in expected], atol=1e-5)
     lines = (tmp_path / "pairs.tsv").read_text(encoding="utf-8").splitlines()
     assert [line.split("\t")[1:] for line in lines] == [[src[p.src], tgt[p.tgt]] for p in expected]
-    assert len(lines) == 30
+    assert len(lines) == len(expected) >= 2
+
+
+def test_mine_synthetic_equals_single_process_and_ivf_recall(cluster, tmp_path) -> None:
+    """60 sentences with a noisy translation each among 70: the exact sharded search (2 actors, 4 parts,
+    7-row query chunks) gives mine()'s 60 pairs and scores; the sharded IVF path (exact_limit 0) finds
+    at least 95% of them."""
+    rng = np.random.default_rng(1)
+    src = rng.normal(size=(60, 16)).astype(np.float32)
+    perm = rng.permutation(70)
+    tgt = np.concatenate([src, rng.normal(size=(10, 16)).astype(np.float32)])
+    tgt = (tgt + 0.05 * rng.normal(size=tgt.shape)).astype(np.float32)[perm]
+    write_embeddings(tmp_path / "src", src, [f"s{i}" for i in range(60)], shard_size=9)
+    write_embeddings(tmp_path / "tgt", tgt, [f"t{j}" for j in perm], shard_size=11)
+    expected = mine(src, tgt)
+    truth = {(i, int(np.flatnonzero(perm == i)[0])) for i in range(60)}
+    assert {(p.src, p.tgt) for p in expected} == truth
+    pairs = mine_corpus(
+        tmp_path / "src", tmp_path / "tgt", tmp_path / "p.tsv", workers=2, part_rows=20, chunk_rows=7
+    )
+    assert [(p.src, p.tgt) for p in pairs] == [(p.src, p.tgt) for p in expected]
+    np.testing.assert_allclose([p.score for p in pairs], [p.score for p in expected], atol=1e-5)
+    first = (tmp_path / "p.tsv").read_text().splitlines()[0].split("\t")
+    assert first[1:] == [f"s{expected[0].src}", f"t{perm[expected[0].tgt]}"]
+    ivf = mine_corpus(
+        tmp_path / "src", tmp_path / "tgt", tmp_path / "q.tsv", workers=2, part_rows=20, exact_limit=0
+    )
+    assert len({(p.src, p.tgt) for p in ivf} & truth) >= 57
