@@ -171,6 +171,33 @@ def test_worker_death_leaves_no_half_shard_and_resume_completes(
     assert _cosines(_vectors(table), encoder.encode(rows)).min() >= 0.99999
 
 
+class DyingOnce(scale_encode.ShardEncoder):
+    """Dies halfway through shard 1 the first time only (a marker file remembers it across processes)."""
+
+    def encode_shard(self, shard):
+        marker = self.output.parent / "died"
+        if shard.index == 1 and not marker.exists():
+            marker.touch()
+            temporary_file(shard_path(self.output, shard.index)).write_bytes(b"PAR1 half a shard")
+            os._exit(1)
+        return super().encode_shard(shard)
+
+
+def test_a_dead_worker_is_replaced_and_its_shard_retried(cluster, zoo_dir, encoder, tmp_path, monkeypatch):
+    rows = _mixed()[:6]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    monkeypatch.setattr(scale_encode, "ShardEncoder", DyingOnce)
+    manifest = encode_corpus(zoo_dir, [source], tmp_path / "out", shard_size=2, workers=1, device="cpu")
+    assert (tmp_path / "died").exists() and manifest["encoded"] == len(rows)
+    assert sorted(p.name for p in (tmp_path / "out" / "shards").iterdir()) == [
+        f"part-{i:05d}.parquet" for i in range(3)
+    ]  # the half-written temporary of the dead actor is gone
+    table = _read(tmp_path / "out")
+    assert table.column("id").to_pylist() == list(range(len(rows)))
+    assert _cosines(_vectors(table), encoder.encode(rows)).min() >= 0.99999
+
+
 _SLOW_JOB = """
 import sys, time
 from modsenc.scale import encode as scale_encode
