@@ -185,6 +185,11 @@ class SearchPart:
         sims, ids = self.index.search(queries, k)
         return sims, np.where(ids >= 0, ids + self.start, -1)
 
+    def peak_rss_mb(self) -> float:
+        import resource  # noqa: PLC0415
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes
+
 
 def merge_topk(sims: list[np.ndarray], ids: list[np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray]:
     """The best ``k`` of several per-part neighbour lists of the same queries (missing ones last)."""
@@ -284,8 +289,12 @@ def mine_corpus(
     pq_limit: int = 20_000_000,
     nprobe: int = 16,
     seed: int = 0,
+    stats: dict[str, Any] | None = None,
 ) -> list[MinedPair]:
-    """Mine ``src_dir`` x ``tgt_dir`` (two ``scale encode`` outputs) into the TSV ``output``."""
+    """Mine ``src_dir`` x ``tgt_dir`` (two ``scale encode`` outputs) into the TSV ``output``.
+
+    ``stats``, when given, receives the index kinds, the search and scoring times and the peak
+    resident memory of the search actors (for ``bench/scale.py``)."""
     if workers < 1 or part_rows < 1 or chunk_rows < 1 or k < 1:
         raise ValueError("--workers, --part-rows, --chunk-rows and --k must be at least 1")
     src, tgt = Embeddings.open(src_dir, "SRC"), Embeddings.open(tgt_dir, "TGT")
@@ -320,8 +329,23 @@ def mine_corpus(
             most = max(len(src.parts(part_rows)), len(tgt.parts(part_rows)))
             actors = [ray.remote(num_cpus=1)(SearchPart).remote() for _ in range(min(workers, most))]
             try:
-                sharded_knn(ray, actors, src, tgt, k, fwd_sims, fwd_ids, desc="search src->tgt", **options)
-                sharded_knn(ray, actors, tgt, src, k, bwd_sims, bwd_ids, desc="search tgt->src", **options)
+                started = time.perf_counter()
+                kinds = [
+                    sharded_knn(
+                        ray, actors, src, tgt, k, fwd_sims, fwd_ids, desc="search src->tgt", **options
+                    ),
+                    sharded_knn(
+                        ray, actors, tgt, src, k, bwd_sims, bwd_ids, desc="search tgt->src", **options
+                    ),
+                ]
+                peak = max(ray.get([a.peak_rss_mb.remote() for a in actors]))
+                log.info(
+                    "search: %.1f s, peak memory per search actor %.0f MB",
+                    time.perf_counter() - started,
+                    peak,
+                )
+                if stats is not None:
+                    stats.update(index=kinds, search_s=time.perf_counter() - started, actor_peak_rss_mb=peak)
             finally:
                 for actor in actors:
                     ray.kill(actor)
@@ -339,6 +363,8 @@ def mine_corpus(
                 # Below the threshold a candidate can never be selected: drop it now to bound memory.
                 candidates.append(block if threshold is None else block[block[:, 0] >= threshold])
         pairs = select_pairs(np.concatenate(candidates), src.total, tgt.total, threshold)
+        if stats is not None:
+            stats["fwd_ids"] = np.array(fwd_ids[:, 0])  # top-1 neighbours, for recall against exact search
     src_texts = src.texts({p.src for p in pairs})
     tgt_texts = tgt.texts({p.tgt for p in pairs})
     write_pairs(output, pairs, src_texts, tgt_texts)
