@@ -26,6 +26,7 @@ __all__ = [
     "TranslationPair",
     "english_centric_pairs",
     "check_file",
+    "decode_line",
     "is_language_code",
     "iter_lines",
     "load_hf_parallel",
@@ -139,18 +140,24 @@ def iter_lines(path: PathLike, name: str | None = None) -> Iterator[tuple[int, s
     path = name or path
     with p.open("rb") as f:
         for lineno, raw in enumerate(f, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataFormatError(
-                    path,
-                    lineno,
-                    f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line); "
-                    "re-save the file as UTF-8",
-                ) from None
-            if lineno == 1:
-                text = text.removeprefix("\ufeff")  # a BOM written by some editors is not part of the header
-            yield lineno, text.rstrip("\r\n")
+            yield lineno, decode_line(raw, path, lineno)
+
+
+def decode_line(raw: bytes, path: PathLike, lineno: int) -> str:
+    """One line of a file read in binary mode, as ``iter_lines`` yields it (shared with readers that
+    start mid-file, such as ``modsenc.scale``'s shards, so that both give the same text)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(
+            path,
+            lineno,
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line); "
+            "re-save the file as UTF-8",
+        ) from None
+    if lineno == 1:
+        text = text.removeprefix("\ufeff")  # a BOM written by some editors is not part of the header
+    return text.rstrip("\r\n")
 
 
 def _is_blank(text: str) -> bool:

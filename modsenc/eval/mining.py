@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,31 +79,48 @@ def mine(
     bwd_sims, bwd_ids = chunked_knn(
         tgt, build_index(src, exact_limit, nprobe), k, chunk_size, "search tgt->src"
     )
-    # Approximate search may return -1 for empty cells: those neighbours are ignored.
-    src_mean = np.where(fwd_ids >= 0, fwd_sims, np.nan)
-    tgt_mean = np.where(bwd_ids >= 0, bwd_sims, np.nan)
-    src_mean, tgt_mean = np.nanmean(src_mean, axis=1), np.nanmean(tgt_mean, axis=1)
-
-    def best(
-        sims: np.ndarray, ids: np.ndarray, own: np.ndarray, other: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        safe = np.where(ids >= 0, ids, 0)
-        scores = np.where(ids >= 0, sims / ((own[:, None] + other[safe]) / 2), -np.inf)
-        column = scores.argmax(axis=1)
-        rows = np.arange(len(ids))
-        return safe[rows, column], scores[rows, column]
-
-    fwd_best, fwd_score = best(fwd_sims, fwd_ids, src_mean, tgt_mean)
-    bwd_best, bwd_score = best(bwd_sims, bwd_ids, tgt_mean, src_mean)
+    src_mean, tgt_mean = neighbour_means(fwd_sims, fwd_ids), neighbour_means(bwd_sims, bwd_ids)
+    fwd_best, fwd_score = best_by_margin(fwd_sims, fwd_ids, src_mean, tgt_mean)
+    bwd_best, bwd_score = best_by_margin(bwd_sims, bwd_ids, tgt_mean, src_mean)
     candidates = np.concatenate(
         [
             np.stack([fwd_score, np.arange(len(src)), fwd_best], axis=1),
             np.stack([bwd_score, bwd_best, np.arange(len(tgt))], axis=1),
         ]
     )
+    return select_pairs(candidates, len(src), len(tgt), threshold)
+
+
+def neighbour_means(sims: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Each row's mean similarity to its k nearest neighbours (the margin's denominator).
+
+    Approximate search may return -1 for empty cells: those neighbours are ignored.
+    """
+    return np.nanmean(np.where(ids >= 0, sims, np.nan), axis=1)
+
+
+def best_by_margin(
+    sims: np.ndarray, ids: np.ndarray, own: np.ndarray, other: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's best neighbour by LASER's ratio margin, ``cos(x, y) / ((mean_x + mean_y) / 2)``.
+
+    ``own`` are the queries' neighbour means, ``other`` the database's (indexed by neighbour id);
+    a row with no neighbour gets the score -inf.
+    """
+    safe = np.where(ids >= 0, ids, 0)
+    scores = np.where(ids >= 0, sims / ((own[:, None] + other[safe]) / 2), -np.inf)
+    column = scores.argmax(axis=1)
+    rows = np.arange(len(ids))
+    return safe[rows, column], scores[rows, column]
+
+
+def select_pairs(
+    candidates: np.ndarray, n_src: int, n_tgt: int, threshold: float | None = None
+) -> list[MinedPair]:
+    """Pairs from ``(score, src, tgt)`` candidate rows, best first, no sentence used twice."""
     candidates = candidates[np.isfinite(candidates[:, 0])]
     candidates = candidates[np.argsort(-candidates[:, 0], kind="stable")]
-    used_src, used_tgt = np.zeros(len(src), bool), np.zeros(len(tgt), bool)
+    used_src, used_tgt = np.zeros(n_src, bool), np.zeros(n_tgt, bool)
     pairs: list[MinedPair] = []
     for score, i, j in candidates:
         i, j = int(i), int(j)
@@ -116,8 +134,11 @@ def mine(
 
 
 def write_pairs(
-    path: str | os.PathLike, pairs: list[MinedPair], src_texts: list[str], tgt_texts: list[str]
+    path: str | os.PathLike,
+    pairs: list[MinedPair],
+    src_texts: Sequence[str] | Mapping[int, str],
+    tgt_texts: Sequence[str] | Mapping[int, str],
 ) -> None:
-    """``score<TAB>src<TAB>tgt`` lines, best first, written atomically."""
+    """``score<TAB>src<TAB>tgt`` lines, best first, written atomically (texts indexed by row)."""
     lines = [f"{p.score:.6f}\t{src_texts[p.src]}\t{tgt_texts[p.tgt]}\n" for p in pairs]
     atomic_write_text(Path(path), "".join(lines))

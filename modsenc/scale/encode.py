@@ -1,0 +1,493 @@
+"""``modsenc scale encode``: a corpus encoded by a pool of Ray actors, one Parquet shard per input range.
+
+The plan (``modsenc.scale.inputs``) splits the inputs into shards of ``shard_size`` rows. The
+shards that have no output file yet become a Ray dataset, and ``map_batches`` hands them, one at a
+time, to a fixed pool of :class:`ShardEncoder` actors: each holds one ``ModularEncoder`` (the
+backbone loaded once, a language's modules on its first row of that language, as in one process),
+reads its shard, routes every row, encodes it through ``ModularEncoder.encode`` (which groups the
+rows by language) and writes ``shards/part-NNNNN.parquet`` atomically. A shard file therefore
+exists only once it is complete: a killed job, resumed with the same arguments, skips those files
+and encodes the rest, and no row is written twice. Ray restarts an actor that dies and retries its
+shard (``max_restarts``/``max_task_retries``).
+
+Output folder::
+
+    manifest.json            the job (zoo, inputs, options), its id, status, counts
+    shards/part-NNNNN.parquet  id, file, line, lang, text, vector (float32 or float16), in input order
+    rejects/part-NNNNN.jsonl   rows whose language no bundle serves (written before the shard)
+    rejects.jsonl            all rejected rows, once the job is complete
+
+On a cluster the output folder must be on storage every node sees (each actor writes its shards).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from modsenc.data.readers import is_language_code
+from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
+from modsenc.scale.cluster import ray_session, user_error
+from modsenc.scale.inputs import InputFile, Shard, list_inputs, plan_shards, read_shard
+from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text, json_digest
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+SHARDS, REJECTS = "shards", "rejects"
+JOB_KIND = "modsenc-scale-encode"
+DTYPES = ("float32", "float16")
+# Entries of an output folder this command writes; anything else there is someone else's.
+_OWN = {MANIFEST, SHARDS, REJECTS, "rejects.jsonl"}
+
+
+def shard_path(output: Path, index: int) -> Path:
+    return output / SHARDS / f"part-{index:05d}.parquet"
+
+
+def rejects_path(output: Path, index: int) -> Path:
+    return output / REJECTS / f"part-{index:05d}.jsonl"
+
+
+def _job(
+    zoo: Zoo,
+    inputs: list[InputFile],
+    lang: str,
+    lang_field: str | None,
+    text_field: str,
+    mode: str,
+    normalize: bool,
+    dtype: str,
+    shard_size: int,
+    quantize: str | None,
+) -> dict[str, Any]:
+    """What the output depends on (and nothing else: workers, batch size and address may change on resume)."""
+    return {
+        "kind": JOB_KIND,
+        "zoo": str(zoo.root.resolve()),
+        "backbone_fingerprint": zoo.backbone_fingerprint(),
+        "languages": zoo.languages(),
+        "inputs": [asdict(f) for f in inputs],
+        "lang": lang,
+        "lang_field": lang_field,
+        "text_field": text_field,
+        "mode": mode,
+        "normalize": normalize,
+        "dtype": dtype,
+        "shard_size": shard_size,
+        "quantize": quantize,
+    }
+
+
+def _check_output(output: Path, job: dict[str, Any], resume: bool) -> None:
+    """Refuse a folder holding anything but this job's own files (``--resume``) or nothing."""
+    if not output.exists():
+        return
+    if not output.is_dir():
+        raise FileExistsError(f"--output {output} is a file; give a folder")
+    entries = {p.name for p in output.iterdir()}
+    if not entries:
+        return
+    manifest_path = output / MANIFEST
+    if not manifest_path.is_file():
+        raise FileExistsError(
+            f"--output {output} is not empty and holds no {MANIFEST}: it is not a modsenc scale encode "
+            f"output; choose an empty or new folder"
+        )
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        old = manifest["job"]
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        raise FileExistsError(f"{manifest_path}: not a modsenc scale encode manifest ({err})") from None
+    if old.get("kind") != JOB_KIND:
+        raise FileExistsError(
+            f"--output {output} holds another kind of job ({old.get('kind')}); choose a new folder"
+        )
+    if not resume:
+        raise FileExistsError(
+            f"--output {output} holds job {manifest.get('job_id')} ({manifest.get('status')}); "
+            f"pass --resume to continue it with the same arguments, or choose another folder"
+        )
+    changed = sorted(key for key in set(old) | set(job) if old.get(key) != job.get(key))
+    if changed:
+        raise FileExistsError(
+            f"--resume: --output {output} holds job {manifest.get('job_id')}, which differs from this one in "
+            f"{', '.join(changed)}; rerun with its arguments or choose another folder"
+        )
+    strangers = entries - _OWN
+    if strangers:
+        raise FileExistsError(
+            f"--output {output} also holds {', '.join(sorted(strangers))}, which modsenc did not write"
+        )
+
+
+class ShardEncoder:
+    """A Ray Data callable class: one ``ModularEncoder`` per actor, one shard per call."""
+
+    def __init__(
+        self,
+        zoo_dir: str,
+        output: str,
+        inputs: list[dict[str, Any]],
+        lang: str,
+        lang_field: str | None,
+        text_field: str,
+        mode: str,
+        normalize: bool,
+        dtype: str,
+        batch_size: int,
+        device: str | None,
+        verify: bool,
+        quantize: str | None,
+        threads: int,
+    ) -> None:
+        import torch  # noqa: PLC0415
+
+        from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+
+        torch.set_num_threads(threads)
+        self.encoder = ModularEncoder.from_pretrained(
+            zoo_dir, device=device, verify=verify, quantize=quantize
+        )
+        self.output = Path(output)
+        self.inputs = [InputFile(**f) for f in inputs]
+        self.lang, self.lang_field, self.text_field = lang, lang_field, text_field
+        self.mode, self.normalize, self.dtype, self.batch_size = mode, normalize, dtype, batch_size
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        done: dict[str, list[Any]] = {"shard": [], "rows": [], "rejected": [], "seconds": []}
+        for spec in batch["spec"]:
+            started = time.perf_counter()
+            shard = Shard(**json.loads(spec))
+            rows, rejected = self.encode_shard(shard)
+            for key, value in zip(done, (shard.index, rows, rejected, time.perf_counter() - started)):
+                done[key].append(value)
+        return {key: np.asarray(values) for key, values in done.items()}
+
+    def _route(self, texts: list[str], given: list[Any] | None) -> tuple[list[str | None], list[str | None]]:
+        """Each row's language (None: rejected) and why it was rejected."""
+        installed = set(self.encoder.installed)
+        langs: list[str | None] = [None] * len(texts)
+        reasons: list[str | None] = [None] * len(texts)
+        auto: list[int] = []
+        for i in range(len(texts)):
+            code = given[i] if given is not None and given[i] not in (None, "", "auto") else self.lang
+            if code == "auto":
+                auto.append(i)
+            elif not isinstance(code, str) or not is_language_code(code):
+                reasons[i] = f"invalid language code {code!r}"
+            elif code not in installed:
+                reasons[i] = f"no bundle for language {code!r} (installed: {', '.join(sorted(installed))})"
+            else:
+                langs[i] = code
+        if auto:  # the router of ModularEncoder.encode(lang="auto"), so the routes are the same
+            for i, detection in zip(auto, self.encoder.detect_languages([texts[i] for i in auto])):
+                langs[i] = detection.lang
+        return langs, reasons
+
+    def encode_shard(self, shard: Shard) -> tuple[int, int]:
+        import pyarrow as pa  # noqa: PLC0415
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
+        info = self.inputs[shard.file]
+        texts, given = read_shard(info, shard, self.text_field, self.lang_field)
+        langs, reasons = self._route(texts, given)
+        keep = [i for i, code in enumerate(langs) if code is not None]
+        rejected = [i for i, code in enumerate(langs) if code is None]
+        if rejected:  # before the shard: a shard file on disk means its rejects are on disk too
+            lines = [
+                json.dumps(
+                    {
+                        "id": shard.first_id + i,
+                        "file": info.path,
+                        "line": shard.start + i + 1,
+                        "lang": given[i] if given is not None and given[i] is not None else self.lang,
+                        "reason": reasons[i],
+                        "text": texts[i],
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+                for i in rejected
+            ]
+            atomic_write_text(rejects_path(self.output, shard.index), "".join(lines))
+        dim = self.encoder.get_sentence_embedding_dimension()
+        vectors = np.zeros((0, dim), dtype=np.float32)
+        if keep:
+            vectors = self.encoder.encode(
+                [texts[i] for i in keep],
+                lang=[langs[i] for i in keep],
+                batch_size=self.batch_size,
+                normalize_embeddings=self.normalize,
+                mode=self.mode,
+            )
+        flat = pa.array(vectors.astype(self.dtype).reshape(-1))
+        table = pa.table(
+            {
+                "id": pa.array([shard.first_id + i for i in keep], pa.int64()),
+                "file": pa.array([shard.file] * len(keep), pa.int32()),
+                "line": pa.array([shard.start + i + 1 for i in keep], pa.int64()),
+                "lang": pa.array([langs[i] for i in keep], pa.string()),
+                "text": pa.array([texts[i] for i in keep], pa.string()),
+                "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
+            }
+        )
+        with atomic_file(shard_path(self.output, shard.index)) as tmp:
+            pq.write_table(table, tmp)
+        return len(keep), len(rejected)
+
+
+def _eta(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def encode_corpus(
+    zoo_dir: str | os.PathLike,
+    inputs: Sequence[str | os.PathLike],
+    output: str | os.PathLike,
+    lang: str = "auto",
+    lang_field: str | None = None,
+    text_field: str = "text",
+    mode: str = "cross",
+    normalize: bool = False,
+    dtype: str = "float32",
+    shard_size: int = 10000,
+    batch_size: int = 32,
+    workers: int = 1,
+    threads: int = 1,
+    address: str | None = None,
+    resume: bool = False,
+    device: str | None = None,
+    verify: bool = True,
+    quantize: str | None = None,
+) -> dict[str, Any]:
+    """Encode ``inputs`` (files or folders) into Parquet shards under ``output``; returns the manifest."""
+    if dtype not in DTYPES:
+        raise ValueError(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if workers < 1 or threads < 1:
+        raise ValueError(
+            f"--workers and --threads-per-worker must be at least 1, got {workers} and {threads}"
+        )
+    zoo = Zoo(zoo_dir)
+    if not zoo.index_path.is_file():
+        raise FileNotFoundError(f"--zoo {zoo_dir} is not a modsenc zoo (no index.json)")
+    installed = zoo.languages()
+    if lang != "auto":
+        check_language_code(lang)
+        if lang not in installed:
+            raise KeyError(
+                f"--lang {lang}: no bundle for it in {zoo_dir} (installed: {', '.join(installed)})"
+            )
+    output = Path(output)
+    check_outside_zoo(output, zoo, "--output")
+    files = list_inputs(inputs)
+    for path in files:
+        if path.resolve().is_relative_to(output.resolve()):
+            raise ValueError(f"--input {path} lies inside --output {output}")
+    infos, shards = plan_shards(files, shard_size, text_field, lang_field)
+    if lang_field is not None and all(f.format == "text" for f in infos):
+        raise ValueError(
+            f"--lang-field {lang_field}: plain-text inputs have no fields (give JSONL or Parquet)"
+        )
+    job = _job(zoo, infos, lang, lang_field, text_field, mode, normalize, dtype, shard_size, quantize)
+    job_id = json_digest(job)[:16]
+    _check_output(output, job, resume)
+    (output / SHARDS).mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, Any] = {
+        "job": job,
+        "job_id": job_id,
+        "status": "running",
+        "shards": len(shards),
+        "rows": sum(f.rows for f in infos),
+        "dim": None,
+    }
+    atomic_write_json(output / MANIFEST, manifest)
+    todo = [s for s in shards if not shard_path(output, s.index).exists()]
+    total_rows = sum(s.rows for s in todo)
+    log.info(
+        "encode: %d rows in %d shards, %d to do (%d rows), %d worker(s)",
+        manifest["rows"],
+        len(shards),
+        len(todo),
+        total_rows,
+        workers,
+    )
+    if todo:
+        _run(
+            zoo_dir,
+            output,
+            infos,
+            todo,
+            job,
+            batch_size,
+            workers,
+            threads,
+            address,
+            device,
+            verify,
+            total_rows,
+        )
+    return _finish(output, manifest, shards)
+
+
+def _run(
+    zoo_dir: str | os.PathLike,
+    output: Path,
+    infos: list[InputFile],
+    todo: list[Shard],
+    job: dict[str, Any],
+    batch_size: int,
+    workers: int,
+    threads: int,
+    address: str | None,
+    device: str | None,
+    verify: bool,
+    total_rows: int,
+) -> None:
+    rows_of = {s.index: s.rows for s in todo}
+    with ray_session(address, local_cpus=max(os.cpu_count() or 1, workers * threads)) as ray:
+        dataset = ray.data.from_items(
+            [{"spec": json.dumps(s.as_dict())} for s in todo], override_num_blocks=min(len(todo), 200)
+        )
+        encoded = dataset.map_batches(
+            ShardEncoder,
+            batch_size=1,  # one shard per call: a shard is the unit of retry and of output
+            compute=ray.data.ActorPoolStrategy(size=workers),
+            num_cpus=threads,
+            num_gpus=1 if device and device.startswith("cuda") else None,
+            fn_constructor_kwargs={
+                "zoo_dir": str(zoo_dir),
+                "output": str(output),
+                "inputs": job["inputs"],
+                "lang": job["lang"],
+                "lang_field": job["lang_field"],
+                "text_field": job["text_field"],
+                "mode": job["mode"],
+                "normalize": job["normalize"],
+                "dtype": job["dtype"],
+                "batch_size": batch_size,
+                "device": device,
+                "verify": verify,
+                "quantize": job["quantize"],
+                "threads": threads,
+            },
+            # A dead actor is replaced and its shard retried; a shard that kills three in a row is an error.
+            max_restarts=3,
+            max_task_retries=3,
+        )
+        started, done_rows, done_shards = time.perf_counter(), 0, 0
+        try:
+            for row in encoded.iter_rows():
+                done_shards += 1
+                done_rows += rows_of[int(row["shard"])]
+                elapsed = time.perf_counter() - started
+                rate = done_rows / elapsed if elapsed > 0 else 0.0
+                left = (total_rows - done_rows) / rate if rate > 0 else 0.0
+                log.info(
+                    "encode: shard %d done (%d/%d shards, %d/%d rows), %.0f rows/s, ETA %s",
+                    int(row["shard"]),
+                    done_shards,
+                    len(todo),
+                    done_rows,
+                    total_rows,
+                    rate,
+                    _eta(left),
+                )
+        except Exception as err:
+            cause = user_error(err)
+            if cause is not err and isinstance(cause, (ValueError, KeyError, FileNotFoundError, OSError)):
+                raise cause from None
+            raise
+
+
+def _finish(output: Path, manifest: dict[str, Any], shards: list[Shard]) -> dict[str, Any]:
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    missing = [s.index for s in shards if not shard_path(output, s.index).exists()]
+    if missing:
+        raise RuntimeError(
+            f"{len(missing)} shards were not written (first: {missing[0]}); rerun with --resume"
+        )
+    counts = []
+    for s in shards:
+        meta = pq.ParquetFile(shard_path(output, s.index))
+        counts.append(meta.metadata.num_rows)
+        if manifest["dim"] is None:
+            manifest["dim"] = meta.schema_arrow.field("vector").type.list_size
+    rejected_lines: list[str] = []
+    for s in shards:
+        path = rejects_path(output, s.index)
+        if path.exists():
+            rejected_lines.extend(path.read_text(encoding="utf-8").splitlines(keepends=True))
+    atomic_write_text(output / "rejects.jsonl", "".join(rejected_lines))
+    manifest.update(
+        status="complete",
+        encoded=sum(counts),
+        rejected=len(rejected_lines),
+        shard_files=[str(shard_path(output, s.index).relative_to(output)) for s in shards],
+        shard_rows=counts,
+    )
+    atomic_write_json(output / MANIFEST, manifest)
+    log.info(
+        "encode: %d rows encoded, %d rejected (listed in %s)",
+        sum(counts),
+        len(rejected_lines),
+        output / "rejects.jsonl",
+    )
+    return manifest
+
+
+def write_embeddings(
+    output: str | os.PathLike, vectors: np.ndarray, texts: Sequence[str], shard_size: int, lang: str = "xx"
+) -> dict[str, Any]:
+    """Vectors computed elsewhere, written in ``scale encode``'s output format (for benchmarks and tests
+    of ``scale mine`` on synthetic data). ``output`` must not exist yet."""
+    import pyarrow as pa  # noqa: PLC0415
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    output = Path(output)
+    if output.exists():
+        raise FileExistsError(f"{output} exists; give a new folder")
+    if len(vectors) != len(texts):
+        raise ValueError(f"{len(vectors)} vectors for {len(texts)} texts")
+    (output / SHARDS).mkdir(parents=True)
+    n, dim = vectors.shape
+    starts = range(0, n, shard_size)
+    for index, start in enumerate(starts):
+        block = np.ascontiguousarray(vectors[start : start + shard_size], dtype=np.float32)
+        rows = len(block)
+        table = pa.table(
+            {
+                "id": pa.array(np.arange(start, start + rows), pa.int64()),
+                "file": pa.array(np.zeros(rows, np.int32)),
+                "line": pa.array(np.arange(start + 1, start + rows + 1), pa.int64()),
+                "lang": pa.array([lang] * rows, pa.string()),
+                "text": pa.array(list(texts[start : start + rows]), pa.string()),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(block.reshape(-1)), dim),
+            }
+        )
+        with atomic_file(shard_path(output, index)) as tmp:
+            pq.write_table(table, tmp)
+    manifest = {
+        "job": {"kind": JOB_KIND, "synthetic": True, "rows": n, "dim": dim},
+        "job_id": "synthetic",
+        "status": "complete",
+        "shards": len(starts),
+        "rows": n,
+        "dim": dim,
+        "encoded": n,
+        "rejected": 0,
+        "shard_files": [str(shard_path(output, i).relative_to(output)) for i in range(len(starts))],
+        "shard_rows": [min(shard_size, n - s) for s in starts],
+    }
+    atomic_write_json(output / MANIFEST, manifest)
+    return manifest

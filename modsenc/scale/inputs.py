@@ -1,0 +1,258 @@
+"""The inputs of a corpus-scale encode: which files, how many rows each, and how they split into shards.
+
+A shard is a fixed range of rows of one file (``shard_size`` rows, the last one shorter), so the
+plan is a pure function of the inputs and ``shard_size``: a resumed job computes the same shards
+and knows, from the shard files present, which ones are done. Row ids are global positions over
+the inputs in the order given (directories expanded in sorted order), so the output maps back to
+the input exactly.
+
+Formats, by suffix: ``.parquet`` (a text column), ``.jsonl``/``.ndjson`` (one JSON object per
+line, a text field), anything else plain text (one sentence per line, as ``modsenc encode`` reads
+it: every line is a row, empty lines included). ``.gz`` on top of text or JSONL is read through
+gzip. Plain text and JSONL shards start at a byte offset found by one scan of the file; a gzip
+stream cannot seek, so a gzip shard decompresses the file from its start (prefer many small
+``.gz`` files to one large one).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from modsenc.data.errors import DataFormatError
+from modsenc.data.readers import decode_line
+
+TEXT, JSONL, PARQUET = "text", "jsonl", "parquet"
+# Suffixes picked up when a folder is given (a file named explicitly is read whatever its suffix).
+_FOLDER_SUFFIXES = (".txt", ".jsonl", ".ndjson", ".parquet")
+
+
+def file_format(path: Path) -> tuple[str, bool]:
+    """(format, gzip) from the file name."""
+    suffixes = [s.lower() for s in path.suffixes]
+    compressed = bool(suffixes) and suffixes[-1] == ".gz"
+    last = suffixes[-2] if compressed and len(suffixes) > 1 else (suffixes[-1] if suffixes else "")
+    if last == ".parquet":
+        if compressed:
+            raise DataFormatError(
+                path, None, "a gzipped Parquet file is not supported (Parquet compresses itself)"
+            )
+        return PARQUET, False
+    return (JSONL if last in (".jsonl", ".ndjson") else TEXT), compressed
+
+
+def list_inputs(paths: Sequence[str | os.PathLike]) -> list[Path]:
+    """The input files, in order: each file as given, each folder's data files in sorted order."""
+    if not paths:
+        raise ValueError("no --input given; name at least one file or folder")
+    files: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                and any(
+                    p.name.lower().endswith(s) or p.name.lower().endswith(s + ".gz") for s in _FOLDER_SUFFIXES
+                )
+            )
+            if not found:
+                raise FileNotFoundError(
+                    f"--input {given}: the folder holds no .txt, .jsonl, .ndjson or .parquet files "
+                    "(or .gz of them)"
+                )
+            files.extend(found)
+        elif path.is_file():
+            if not os.access(path, os.R_OK):
+                raise PermissionError(f"--input {given}: not readable")
+            files.append(path)
+        else:
+            raise FileNotFoundError(f"--input {given}: no such file or folder")
+    seen: set[Path] = set()
+    for path in files:
+        if path.resolve() in seen:
+            raise ValueError(f"--input {path} is given twice; each row would be encoded twice")
+        seen.add(path.resolve())
+    return files
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: str
+    format: str
+    gzip: bool
+    rows: int
+    size: int  # bytes on disk, part of the job's identity (a changed file is another job)
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Rows ``start`` to ``stop`` (0-based, stop excluded) of input file ``file``; ``offset`` is the
+    byte where row ``start`` begins (plain text and JSONL without gzip), ``first_id`` its global id."""
+
+    index: int
+    file: int
+    start: int
+    stop: int
+    offset: int | None
+    first_id: int
+
+    @property
+    def rows(self) -> int:
+        return self.stop - self.start
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _open(path: Path, compressed: bool) -> IO[bytes]:
+    return gzip.open(path, "rb") if compressed else path.open("rb")
+
+
+def _parquet_columns(path: Path, text_field: str, lang_field: str | None) -> int:
+    import pyarrow.parquet as pq  # noqa: PLC0415 - Parquet only when a Parquet input is given
+
+    try:
+        meta = pq.ParquetFile(path)
+    except Exception as err:  # pyarrow raises ArrowInvalid and OSError variants for a damaged file
+        raise DataFormatError(path, None, f"not a readable Parquet file ({err})") from None
+    names = meta.schema_arrow.names
+    for field, option in ((text_field, "--text-field"), (lang_field, "--lang-field")):
+        if field is not None and field not in names:
+            raise DataFormatError(path, None, f"no column {field!r} ({option}); columns: {', '.join(names)}")
+    return meta.metadata.num_rows
+
+
+def plan_shards(
+    files: Sequence[Path], shard_size: int, text_field: str = "text", lang_field: str | None = None
+) -> tuple[list[InputFile], list[Shard]]:
+    """Scan every input once (row counts, shard byte offsets) and split it into shards."""
+    if shard_size < 1:
+        raise ValueError(f"--shard-size must be at least 1, got {shard_size}")
+    inputs: list[InputFile] = []
+    shards: list[Shard] = []
+    next_id = 0
+    for number, path in enumerate(files):
+        fmt, compressed = file_format(path)
+        offsets: list[int | None] = []
+        if fmt == PARQUET:
+            rows = _parquet_columns(path, text_field, lang_field)
+            offsets = [None] * ((rows + shard_size - 1) // shard_size)
+        else:
+            rows, position = 0, 0
+            try:
+                with _open(path, compressed) as handle:
+                    for raw in handle:
+                        if rows % shard_size == 0:
+                            offsets.append(None if compressed else position)
+                        rows += 1
+                        position += len(raw)
+            except (OSError, EOFError) as err:  # a damaged gzip stream
+                raise DataFormatError(path, None, f"cannot be read ({err})") from None
+        if rows == 0:
+            raise DataFormatError(path, None, "is empty (no rows); remove it from --input")
+        stat = path.stat()
+        inputs.append(InputFile(str(path), fmt, compressed, rows, stat.st_size, stat.st_mtime_ns))
+        for k, offset in enumerate(offsets):
+            start = k * shard_size
+            stop = min(rows, start + shard_size)
+            shards.append(Shard(len(shards), number, start, stop, offset, next_id + start))
+        next_id += rows
+    return inputs, shards
+
+
+def _json_row(raw: bytes, path: str, lineno: int, text_field: str, lang_field: str | None) -> tuple[str, Any]:
+    line = decode_line(raw, path, lineno)
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise DataFormatError(path, lineno, f"not valid JSON ({err.msg} at column {err.colno})") from None
+    if not isinstance(obj, dict):
+        raise DataFormatError(path, lineno, f"expected a JSON object, found {type(obj).__name__}")
+    if text_field not in obj:
+        raise DataFormatError(
+            path, lineno, f"no field {text_field!r} (--text-field); fields: {', '.join(obj)}"
+        )
+    text = obj[text_field]
+    if not isinstance(text, str):
+        raise DataFormatError(
+            path, lineno, f"field {text_field!r} is {type(text).__name__}, expected a string"
+        )
+    return text, (obj.get(lang_field) if lang_field else None)
+
+
+def _lines(info: InputFile, shard: Shard) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, raw line) of the shard's rows."""
+    path = Path(info.path)
+    with _open(path, info.gzip) as handle:
+        if shard.offset is not None:
+            handle.seek(shard.offset)
+            skip = 0
+        else:
+            skip = shard.start
+        for i, raw in enumerate(handle):
+            if i < skip:
+                continue
+            number = shard.start + (i - skip)
+            if number >= shard.stop:
+                return
+            yield number + 1, raw
+
+
+def read_shard(
+    info: InputFile, shard: Shard, text_field: str = "text", lang_field: str | None = None
+) -> tuple[list[str], list[Any] | None]:
+    """The shard's texts and, with ``lang_field``, each row's language value (None where absent)."""
+    path = Path(info.path)
+    texts: list[str] = []
+    langs: list[Any] | None = [] if lang_field else None
+    if info.format == PARQUET:
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
+        handle = pq.ParquetFile(path)
+        columns = [text_field] + ([lang_field] if lang_field else [])
+        first, groups = 0, []
+        for g in range(handle.metadata.num_row_groups):
+            n = handle.metadata.row_group(g).num_rows
+            if first < shard.stop and first + n > shard.start:
+                groups.append(g)
+            first += n
+        table = handle.read_row_groups(groups, columns=columns)
+        skip = sum(handle.metadata.row_group(g).num_rows for g in range(groups[0])) if groups else 0
+        table = table.slice(shard.start - skip, shard.rows)
+        for i, text in enumerate(table.column(text_field).to_pylist()):
+            if not isinstance(text, str):
+                raise DataFormatError(
+                    path,
+                    None,
+                    f"row {shard.start + i + 1}: column {text_field!r} is {text!r}, expected a string",
+                )
+            texts.append(text)
+        if langs is not None:
+            langs.extend(table.column(lang_field).to_pylist())
+    else:
+        for lineno, raw in _lines(info, shard):
+            if info.format == JSONL:
+                text, code = _json_row(raw, info.path, lineno, text_field, lang_field)
+                texts.append(text)
+                if langs is not None:
+                    langs.append(code)
+            else:
+                texts.append(decode_line(raw, info.path, lineno))
+                if langs is not None:  # plain text has no language field: --lang decides
+                    langs.append(None)
+    if len(texts) != shard.rows:
+        raise DataFormatError(
+            path,
+            None,
+            f"has {shard.start + len(texts)} rows, fewer than when the job was planned: it changed",
+        )
+    return texts, langs
