@@ -26,7 +26,7 @@ from safetensors.torch import load_file, save_file
 from modsenc.cli import main
 from modsenc.data.demo import demo_path
 from modsenc.data.readers import read_parallel_tsv
-from modsenc.modules.bundle import BUNDLE_MANIFEST, HASHES_KEY
+from modsenc.modules.bundle import BUNDLE_MANIFEST, HASHES_KEY, BundleIntegrityError
 from modsenc.routing.encoder import ModularEncoder
 from modsenc.utils.io import file_sha256
 from tests._zoo import HELD_OUT
@@ -547,7 +547,9 @@ def test_bad_library_arguments(encoder: ModularEncoder, call, error, message) ->
         call(encoder)
 
 
-def test_every_bundle_file_is_hashed_and_a_bundle_without_hashes_still_loads(zoo_dir: Path, tmp_path) -> None:
+def test_every_bundle_file_is_hashed_and_a_bundle_without_hashes_loads_only_unverified(
+    zoo_dir: Path, tmp_path
+) -> None:
     manifest = json.loads((zoo_dir / "uz" / BUNDLE_MANIFEST).read_text())
     files = {p.relative_to(zoo_dir / "uz").as_posix() for p in (zoo_dir / "uz").rglob("*") if p.is_file()}
     assert set(manifest[HASHES_KEY]) == files - {BUNDLE_MANIFEST}
@@ -560,26 +562,30 @@ def test_every_bundle_file_is_hashed_and_a_bundle_without_hashes_still_loads(zoo
     old_manifest = old / "uz" / BUNDLE_MANIFEST
     stripped = {k: v for k, v in json.loads(old_manifest.read_text()).items() if k != HASHES_KEY}
     old_manifest.write_text(json.dumps(stripped))
-    with pytest.warns(UserWarning, match="lists no file hashes"):
-        vectors = ModularEncoder.from_pretrained(old, device="cpu").encode(HELD_OUT["uz"], lang="uz")
+    with pytest.raises(BundleIntegrityError, match="lists no file hashes .* or pass --no-verify"):
+        ModularEncoder.from_pretrained(old, device="cpu").encode(HELD_OUT["uz"], lang="uz")
+    vectors = ModularEncoder.from_pretrained(old, device="cpu", verify=False).encode(HELD_OUT["uz"], lang="uz")
     expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu").encode(HELD_OUT["uz"], lang="uz")
     np.testing.assert_allclose(vectors, expected, atol=1e-6)
 
 
 # ----------------------------------------------------------------------------------------- concurrency
 def test_two_encode_runs_writing_one_output_leave_one_complete_result(zoo_dir: Path, tmp_path: Path) -> None:
-    """Each run writes its own temporary; the output is one run's vectors, whole, never a mix, and a
-    killed run's leftover temporary is cleaned up."""
+    """Each run writes its own temporary; the output is one run's vectors, whole, never a mix; a
+    killed run's leftover temporary is cleaned up, a user's file that merely looks like one is not."""
     texts = {
         "a": [HELD_OUT["uz"][0]] * 300,
         "b": [HELD_OUT["uz"][1]] * 500,
     }
     output = tmp_path / "out.npy"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    killed = "import os; from modsenc.utils.io import temporary_file; temporary_file({!r}); os._exit(9)"
+    subprocess.run([sys.executable, "-c", killed.format(str(output))], env=env, check=False)
+    (leftover,) = [p for p in tmp_path.iterdir() if p.name.startswith(".out.npy.")]  # a killed run's
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    leftover = tmp_path / f".out.npy.{dead.pid}.x1y2.tmp"  # from a run killed earlier
-    leftover.write_bytes(b"half a matrix")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    lookalike = tmp_path / f".out.npy.{dead.pid}.0123456789abcdef.0123456789abcdef.x1y2.tmp"
+    lookalike.write_bytes(b"the user's own file")
     runs = []
     for name, lines in texts.items():
         source = tmp_path / f"{name}.txt"
@@ -612,4 +618,6 @@ def test_two_encode_runs_writing_one_output_leave_one_complete_result(zoo_dir: P
     winner = "a" if len(result) == 300 else "b"
     assert len(result) == len(texts[winner])
     np.testing.assert_allclose(result, np.tile(expected[winner], (len(result), 1)), atol=1e-5)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "out.npy"]
+    assert not leftover.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [lookalike.name, "a.txt", "b.txt", "out.npy"]
+    assert lookalike.read_bytes() == b"the user's own file"
