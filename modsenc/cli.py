@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import sys
 
 import click
@@ -20,6 +21,36 @@ def _zoo_option(help_text: str = "Zoo to read: its backbone and language bundles
         type=click.Path(file_okay=False),
         help=f"{help_text} [default: {DEFAULT_ZOO}, or ${ZOO_ENV} when set]",
     )
+
+
+def _overwrite_option(what: str = "OUTPUT"):
+    return click.option(
+        "--overwrite",
+        is_flag=True,
+        help=f"Replace an existing {what} (of a folder, only the files modsenc wrote there).",
+    )
+
+
+def _yaml_spec(text: str, option: str) -> object:
+    """A data spec given as a YAML mapping ('{hf: wmt19, ...}'), or the text as it is (a path)."""
+    import yaml  # noqa: PLC0415
+
+    if not text.lstrip().startswith("{"):
+        return text
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or "invalid YAML"
+        message = f"{text!r} is not a valid YAML mapping ({problem}{where})"
+        raise click.BadParameter(message, param_hint=option) from err
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number", ctx=ctx, param=param)
+    return value
 
 
 def _fail(err: Exception) -> click.ClickException:
@@ -71,6 +102,7 @@ def main(verbose: bool, quiet: bool) -> None:
 @click.option(
     "--resume", is_flag=True, help="Continue from the newest checkpoint in OUTPUT/run (after a kill)."
 )
+@_overwrite_option("OUTPUT/backbone")
 @click.option("--max-steps", type=click.IntRange(min=1), help="Override training.max_steps.")
 @click.option(
     "--batch-size", type=click.IntRange(min=1), help="Override training.batch_size (pairs per micro-batch)."
@@ -87,7 +119,9 @@ def main(verbose: bool, quiet: bool) -> None:
     metavar="KEY=VALUE",
     help="Override any recipe key, e.g. --set objective.koleo=false --set training.grad_accum=4.",
 )
-def train_backbone(recipe, output_dir, resume, max_steps, batch_size, lr, seed, attention, overrides) -> None:
+def train_backbone(
+    recipe, output_dir, resume, overwrite, max_steps, batch_size, lr, seed, attention, overrides
+) -> None:
     """Train a backbone (from scratch or from a pretrained encoder) with MEXMA, or EMS, EMMA-X or
     a contrastive baseline (--set objective.name=ems|emmax|contrastive).
 
@@ -109,7 +143,7 @@ def train_backbone(recipe, output_dir, resume, max_steps, batch_size, lr, seed, 
             extra.append(f"{key}={value}")
     try:
         config = load_recipe(recipe, extra)
-        final = run(config, output_dir, resume=resume)
+        final = run(config, output_dir, resume=resume, overwrite=overwrite)
     except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
         raise _fail(err) from err
     click.echo(f"backbone written to {final}")
@@ -151,7 +185,7 @@ def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> N
     try:
         final = import_backbone(source, output_dir, overwrite=overwrite, pooling=pooling, prefix=prefix)
     except (FileNotFoundError, FileExistsError, E5FormatError, ValueError, OSError) as err:
-        raise click.ClickException(str(err)) from err
+        raise _fail(err) from err
     click.echo(f"backbone written to {final}")
 
 
@@ -387,8 +421,10 @@ def _quantize_option(what: str):
 @click.option(
     "--no-verify",
     is_flag=True,
-    help="Skip re-hashing the backbone and bundle files against their manifests (faster start).",
+    help="Skip re-hashing the backbone and bundle files against their manifests (faster start; "
+    "also loads a bundle whose manifest lists no hashes).",
 )
+@_overwrite_option()
 @_quantize_option("the backbone's")
 def encode(
     zoo_dir,
@@ -401,6 +437,7 @@ def encode(
     normalize,
     device,
     no_verify,
+    overwrite,
     quantize,
 ) -> None:
     """Embed sentences with the zoo's modules, routing each line to its language.
@@ -424,8 +461,9 @@ def encode(
             device=device,
             verify=not no_verify,
             quantize=quantize,
+            overwrite=overwrite,
         )
-    except (FileNotFoundError, FileExistsError, KeyError, ValueError, TypeError, ImportError) as err:
+    except (OSError, KeyError, ValueError, TypeError, ImportError) as err:
         raise _fail(err) from err
     click.echo(f"{count} sentences encoded to {output_path}", err=True)
 
@@ -468,7 +506,12 @@ def zoo_info(lang, zoo_dir) -> None:
     "output_dir",
     required=True,
     type=click.Path(file_okay=False),
-    help="A new or empty folder, or an earlier export (replaced); never inside the zoo.",
+    help="A new or empty folder, or an earlier export (with --overwrite); never inside the zoo.",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an earlier export in OUTPUT: only the files it wrote; files added since are kept.",
 )
 @click.option(
     "--mode",
@@ -477,7 +520,7 @@ def zoo_info(lang, zoo_dir) -> None:
     show_default=True,
     help="cross: the alignment adapter merged in too (cross-lingual tasks); mono: without it.",
 )
-def export(zoo_dir, lang, output_dir, mode) -> None:
+def export(zoo_dir, lang, output_dir, overwrite, mode) -> None:
     """Write a standalone sentence-transformers model for one language (modules merged).
 
     `SentenceTransformer(OUTPUT)` loads it without modsenc and gives the same embeddings as
@@ -487,7 +530,7 @@ def export(zoo_dir, lang, output_dir, mode) -> None:
     from modsenc.modules.export import export_sentence_transformer  # noqa: PLC0415
 
     try:
-        target = export_sentence_transformer(zoo_dir, lang, output_dir, mode=mode)
+        target = export_sentence_transformer(zoo_dir, lang, output_dir, mode=mode, overwrite=overwrite)
     except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
         raise _fail(err) from err
     click.echo(f"{lang} ({mode}) exported to {target}")
@@ -521,9 +564,10 @@ def export(zoo_dir, lang, output_dir, mode) -> None:
 @click.option(
     "--heatmap", "heatmap_path", type=click.Path(dir_okay=False), help="PNG of xsim error per pair."
 )
+@_overwrite_option("--json, --markdown or --heatmap file")
 @_quantize_option("the model's")
 def eval_command(
-    model, bitext, sts, pivot, mode, route, json_path, markdown_path, heatmap_path, quantize
+    model, bitext, sts, pivot, mode, route, json_path, markdown_path, heatmap_path, overwrite, quantize
 ) -> None:
     """Evaluate MODEL: a zoo, a backbone directory, or a sentence-transformers model.
 
@@ -532,18 +576,22 @@ def eval_command(
         --sts ../shared/data/eval-dev/sts/kardes-sts-dev.tsv --markdown results.md --heatmap xsim.png
     """
     from modsenc.eval.runner import evaluate, markdown, write_reports  # noqa: PLC0415
+    from modsenc.utils.outputs import check_output_file  # noqa: PLC0415
 
     if not bitext and not sts:
         raise click.UsageError("give at least one --bitext or --sts file")
-    import yaml  # noqa: PLC0415
-
-    bitext = [yaml.safe_load(b) if b.lstrip().startswith("{") else b for b in bitext]
+    bitext = [_yaml_spec(b, "--bitext") for b in bitext]
+    inputs = [model, *sts, *(b for b in bitext if isinstance(b, str))]
     try:
+        reports = {"--json": json_path, "--markdown": markdown_path, "--heatmap": heatmap_path}
+        for option, path in reports.items():
+            if path is not None:
+                check_output_file(path, option, inputs=inputs, overwrite=overwrite)
         results = evaluate(
             model, bitext=bitext, sts=sts, pivot=pivot, mode=mode, route=route, quantize=quantize
         )
         write_reports(results, json_path, markdown_path, heatmap_path)
-    except (FileNotFoundError, KeyError, ValueError, ImportError) as err:
+    except (OSError, KeyError, ValueError, ImportError) as err:
         raise _fail(err) from err
     click.echo(markdown(results))
 
@@ -569,13 +617,12 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
     \b
     modsenc compare runs/demo/zoo runs/demo/e5 --bitext '{path: demo:parallel.tsv, rows: [240, 320]}'
     """
-    import yaml  # noqa: PLC0415
-
     from modsenc.data.demo import demo_path  # noqa: PLC0415
     from modsenc.data.readers import load_parallel  # noqa: PLC0415
     from modsenc.eval.compare import compare_on_bitext, format_report  # noqa: PLC0415
 
-    spec = yaml.safe_load(bitext) if bitext.lstrip().startswith("{") else {"path": bitext}
+    spec = _yaml_spec(bitext, "--bitext")
+    spec = {"path": spec} if isinstance(spec, str) else spec
     if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
         raise click.BadParameter("give a TSV path or a mapping with a 'path' key", param_hint="--bitext")
     if spec["path"].startswith("demo:"):
@@ -585,8 +632,8 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
     try:
         corpus = load_parallel(spec)
         report = compare_on_bitext({baseline_name: baseline, name: model}, corpus, src, tgt, examples)
-    except (FileNotFoundError, KeyError, ValueError) as err:
-        raise click.ClickException(str(err)) from err
+    except (OSError, KeyError, ValueError) as err:
+        raise _fail(err) from err
     click.echo(format_report(report))
 
 
@@ -610,8 +657,12 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
     "--output", "output_path", required=True, type=click.Path(dir_okay=False), help="TSV: score src tgt."
 )
 @click.option(
-    "--threshold", type=float, help="Keep pairs with a margin score at least this (LASER used 1.04-1.06)."
+    "--threshold",
+    type=float,
+    callback=_finite,
+    help="Keep pairs with a margin score at least this (LASER used 1.04-1.06).",
 )
+@_overwrite_option()
 @click.option(
     "--k", type=click.IntRange(min=1), default=4, show_default=True, help="Neighbours in the margin."
 )
@@ -630,16 +681,18 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
     help="Sentences per forward pass.",
 )
 def mine_command(
-    src, tgt, zoo_dir, src_lang, tgt_lang, output_path, threshold, k, exact_limit, batch_size
+    src, tgt, zoo_dir, src_lang, tgt_lang, output_path, threshold, overwrite, k, exact_limit, batch_size
 ) -> None:
     """Mine translation pairs from two monolingual files (one sentence per line), margin-scored."""
     from modsenc.data.readers import iter_lines  # noqa: PLC0415
     from modsenc.eval.mining import mine, write_pairs  # noqa: PLC0415
     from modsenc.modules.bundle import Zoo, check_outside_zoo  # noqa: PLC0415
     from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+    from modsenc.utils.outputs import check_output_file  # noqa: PLC0415
 
     try:
         check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
+        check_output_file(output_path, "--output", inputs=[src, tgt], overwrite=overwrite)
         texts = [[line for _, line in iter_lines(p) if line.strip()] for p in (src, tgt)]
         for path, lines in zip((src, tgt), texts):
             if not lines:
@@ -651,7 +704,7 @@ def mine_command(
         ]
         pairs = mine(vectors[0], vectors[1], k=k, exact_limit=exact_limit, threshold=threshold)
         write_pairs(output_path, pairs, texts[0], texts[1])
-    except (FileNotFoundError, KeyError, ValueError) as err:
+    except (OSError, KeyError, ValueError) as err:
         raise _fail(err) from err
     click.echo(f"{len(pairs)} pairs written to {output_path}", err=True)
 

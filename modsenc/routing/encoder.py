@@ -84,11 +84,12 @@ class ModularEncoder:
     ) -> ModularEncoder:
         """Open a zoo (``path``: a folder written by ``modsenc add-language``).
 
-        ``languages`` (a list of codes, or one code as a string) are loaded now (others on first use). ``fallback`` receives sentences the
-        detector is unsure about (default: the pivot). ``detector`` replaces the bundles' own
-        language profiles (e.g. ``FastTextDetector("glotlid.bin")``). ``verify`` re-hashes the
-        backbone's weights against its manifest and every bundle's files against theirs when the
-        bundle loads, so a corrupt copy fails with its file named, not with wrong vectors; pass
+        ``languages`` (a list of codes, or one code as a string) are loaded now (others on first
+        use). ``fallback`` receives sentences the detector is unsure about (default: the pivot).
+        ``detector`` replaces the bundles' own language profiles (e.g.
+        ``FastTextDetector("glotlid.bin")``). ``verify`` re-hashes the backbone's files against its
+        manifest and every bundle's files against theirs when the bundle loads, so a corrupt copy
+        fails with its file named, not with wrong vectors; pass
         ``verify=False`` to skip the hashing (faster start; non-finite weights are still refused).
         ``verify_backbone`` overrides ``verify`` for the backbone alone. ``quantize="int8"`` runs the
         backbone's linear layers in int8 (torchao, dynamic activations; faster on a CPU, vectors at

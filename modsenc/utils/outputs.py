@@ -98,6 +98,21 @@ def _mode(path: Path) -> int | None:
         return None
 
 
+def check_output_location(
+    path: str | os.PathLike,
+    option: str,
+    *,
+    inputs: Iterable[str | os.PathLike | None] = (),
+    own_kind: str | None = None,
+) -> Path:
+    """The guard's first two rules only (not an input, not inside an artefact), for a folder whose
+    contents the command manages itself (a run folder with its stage folders, a zoo)."""
+    path = Path(path)
+    _check_not_input(path, option, inputs)
+    _check_not_in_artefact(path, option, own_kind)
+    return path
+
+
 def check_output_file(
     path: str | os.PathLike,
     option: str,
