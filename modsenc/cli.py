@@ -240,6 +240,11 @@ def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> N
     help="Start over: remove the stage folders of an earlier run in the work dir (only a work dir "
     "add-language created), once every input has been checked.",
 )
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="LANG is installed already: train a new bundle and install it over the old one.",
+)
 @click.option("--seed", type=int, help="Override the recipe's seed.")
 @click.option(
     "--set",
@@ -261,6 +266,7 @@ def add_language(
     work_dir,
     resume,
     overwrite,
+    replace,
     seed,
     overrides,
 ) -> None:
@@ -275,12 +281,18 @@ def add_language(
     modsenc add-language en --backbone runs/demo/backbone
     modsenc add-language uz
     """
+    from modsenc.modules.bundle import Zoo  # noqa: PLC0415
     from modsenc.training.add_language import run  # noqa: PLC0415
     from modsenc.training.configs import AddLanguageRecipe  # noqa: PLC0415
     from modsenc.training.recipe import load_recipe  # noqa: PLC0415
 
     extra = list(overrides) + ([f"seed={seed}"] if seed is not None else [])
     try:
+        if not replace and lang in Zoo(zoo_dir).languages():
+            raise FileExistsError(
+                f"{lang} is already installed in {zoo_dir}: pass --replace to train a new {lang} bundle "
+                "and install it over the old one (the old one stays until the new one is complete)"
+            )
         config = load_recipe(recipe, extra, schema=AddLanguageRecipe)
         for key, values in (("mono", mono), ("paraphrase", paraphrase), ("parallel", parallel)):
             if values:
@@ -760,7 +772,7 @@ def serve_command(zoo_dir, host, port, languages, device, quantize, **limits) ->
     )
     try:
         serve(config, host=host, port=port, log_level=log_level_name())
-    except (FileNotFoundError, KeyError, ValueError, ImportError) as err:
+    except (OSError, KeyError, ValueError, ImportError) as err:
         raise click.ClickException(str(err).strip("'\"")) from err
 
 

@@ -76,8 +76,9 @@ def _tag(name: str, pid: int, token: str) -> str:
     return hmac.new(_temporaries_key(), f"{name}\0{pid}\0{token}".encode(), "sha256").hexdigest()[:16]
 
 
-def _temp_prefix(path: Path) -> str:
-    pid = os.getpid()
+def _temp_prefix(path: Path, pid: int | None = None) -> str:
+    """``.NAME.PID.TOKEN.TAG.``: this process's (tests pass another ``pid`` to fake a dead writer's)."""
+    pid = os.getpid() if pid is None else pid
     return f".{path.name}.{pid}.{_RUN_TOKEN}.{_tag(path.name, pid, _RUN_TOKEN)}."
 
 

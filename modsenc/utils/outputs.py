@@ -22,6 +22,7 @@ zoo share one definition of what marks a modsenc artefact.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -237,3 +238,35 @@ def owned_directory(path: str | os.PathLike, manifest_name: str) -> Iterator[Pat
         yield tmp
         if not (tmp / manifest_name).is_file():
             raise RuntimeError(f"an output folder must be written with its {manifest_name}")
+
+
+@contextlib.contextmanager
+def run_lock(work_dir: str | os.PathLike, command: str) -> Iterator[Path]:
+    """Hold ``.NAME.lock`` beside ``work_dir`` for the block, so two runs of ``command`` on one work
+    folder cannot interleave their stages; a second run fails at once, naming the first's pid.
+
+    The lock is an flock, which the kernel drops when its process dies: a lock file left by a
+    killed run is stale by construction and is simply taken over (and the file is kept, since
+    removing it could let a third run lock a file that no longer has that name).
+    """
+    work = Path(work_dir)
+    path = work.parent / f".{work.name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise FileExistsError(
+                f"{work} is in use by another {command} run (pid {holder}, lock {path}); wait for it "
+                "to finish, or give another --work-dir"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield path
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
