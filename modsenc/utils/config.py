@@ -84,7 +84,7 @@ _POSITIVE_SUFFIXES = ("batch_size", "_every")
 
 def check_budgets(section: Section, where: str) -> None:
     """Refuse non-positive step counts, epochs and batch sizes."""
-    for name in section.keys():
+    for name in [f.name for f in dataclasses.fields(section)]:  # type: ignore[arg-type]
         value = getattr(section, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
