@@ -668,7 +668,7 @@ CASES = [
         "encode-with-the-pivot-swapped-in-the-index",
         _encode,
         1,
-        "is_pivot is True but its bundle manifest says False",
+        "en's is_pivot is False but its bundle manifest says True",
         setup=_edit_json("index.json", _swap_pivot),
         real_zoo=True,
         untouched=lambda env: [env.zoo],
@@ -1077,7 +1077,7 @@ def test_serve_exits_non_zero_when_the_preloaded_bundle_fails(zoo_dir: Path, tmp
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert result.returncode == 1, result.stderr
     assert "embeddings.safetensors is damaged" in result.stderr.strip().splitlines()[-1]

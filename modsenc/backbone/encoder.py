@@ -402,7 +402,7 @@ def _load_model_files(name_or_path: str, hf_kwargs: dict[str, Any]) -> tuple[Pre
     try:
         model = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, **hf_kwargs)
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-    except (OSError, ValueError, RuntimeError, KeyError) as err:
+    except Exception as err:  # safetensors' and tokenizers' own error classes are not OSError/ValueError
         weights = sorted(Path(name_or_path).glob("*.safetensors"))
         what = ", ".join(str(w) for w in weights) or name_or_path
         reason = " ".join(str(err).split())[:160]

@@ -64,8 +64,8 @@ class Section:
             if key not in hints:
                 raise unknown_key(cls, _join(where, str(key)), where)
             values[key] = coerce(value, hints[key], _join(where, key))
+        check_budgets(values, where)
         section = cls(**_one_budget(cls, values, where))
-        check_budgets(section, where)
         section.validate(where)
         return section
 
@@ -82,10 +82,9 @@ _POSITIVE = ("max_steps", "epochs")
 _POSITIVE_SUFFIXES = ("batch_size", "_every")
 
 
-def check_budgets(section: Section, where: str) -> None:
-    """Refuse non-positive step counts, epochs and batch sizes."""
-    for name in [f.name for f in dataclasses.fields(section)]:  # type: ignore[arg-type]
-        value = getattr(section, name)
+def check_budgets(values: Mapping[str, Any], where: str) -> None:
+    """Refuse non-positive step counts, epochs and batch sizes among a section's given ``values``."""
+    for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
         if name in _POSITIVE or name.endswith(_POSITIVE_SUFFIXES):
