@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import sys
 
 import click
@@ -20,6 +21,36 @@ def _zoo_option(help_text: str = "Zoo to read: its backbone and language bundles
         type=click.Path(file_okay=False),
         help=f"{help_text} [default: {DEFAULT_ZOO}, or ${ZOO_ENV} when set]",
     )
+
+
+def _overwrite_option(what: str = "OUTPUT"):
+    return click.option(
+        "--overwrite",
+        is_flag=True,
+        help=f"Replace an existing {what} (of a folder, only the files modsenc wrote there).",
+    )
+
+
+def _yaml_spec(text: str, option: str) -> object:
+    """A data spec given as a YAML mapping ('{hf: wmt19, ...}'), or the text as it is (a path)."""
+    import yaml  # noqa: PLC0415
+
+    if not text.lstrip().startswith("{"):
+        return text
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or "invalid YAML"
+        message = f"{text!r} is not a valid YAML mapping ({problem}{where})"
+        raise click.BadParameter(message, param_hint=option) from err
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number", ctx=ctx, param=param)
+    return value
 
 
 def _fail(err: Exception) -> click.ClickException:
@@ -73,6 +104,7 @@ def main(verbose: bool, quiet: bool) -> None:
 @click.option(
     "--resume", is_flag=True, help="Continue from the newest checkpoint in OUTPUT/run (after a kill)."
 )
+@_overwrite_option("OUTPUT/backbone")
 @click.option("--max-steps", type=click.IntRange(min=1), help="Override training.max_steps.")
 @click.option(
     "--batch-size", type=click.IntRange(min=1), help="Override training.batch_size (pairs per micro-batch)."
@@ -89,7 +121,9 @@ def main(verbose: bool, quiet: bool) -> None:
     metavar="KEY=VALUE",
     help="Override any recipe key, e.g. --set objective.koleo=false --set training.grad_accum=4.",
 )
-def train_backbone(recipe, output_dir, resume, max_steps, batch_size, lr, seed, attention, overrides) -> None:
+def train_backbone(
+    recipe, output_dir, resume, overwrite, max_steps, batch_size, lr, seed, attention, overrides
+) -> None:
     """Train a backbone (from scratch or from a pretrained encoder) with MEXMA, or EMS, EMMA-X or
     a contrastive baseline (--set objective.name=ems|emmax|contrastive).
 
@@ -111,7 +145,7 @@ def train_backbone(recipe, output_dir, resume, max_steps, batch_size, lr, seed, 
             extra.append(f"{key}={value}")
     try:
         config = load_recipe(recipe, extra)
-        final = run(config, output_dir, resume=resume)
+        final = run(config, output_dir, resume=resume, overwrite=overwrite)
     except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
         raise _fail(err) from err
     click.echo(f"backbone written to {final}")
@@ -153,7 +187,7 @@ def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> N
     try:
         final = import_backbone(source, output_dir, overwrite=overwrite, pooling=pooling, prefix=prefix)
     except (FileNotFoundError, FileExistsError, E5FormatError, ValueError, OSError) as err:
-        raise click.ClickException(str(err)) from err
+        raise _fail(err) from err
     click.echo(f"backbone written to {final}")
 
 
@@ -208,6 +242,11 @@ def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> N
     help="Start over: remove the stage folders of an earlier run in the work dir (only a work dir "
     "add-language created), once every input has been checked.",
 )
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="LANG is installed already: train a new bundle and install it over the old one.",
+)
 @click.option("--seed", type=int, help="Override the recipe's seed.")
 @click.option(
     "--set",
@@ -229,6 +268,7 @@ def add_language(
     work_dir,
     resume,
     overwrite,
+    replace,
     seed,
     overrides,
 ) -> None:
@@ -243,12 +283,18 @@ def add_language(
     modsenc add-language en --backbone runs/demo/backbone
     modsenc add-language uz
     """
+    from modsenc.modules.bundle import Zoo  # noqa: PLC0415
     from modsenc.training.add_language import run  # noqa: PLC0415
     from modsenc.training.configs import AddLanguageRecipe  # noqa: PLC0415
     from modsenc.training.recipe import load_recipe  # noqa: PLC0415
 
     extra = list(overrides) + ([f"seed={seed}"] if seed is not None else [])
     try:
+        if not replace and lang in Zoo(zoo_dir).languages():
+            raise FileExistsError(
+                f"{lang} is already installed in {zoo_dir}: pass --replace to train a new {lang} bundle "
+                "and install it over the old one (the old one stays until the new one is complete)"
+            )
         config = load_recipe(recipe, extra, schema=AddLanguageRecipe)
         for key, values in (("mono", mono), ("paraphrase", paraphrase), ("parallel", parallel)):
             if values:
@@ -400,8 +446,10 @@ def _dtype_option():
 @click.option(
     "--no-verify",
     is_flag=True,
-    help="Skip re-hashing the backbone and bundle files against their manifests (faster start).",
+    help="Skip re-hashing the backbone and bundle files against their manifests (faster start; "
+    "also loads a bundle whose manifest lists no hashes).",
 )
+@_overwrite_option()
 @_quantize_option("the backbone's")
 @_dtype_option()
 def encode(
@@ -415,6 +463,7 @@ def encode(
     normalize,
     device,
     no_verify,
+    overwrite,
     quantize,
     dtype,
 ) -> None:
@@ -440,8 +489,9 @@ def encode(
             verify=not no_verify,
             quantize=quantize,
             dtype=dtype,
+            overwrite=overwrite,
         )
-    except (FileNotFoundError, FileExistsError, KeyError, ValueError, TypeError, ImportError) as err:
+    except (OSError, KeyError, ValueError, TypeError, ImportError) as err:
         raise _fail(err) from err
     click.echo(f"{count} sentences encoded to {output_path}", err=True)
 
@@ -484,7 +534,12 @@ def zoo_info(lang, zoo_dir) -> None:
     "output_dir",
     required=True,
     type=click.Path(file_okay=False),
-    help="A new or empty folder, or an earlier export (replaced); never inside the zoo.",
+    help="A new or empty folder, or an earlier export (with --overwrite); never inside the zoo.",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an earlier export in OUTPUT: only the files it wrote; files added since are kept.",
 )
 @click.option(
     "--mode",
@@ -493,7 +548,7 @@ def zoo_info(lang, zoo_dir) -> None:
     show_default=True,
     help="cross: the alignment adapter merged in too (cross-lingual tasks); mono: without it.",
 )
-def export(zoo_dir, lang, output_dir, mode) -> None:
+def export(zoo_dir, lang, output_dir, overwrite, mode) -> None:
     """Write a standalone sentence-transformers model for one language (modules merged).
 
     `SentenceTransformer(OUTPUT)` loads it without modsenc and gives the same embeddings as
@@ -503,7 +558,7 @@ def export(zoo_dir, lang, output_dir, mode) -> None:
     from modsenc.modules.export import export_sentence_transformer  # noqa: PLC0415
 
     try:
-        target = export_sentence_transformer(zoo_dir, lang, output_dir, mode=mode)
+        target = export_sentence_transformer(zoo_dir, lang, output_dir, mode=mode, overwrite=overwrite)
     except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
         raise _fail(err) from err
     click.echo(f"{lang} ({mode}) exported to {target}")
@@ -537,10 +592,11 @@ def export(zoo_dir, lang, output_dir, mode) -> None:
 @click.option(
     "--heatmap", "heatmap_path", type=click.Path(dir_okay=False), help="PNG of xsim error per pair."
 )
+@_overwrite_option("--json, --markdown or --heatmap file")
 @_quantize_option("the model's")
 @_dtype_option()
 def eval_command(
-    model, bitext, sts, pivot, mode, route, json_path, markdown_path, heatmap_path, quantize, dtype
+    model, bitext, sts, pivot, mode, route, json_path, markdown_path, heatmap_path, overwrite, quantize, dtype
 ) -> None:
     """Evaluate MODEL: a zoo, a backbone directory, or a sentence-transformers model.
 
@@ -549,18 +605,22 @@ def eval_command(
         --sts ../shared/data/eval-dev/sts/kardes-sts-dev.tsv --markdown results.md --heatmap xsim.png
     """
     from modsenc.eval.runner import evaluate, markdown, write_reports  # noqa: PLC0415
+    from modsenc.utils.outputs import check_output_file  # noqa: PLC0415
 
     if not bitext and not sts:
         raise click.UsageError("give at least one --bitext or --sts file")
-    import yaml  # noqa: PLC0415
-
-    bitext = [yaml.safe_load(b) if b.lstrip().startswith("{") else b for b in bitext]
+    bitext = [_yaml_spec(b, "--bitext") for b in bitext]
+    inputs = [model, *sts, *(b for b in bitext if isinstance(b, str))]
     try:
+        reports = {"--json": json_path, "--markdown": markdown_path, "--heatmap": heatmap_path}
+        for option, path in reports.items():
+            if path is not None:
+                check_output_file(path, option, inputs=inputs, overwrite=overwrite)
         results = evaluate(
             model, bitext=bitext, sts=sts, pivot=pivot, mode=mode, route=route, quantize=quantize, dtype=dtype
         )
         write_reports(results, json_path, markdown_path, heatmap_path)
-    except (FileNotFoundError, KeyError, ValueError, ImportError) as err:
+    except (OSError, KeyError, ValueError, ImportError) as err:
         raise _fail(err) from err
     click.echo(markdown(results))
 
@@ -587,13 +647,12 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
     \b
     modsenc compare runs/demo/zoo runs/demo/e5 --bitext '{path: demo:parallel.tsv, rows: [240, 320]}'
     """
-    import yaml  # noqa: PLC0415
-
     from modsenc.data.demo import demo_path  # noqa: PLC0415
     from modsenc.data.readers import load_parallel  # noqa: PLC0415
     from modsenc.eval.compare import compare_on_bitext, format_report  # noqa: PLC0415
 
-    spec = yaml.safe_load(bitext) if bitext.lstrip().startswith("{") else {"path": bitext}
+    spec = _yaml_spec(bitext, "--bitext")
+    spec = {"path": spec} if isinstance(spec, str) else spec
     if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
         raise click.BadParameter("give a TSV path or a mapping with a 'path' key", param_hint="--bitext")
     if spec["path"].startswith("demo:"):
@@ -603,8 +662,8 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
     try:
         corpus = load_parallel(spec)
         report = compare_on_bitext({baseline_name: baseline, name: model}, corpus, src, tgt, examples, dtype)
-    except (FileNotFoundError, KeyError, ValueError) as err:
-        raise click.ClickException(str(err)) from err
+    except (OSError, KeyError, ValueError) as err:
+        raise _fail(err) from err
     click.echo(format_report(report))
 
 
@@ -628,8 +687,12 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
     "--output", "output_path", required=True, type=click.Path(dir_okay=False), help="TSV: score src tgt."
 )
 @click.option(
-    "--threshold", type=float, help="Keep pairs with a margin score at least this (LASER used 1.04-1.06)."
+    "--threshold",
+    type=float,
+    callback=_finite,
+    help="Keep pairs with a margin score at least this (LASER used 1.04-1.06).",
 )
+@_overwrite_option()
 @click.option(
     "--k", type=click.IntRange(min=1), default=4, show_default=True, help="Neighbours in the margin."
 )
@@ -649,16 +712,29 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
 )
 @_dtype_option()
 def mine_command(
-    src, tgt, zoo_dir, src_lang, tgt_lang, output_path, threshold, k, exact_limit, batch_size, dtype
+    src,
+    tgt,
+    zoo_dir,
+    src_lang,
+    tgt_lang,
+    output_path,
+    threshold,
+    overwrite,
+    k,
+    exact_limit,
+    batch_size,
+    dtype,
 ) -> None:
     """Mine translation pairs from two monolingual files (one sentence per line), margin-scored."""
     from modsenc.data.readers import iter_lines  # noqa: PLC0415
     from modsenc.eval.mining import mine, write_pairs  # noqa: PLC0415
     from modsenc.modules.bundle import Zoo, check_outside_zoo  # noqa: PLC0415
     from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+    from modsenc.utils.outputs import check_output_file  # noqa: PLC0415
 
     try:
         check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
+        check_output_file(output_path, "--output", inputs=[src, tgt], overwrite=overwrite)
         texts = [[line for _, line in iter_lines(p) if line.strip()] for p in (src, tgt)]
         for path, lines in zip((src, tgt), texts):
             if not lines:
@@ -670,7 +746,7 @@ def mine_command(
         ]
         pairs = mine(vectors[0], vectors[1], k=k, exact_limit=exact_limit, threshold=threshold)
         write_pairs(output_path, pairs, texts[0], texts[1])
-    except (FileNotFoundError, KeyError, ValueError) as err:
+    except (OSError, KeyError, ValueError) as err:
         raise _fail(err) from err
     click.echo(f"{len(pairs)} pairs written to {output_path}", err=True)
 
@@ -837,11 +913,11 @@ def _engine_options(func):
 )
 @click.option("--normalize", is_flag=True, help="L2-normalise the embeddings.")
 @click.option(
-    "--dtype",
+    "--vector-dtype",
     type=click.Choice(["float32", "float16"]),
     default="float32",
     show_default=True,
-    help="Stored vectors.",
+    help="Stored vectors (the computation's precision is auto: bf16 where native).",
 )
 @click.option(
     "--shard-size",
@@ -874,8 +950,8 @@ def _engine_options(func):
 )
 @_quantize_option("the backbone's")
 def scale_encode(
-    zoo_dir, inputs, output_dir, lang, lang_field, text_field, mode, normalize, dtype, shard_size, batch_size,
-    workers, address, threads_per_worker, resume, device, no_verify, quantize,
+    zoo_dir, inputs, output_dir, lang, lang_field, text_field, mode, normalize, vector_dtype, shard_size,
+    batch_size, workers, address, threads_per_worker, resume, device, no_verify, quantize,
 ) -> None:  # fmt: skip
     """Embed a corpus with a pool of Ray actors into Parquet shards (resumable; rejects listed)."""
     from modsenc.scale.encode import encode_corpus  # noqa: PLC0415
@@ -890,7 +966,7 @@ def scale_encode(
             text_field=text_field,
             mode=mode,
             normalize=normalize,
-            dtype=dtype,
+            dtype=vector_dtype,
             shard_size=shard_size,
             batch_size=batch_size,
             workers=workers,
@@ -1029,7 +1105,7 @@ def serve_command(zoo_dir, host, port, languages, device, quantize, dtype, **lim
     )
     try:
         serve(config, host=host, port=port, log_level=log_level_name())
-    except (FileNotFoundError, KeyError, ValueError, ImportError) as err:
+    except (OSError, KeyError, ValueError, ImportError) as err:
         raise click.ClickException(str(err).strip("'\"")) from err
 
 

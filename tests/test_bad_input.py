@@ -26,10 +26,10 @@ from safetensors.torch import load_file, save_file
 from modsenc.cli import main
 from modsenc.data.demo import demo_path
 from modsenc.data.readers import read_parallel_tsv
-from modsenc.modules.bundle import BUNDLE_MANIFEST, HASHES_KEY
+from modsenc.modules.bundle import BUNDLE_MANIFEST, HASHES_KEY, BundleIntegrityError
 from modsenc.routing.encoder import ModularEncoder
 from modsenc.utils.io import file_sha256
-from tests._zoo import HELD_OUT
+from tests._zoo import HELD_OUT, write_sts
 
 pytestmark = pytest.mark.slow
 
@@ -80,6 +80,7 @@ class Case:
     stdin: bytes | None = None
     absent: Callable[[Env], list[Path]] = lambda env: []  # outputs that must not appear
     not_in_message: list[str] = field(default_factory=list)
+    environ: dict[str, str] = field(default_factory=dict)
 
 
 def _user_folder(env: Env, name: str = "mine") -> Path:
@@ -161,6 +162,57 @@ def _encode(env: Env, *extra: str) -> list[str]:
         str(env.write("in.txt", "\n".join(HELD_OUT["uz"]) + "\n")),
         "--output",
         str(env.tmp / "out.npy"),
+        *extra,
+    ]
+
+
+def _edit_json(relative: str, change: Callable[[dict], None]) -> Callable[[Env], None]:
+    """Setup: apply ``change`` to the JSON file ``relative`` of the zoo copy."""
+
+    def setup(env: Env) -> None:
+        path = env.zoo / relative
+        data = json.loads(path.read_text())
+        change(data)
+        path.write_text(json.dumps(data))
+
+    return setup
+
+
+def _swap_pivot(index: dict) -> None:
+    index["languages"]["en"]["is_pivot"], index["languages"]["uz"]["is_pivot"] = False, True
+
+
+def _fewer_layers(config: dict) -> None:
+    config["num_hidden_layers"] = 1
+
+
+def _link_uz_to_kk(env: Env) -> None:
+    shutil.rmtree(env.zoo / "uz")
+    (env.zoo / "uz").symlink_to(env.zoo / "kk", target_is_directory=True)
+
+
+def _truncate_backbone(env: Env) -> None:
+    path = env.zoo / "backbone" / "model.safetensors"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _sts_file(env: Env) -> Path:
+    return write_sts(
+        env.tmp / "sts.tsv", [("en", "uz", "Hi", "Salom", 4.5), ("en", "uz", "Bye", "Xayr", 4.0)]
+    )
+
+
+def _finetune(env: Env, *extra: str) -> list[str]:
+    return [
+        "finetune",
+        "--backbone",
+        str(env.backbone),
+        "--set",
+        "languages=[uz]",
+        "--set",
+        f"data.paraphrase=[{demo_path('paraphrase.tsv')}]",
+        "--set",
+        "data.dev_pairs=0",
         *extra,
     ]
 
@@ -251,6 +303,7 @@ CASES = [
             "--work-dir",
             str(env.zoo),
             "--overwrite",
+            "--replace",
             "--stages",
             "vocab,la",
         ],
@@ -486,6 +539,275 @@ CASES = [
         "FOCUS could not initialise the",
         untouched=lambda env: [env.tmp / "uz.txt"],
     ),
+    # ---- issue 23, 1. one output guard for every command that writes
+    Case(
+        "encode-output-is-the-input",
+        lambda env: [
+            "encode",
+            "--zoo",
+            str(env.zoo),
+            "--lang",
+            "uz",
+            "--input",
+            str(env.tmp / "n.jsonl"),
+            "--output",
+            str(env.tmp / "n.jsonl"),
+        ],
+        1,
+        "is (or holds) the input",
+        setup=lambda env: env.write("n.jsonl", "Salom\n") and None,
+        untouched=lambda env: [env.tmp],
+    ),
+    Case(
+        "encode-onto-an-existing-file-without-overwrite",
+        lambda env: _encode(env),
+        1,
+        "out.npy exists; pass --overwrite to replace it",
+        setup=lambda env: env.write("out.npy", b"my matrix") and None,
+        untouched=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "encode-onto-a-fifo",
+        lambda env: _encode(env, "--overwrite"),
+        1,
+        "is not a regular file (a FIFO, socket or device)",
+        setup=lambda env: os.mkfifo(env.tmp / "out.npy"),
+    ),
+    Case(
+        "mine-output-is-the-source",
+        lambda env: [
+            "mine",
+            str(env.write("src.txt", "Hello\n")),
+            str(env.write("tgt.txt", "Salom\n")),
+            "--zoo",
+            str(env.zoo),
+            "--output",
+            str(env.tmp / "src.txt"),
+            "--overwrite",
+        ],
+        1,
+        "is (or holds) the input",
+        untouched=lambda env: [env.tmp / "src.txt", env.tmp / "tgt.txt"],
+    ),
+    Case(
+        "eval-markdown-onto-the-bitext",
+        lambda env: [
+            "eval",
+            str(env.backbone),
+            "--bitext",
+            str(env.write("bi.tsv", "en\tuz\nHi\tSalom\n")),
+            "--markdown",
+            str(env.tmp / "bi.tsv"),
+            "--overwrite",
+        ],
+        1,
+        "is (or holds) the input",
+        untouched=lambda env: [env.tmp / "bi.tsv"],
+    ),
+    Case(
+        "eval-json-onto-the-zoo-index",
+        lambda env: [
+            "eval",
+            str(env.backbone),
+            "--sts",
+            str(_sts_file(env)),
+            "--json",
+            str(env.zoo / "index.json"),
+            "--overwrite",
+        ],
+        1,
+        "is inside the zoo",
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "train-backbone-output-is-a-zoo",
+        lambda env: ["train-backbone", "--output", str(env.zoo), "--max-steps", "1", "--overwrite"],
+        1,
+        "is inside the zoo",
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "import-backbone-over-the-zoo-backbone",
+        lambda env: ["import-backbone", "--output", str(env.zoo / "backbone"), "--overwrite"],
+        1,
+        "is inside the zoo",
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "finetune-output-is-a-bundle",
+        lambda env: _finetune(env, "--output", str(env.zoo / "uz")),
+        1,
+        "is the bundle",
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    # ---- issue 23, 2. tampering that changes vectors is refused
+    Case(
+        "encode-with-an-edited-backbone-config",
+        _encode,
+        1,
+        "config.json is damaged or was edited",
+        setup=_edit_json("backbone/config.json", _fewer_layers),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "encode-with-a-bundle-linked-to-another-language",
+        _encode,
+        1,
+        "is the bundle of 'kk', not of 'uz'",
+        setup=_link_uz_to_kk,
+        real_zoo=True,
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "encode-with-the-pivot-swapped-in-the-index",
+        _encode,
+        1,
+        "en's is_pivot is False but its bundle manifest says True",
+        setup=_edit_json("index.json", _swap_pivot),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "encode-with-the-hashes-deleted",
+        _encode,
+        1,
+        "lists no file hashes (file_sha256)",
+        setup=_edit_json("uz/modsenc_bundle.json", lambda m: m.pop(HASHES_KEY)),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "encode-with-an-unknown-bundle-format",
+        _encode,
+        1,
+        "unknown format 'modsenc-bundle/99'; this modsenc reads modsenc-bundle/1",
+        setup=_edit_json("uz/modsenc_bundle.json", lambda m: m.update(format="modsenc-bundle/99")),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "encode-with-truncated-backbone-weights",
+        _encode,
+        1,
+        "model.safetensors is damaged or was edited",
+        setup=_truncate_backbone,
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "encode-with-truncated-backbone-weights-unverified",
+        lambda env: _encode(env, "--no-verify"),
+        1,
+        "model.safetensors: cannot be loaded",
+        setup=_truncate_backbone,
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    # ---- issue 23, 3. arguments
+    Case(
+        "add-language-negative-max-steps",
+        lambda env: [
+            "add-language",
+            "uz",
+            "--zoo",
+            str(env.zoo),
+            "--work-dir",
+            str(env.tmp / "w"),
+            "--replace",
+            "--set",
+            "se.max_steps=-5",
+        ],
+        1,
+        "recipe key 'se.max_steps' must be positive, got -5",
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+        absent=lambda env: [env.tmp / "w"],
+    ),
+    Case(
+        "finetune-epochs-and-max-steps",
+        lambda env: _finetune(env, "--output", str(env.tmp / "ft"), "--set", "mono.max_steps=1"),
+        1,
+        "'mono.epochs' (4.0) and 'mono.max_steps' (1) are both set",
+        absent=lambda env: [env.tmp / "ft"],
+    ),
+    Case(
+        "eval-a-mistyped-local-path",
+        lambda env: ["eval", str(env.tmp / "typo_zoo"), "--sts", str(_sts_file(env))],
+        1,
+        "typo_zoo: no such folder",
+    ),
+    Case(
+        "eval-a-hub-name-offline",
+        lambda env: ["eval", "nobody-here/no-such-model", "--sts", str(_sts_file(env))],
+        1,
+        "not in the Hugging Face cache (HF_HUB_OFFLINE is set)",
+        environ={"HF_HUB_OFFLINE": "1"},
+    ),
+    Case(
+        "eval-a-folder-that-is-no-model",
+        lambda env: ["eval", str(_user_folder(env)), "--sts", str(_sts_file(env))],
+        1,
+        "is not a model folder",
+        untouched=lambda env: [env.tmp / "mine"],
+    ),
+    Case(
+        "eval-a-bitext-spec-with-a-yaml-error",
+        lambda env: ["eval", str(env.backbone), "--bitext", "{hf: wmt19, config: de-en"],
+        2,
+        "is not a valid YAML mapping",
+    ),
+    Case(
+        "mine-threshold-nan",
+        lambda env: [
+            "mine",
+            str(env.write("s.txt", "Hi\n")),
+            str(env.write("t.txt", "Salom\n")),
+            "--zoo",
+            str(env.zoo),
+            "--output",
+            str(env.tmp / "p.tsv"),
+            "--threshold",
+            "nan",
+        ],
+        2,
+        "nan is not a finite number",
+        absent=lambda env: [env.tmp / "p.tsv"],
+    ),
+    Case(
+        "encode-input-is-a-folder",
+        lambda env: [
+            "encode",
+            "--zoo",
+            str(env.zoo),
+            "--lang",
+            "uz",
+            "--input",
+            str(_user_folder(env)),
+            "--output",
+            str(env.tmp / "o.npy"),
+        ],
+        1,
+        "mine is a folder; give a text file",
+        untouched=lambda env: [env.tmp / "mine"],
+    ),
+    # ---- issue 23, 6. replacing an installed language
+    Case(
+        "add-language-over-an-installed-language",
+        lambda env: ["add-language", "uz", "--zoo", str(env.zoo), "--work-dir", str(env.tmp / "w")],
+        1,
+        "uz is already installed in",
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+        absent=lambda env: [env.tmp / "w"],
+    ),
 ]
 
 
@@ -504,7 +826,7 @@ def test_bad_input(case: Case, env: Env, request: pytest.FixtureRequest) -> None
     args = case.args(env)
     watched = case.untouched(env)
     before = snapshot(watched)
-    result = CliRunner().invoke(main, args, input=case.stdin)
+    result = CliRunner().invoke(main, args, input=case.stdin, env=case.environ)
     output = result.output.strip()
     assert result.exit_code == case.code, output
     # One line says what is wrong (click may put its usage lines before it), no traceback.
@@ -547,7 +869,9 @@ def test_bad_library_arguments(encoder: ModularEncoder, call, error, message) ->
         call(encoder)
 
 
-def test_every_bundle_file_is_hashed_and_a_bundle_without_hashes_still_loads(zoo_dir: Path, tmp_path) -> None:
+def test_every_bundle_file_is_hashed_and_a_bundle_without_hashes_loads_only_unverified(
+    zoo_dir: Path, tmp_path
+) -> None:
     manifest = json.loads((zoo_dir / "uz" / BUNDLE_MANIFEST).read_text())
     files = {p.relative_to(zoo_dir / "uz").as_posix() for p in (zoo_dir / "uz").rglob("*") if p.is_file()}
     assert set(manifest[HASHES_KEY]) == files - {BUNDLE_MANIFEST}
@@ -560,26 +884,31 @@ def test_every_bundle_file_is_hashed_and_a_bundle_without_hashes_still_loads(zoo
     old_manifest = old / "uz" / BUNDLE_MANIFEST
     stripped = {k: v for k, v in json.loads(old_manifest.read_text()).items() if k != HASHES_KEY}
     old_manifest.write_text(json.dumps(stripped))
-    with pytest.warns(UserWarning, match="lists no file hashes"):
-        vectors = ModularEncoder.from_pretrained(old, device="cpu").encode(HELD_OUT["uz"], lang="uz")
+    with pytest.raises(BundleIntegrityError, match="lists no file hashes .* or pass --no-verify"):
+        ModularEncoder.from_pretrained(old, device="cpu").encode(HELD_OUT["uz"], lang="uz")
+    unverified = ModularEncoder.from_pretrained(old, device="cpu", verify=False)
+    vectors = unverified.encode(HELD_OUT["uz"], lang="uz")
     expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu").encode(HELD_OUT["uz"], lang="uz")
     np.testing.assert_allclose(vectors, expected, atol=1e-6)
 
 
 # ----------------------------------------------------------------------------------------- concurrency
 def test_two_encode_runs_writing_one_output_leave_one_complete_result(zoo_dir: Path, tmp_path: Path) -> None:
-    """Each run writes its own temporary; the output is one run's vectors, whole, never a mix, and a
-    killed run's leftover temporary is cleaned up."""
+    """Each run writes its own temporary; the output is one run's vectors, whole, never a mix; a
+    killed run's leftover temporary is cleaned up, a user's file that merely looks like one is not."""
     texts = {
         "a": [HELD_OUT["uz"][0]] * 300,
         "b": [HELD_OUT["uz"][1]] * 500,
     }
     output = tmp_path / "out.npy"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    killed = "import os; from modsenc.utils.io import temporary_file; temporary_file({!r}); os._exit(9)"
+    subprocess.run([sys.executable, "-c", killed.format(str(output))], env=env, check=False)
+    (leftover,) = [p for p in tmp_path.iterdir() if p.name.startswith(".out.npy.")]  # a killed run's
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    leftover = tmp_path / f".out.npy.{dead.pid}.x1y2.tmp"  # from a run killed earlier
-    leftover.write_bytes(b"half a matrix")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    lookalike = tmp_path / f".out.npy.{dead.pid}.0123456789abcdef.0123456789abcdef.x1y2.tmp"
+    lookalike.write_bytes(b"the user's own file")
     runs = []
     for name, lines in texts.items():
         source = tmp_path / f"{name}.txt"
@@ -601,6 +930,7 @@ def test_two_encode_runs_writing_one_output_leave_one_complete_result(zoo_dir: P
             "50",
             "--device",
             "cpu",
+            "--overwrite",  # whichever starts second may find the first's output
         ]
         runs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
     for run in runs:
@@ -612,4 +942,142 @@ def test_two_encode_runs_writing_one_output_leave_one_complete_result(zoo_dir: P
     winner = "a" if len(result) == 300 else "b"
     assert len(result) == len(texts[winner])
     np.testing.assert_allclose(result, np.tile(expected[winner], (len(result), 1)), atol=1e-5)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "out.npy"]
+    assert not leftover.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [lookalike.name, "a.txt", "b.txt", "out.npy"]
+    assert lookalike.read_bytes() == b"the user's own file"
+
+
+# ----------------------------------------------------------------------------------------- issue 23
+def test_export_overwrite_replaces_only_its_own_files(zoo_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "model"
+    args = ["export", "--zoo", str(zoo_dir), "--lang", "uz", "--mode", "mono", "--output", str(out)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    (out / "my_notes.txt").write_text("added after the export\n")
+    before = snapshot([out])
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and "holds an earlier modsenc output: pass --overwrite" in result.output
+    assert snapshot([out]) == before
+    result = CliRunner().invoke(main, [*args, "--overwrite"])
+    assert result.exit_code == 0, result.output
+    assert (out / "my_notes.txt").read_text() == "added after the export\n"
+    (out / "README.md").write_text("edited by the user\n")  # a file modsenc wrote, changed since
+    result = CliRunner().invoke(main, [*args, "--overwrite"])
+    assert result.exit_code == 1 and "README.md was changed after modsenc wrote it" in result.output
+    assert (out / "README.md").read_text() == "edited by the user\n"
+
+
+def test_zoo_list_reports_a_dangling_entry_and_lists_the_others(zoo_dir: Path, tmp_path: Path) -> None:
+    zoo = tmp_path / "zoo"
+    shutil.copytree(zoo_dir, zoo)
+    shutil.rmtree(zoo / "de")
+    result = CliRunner().invoke(main, ["zoo", "list", "--zoo", str(zoo)])
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line for line in result.output.splitlines()[1:-1]}
+    assert set(rows) == {"de", "en", "kk", "uz"}
+    assert "BROKEN: no bundle for 'de'" in rows["de"] and "BROKEN" not in rows["uz"]
+
+
+def test_two_add_language_runs_on_one_work_dir_are_locked_out(tmp_path: Path) -> None:
+    from modsenc.utils.outputs import run_lock  # noqa: PLC0415
+
+    work = tmp_path / "w"
+    args = [
+        "add-language",
+        "uz",
+        "--zoo",
+        str(tmp_path / "zoo"),
+        "--work-dir",
+        str(work),
+        "--stages",
+        "vocab",
+    ]
+    with run_lock(work, "add-language"):
+        result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1
+    assert f"is in use by another add-language run (pid {os.getpid()}" in result.output
+    assert not work.exists() and not (tmp_path / "zoo").exists()
+    # a lock file left by a killed run holds no flock: it is stale and taken over
+    killed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"from modsenc.utils.outputs import run_lock\nwith run_lock({str(work)!r}, 'x'): "
+            "import os; os._exit(9)",
+        ],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
+    assert killed.returncode == 9 and (tmp_path / ".w.lock").read_text().strip() != str(os.getpid())
+    with run_lock(work, "add-language") as lock:
+        assert lock.read_text().strip() == str(os.getpid())
+
+
+def test_cr_only_line_endings_are_lines() -> None:
+    from io import BytesIO  # noqa: PLC0415
+
+    from modsenc.data.readers import _raw_lines  # noqa: PLC0415
+
+    data = b"one\rtwo\r\nthree\nfour\r"
+    assert list(_raw_lines(BytesIO(data))) == [b"one", b"two", b"three", b"four"]
+    # a CRLF split across two reads is one line ending, not two
+    assert list(_raw_lines(BytesIO(data), chunk_size=4)) == [b"one", b"two", b"three", b"four"]
+
+
+def test_languages_as_one_string_and_encode_refuses_bytes_and_mappings(zoo_dir: Path) -> None:
+    encoder = ModularEncoder.from_pretrained(zoo_dir, languages="uz", device="cpu")
+    assert encoder.loaded_languages == ["uz"]
+    with pytest.raises(TypeError, match="sentences must be a str or a list of str, got bytes; decode bytes"):
+        encoder.encode(b"Salom", lang="uz")
+    with pytest.raises(TypeError, match="sentences must be a str or a list of str, got dict"):
+        encoder.encode({"a": "b"}, lang="uz")
+
+
+def test_serve_refuses_a_taken_port_before_loading_and_names_a_wrong_content_type(zoo_dir: Path) -> None:
+    import socket  # noqa: PLC0415
+
+    from fastapi.testclient import TestClient  # noqa: PLC0415
+
+    from modsenc.serving.app import ServeConfig, create_app  # noqa: PLC0415
+    from modsenc.serving.server import bind  # noqa: PLC0415
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}: Address already in use"):
+            bind("127.0.0.1", port)
+    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    with TestClient(create_app(ServeConfig(str(zoo_dir), []), encoder=encoder)) as client:
+        response = client.post(
+            "/v1/embeddings", content=b"input=Salom", headers={"content-type": "text/plain"}
+        )
+    assert response.status_code == 415
+    assert "Content-Type must be application/json, got 'text/plain'" in response.text
+
+
+def test_serve_exits_non_zero_when_the_preloaded_bundle_fails(zoo_dir: Path, tmp_path: Path) -> None:
+    zoo = tmp_path / "zoo"
+    shutil.copytree(zoo_dir, zoo)
+    _flip_byte(zoo / "uz")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "modsenc.cli",
+            "serve",
+            "--zoo",
+            str(zoo),
+            "--port",
+            "0",
+            "--languages",
+            "uz",
+            "--device",
+            "cpu",
+        ],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "embeddings.safetensors is damaged" in result.stderr.strip().splitlines()[-1]

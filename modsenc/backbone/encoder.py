@@ -23,11 +23,17 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel
 
 from modsenc.backbone.attention import AttentionBackend, get_attention_backend
-from modsenc.backbone.manifest import MANIFEST_NAME, build_manifest
+from modsenc.backbone.manifest import (
+    MANIFEST_NAME,
+    BackboneIntegrityError,
+    build_manifest,
+    read_backbone_manifest,
+)
 from modsenc.backbone.packing import PackedBatch
 from modsenc.backbone.precision import autocast, resolve_precision
-from modsenc.utils.io import atomic_directory, atomic_write_json
+from modsenc.utils.hub import check_model_source
 from modsenc.utils.logs import progress
+from modsenc.utils.outputs import owned_directory, record_owned_files
 
 SUPPORTED_MODEL_TYPES = ("bert", "xlm-roberta", "roberta", "camembert")
 
@@ -144,13 +150,13 @@ class Backbone(nn.Module):
         (modsenc manifest, or a sentence-transformers model's own files), else from the model name.
         """
         name_or_path = str(name_or_path)
+        check_model_source(name_or_path)  # a mistyped folder or an offline hub name: one line, no retries
         if os.path.isdir(name_or_path) and not os.path.exists(os.path.join(name_or_path, "config.json")):
             raise FileNotFoundError(
                 f"{name_or_path} has no config.json: it is not a Hugging Face model directory"
             )
         found_pooling, found_prefix = sentence_conventions(name_or_path)
-        model = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, **hf_kwargs)
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+        model, tokenizer = _load_model_files(name_or_path, hf_kwargs)
         return cls(
             model,
             tokenizer,
@@ -319,9 +325,13 @@ class Backbone(nn.Module):
     def save_pretrained(
         self, output_dir: str | os.PathLike, manifest_extra: dict[str, Any] | None = None
     ) -> Path:
-        """Write a Hugging Face model directory (safetensors) + tokenizer + modsenc manifest, atomically."""
+        """Write a Hugging Face model directory (safetensors) + tokenizer + modsenc manifest, atomically.
+
+        The manifest lists every file written (``modsenc.utils.outputs``): a later write replaces
+        those only, keeping what a user added; commands check ``--output`` before calling this.
+        """
         output_dir = Path(output_dir)
-        with atomic_directory(output_dir, owner_marker=MANIFEST_NAME) as tmp:
+        with owned_directory(output_dir, MANIFEST_NAME) as tmp:
             self.model.save_pretrained(tmp, safe_serialization=True)
             self.tokenizer.save_pretrained(tmp)
             manifest = build_manifest(
@@ -331,7 +341,7 @@ class Backbone(nn.Module):
                 prefix=self.prefix,
                 extra=manifest_extra,
             )
-            atomic_write_json(tmp / MANIFEST_NAME, manifest)
+            record_owned_files(tmp, MANIFEST_NAME, manifest)
         return output_dir
 
 
@@ -364,7 +374,7 @@ def sentence_conventions(name_or_path: str | os.PathLike) -> tuple[str, str]:
     path = Path(name_or_path)
     manifest = path / MANIFEST_NAME
     if manifest.is_file():
-        data = json.loads(manifest.read_text(encoding="utf-8"))
+        data = read_backbone_manifest(path)
         return data.get("pooling", "cls"), data.get("prefix", "")
     pooling_file = path / "1_Pooling" / "config.json"
     if pooling_file.is_file():
@@ -387,8 +397,33 @@ def sentence_conventions(name_or_path: str | os.PathLike) -> tuple[str, str]:
     return "cls", ""
 
 
+def _load_model_files(name_or_path: str, hf_kwargs: dict[str, Any]) -> tuple[PreTrainedModel, Any]:
+    """transformers' model and tokenizer; a local folder's unreadable file is one line naming it."""
+    if not os.path.isdir(name_or_path):
+        model = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, **hf_kwargs)
+        return model, AutoTokenizer.from_pretrained(name_or_path)
+    for name in ("config.json", "tokenizer_config.json", "tokenizer.json"):
+        path = Path(name_or_path) / name
+        if path.is_file():
+            try:
+                json.loads(path.read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                message = f"{path} is not valid JSON ({err}); the model is damaged"
+                raise BackboneIntegrityError(message) from err
+    try:
+        model = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, **hf_kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+    except Exception as err:  # safetensors' and tokenizers' own error classes are not OSError/ValueError
+        weights = sorted(Path(name_or_path).glob("*.safetensors"))
+        what = ", ".join(str(w) for w in weights) or name_or_path
+        reason = " ".join(str(err).split())[:160]
+        raise BackboneIntegrityError(
+            f"{what}: cannot be loaded ({type(err).__name__}: {reason}); the model files are damaged "
+            "or incomplete"
+        ) from err
+    return model, tokenizer
+
+
 def load_manifest(backbone_dir: str | os.PathLike) -> dict[str, Any]:
-    path = Path(backbone_dir) / MANIFEST_NAME
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: {backbone_dir} was not written by modsenc train-backbone")
-    return json.loads(path.read_text(encoding="utf-8"))
+    """The backbone's modsenc manifest (``read_backbone_manifest``: one-line errors, format checked)."""
+    return read_backbone_manifest(backbone_dir)

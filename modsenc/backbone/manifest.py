@@ -1,13 +1,18 @@
-"""The modsenc manifest written next to a backbone's weights, and its fingerprint.
+"""The modsenc manifest written next to a backbone's weights, its fingerprint, and their check.
 
-The fingerprint hashes the weights' tensors (names, dtypes, shapes, bytes) and the
-tokenizer's vocabulary files, so a language module can refuse a backbone it was not built on.
+Format 2 (written now): the fingerprint hashes the weights' tensors (names, dtypes, shapes, bytes)
+and every other file of the folder (``config.json``, every tokenizer file), so a bundle refuses a
+backbone it was not built on, and an edited ``config.json`` (fewer layers, another pooling) is
+caught; the manifest also lists every file's sha256 (``file_sha256``), so a damaged file is named.
+Format 1 (older modsenc) fingerprinted the weights and the vocabulary files only; such a backbone
+still loads, verified as far as its fingerprint reaches.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import time
@@ -17,30 +22,109 @@ from typing import Any
 import torch
 from safetensors import safe_open
 
-MANIFEST_NAME = "modsenc_backbone.json"
-_TOKENIZER_FILES = ("tokenizer.json", "sentencepiece.bpe.model", "vocab.txt")
+from modsenc.utils.io import file_sha256
+from modsenc.utils.outputs import BACKBONE_MANIFEST, HASHES_KEY
+
+MANIFEST_NAME = BACKBONE_MANIFEST
+FORMAT = "modsenc-backbone/2"
+SUPPORTED_FORMATS = ("modsenc-backbone/1", FORMAT)
+_V1_TOKENIZER_FILES = ("tokenizer.json", "sentencepiece.bpe.model", "vocab.txt")
 _VERSIONED = ("modsenc", "torch", "transformers", "tokenizers", "sentencepiece", "safetensors", "deepfocus")
 
 
-def fingerprint(model_dir: str | os.PathLike) -> str:
-    """sha256 over every safetensors tensor and the tokenizer files of a model directory."""
+class BackboneIntegrityError(ValueError):
+    """A backbone file is missing, altered, truncated, or its manifest is unusable (one line)."""
+
+
+def _hash_weights(digest: Any, weights: Path) -> None:
+    try:
+        with safe_open(weights, framework="pt") as f:
+            for name in sorted(f.keys()):
+                tensor = f.get_tensor(name).contiguous()
+                digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+                digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes())
+    except Exception as err:  # safetensors raises its own errors for truncated headers and data
+        reason = " ".join(str(err).split())[:160]
+        raise BackboneIntegrityError(
+            f"{weights}: cannot be read as safetensors ({reason}); the file is truncated or damaged: "
+            "copy or import the backbone again"
+        ) from err
+
+
+def fingerprint(model_dir: str | os.PathLike, version: int = 2) -> str:
+    """sha256 over every safetensors tensor and (format 2) every other file of a model directory but
+    the modsenc manifest; format 1 covered only the vocabulary files besides the weights."""
     model_dir = Path(model_dir)
     digest = hashlib.sha256()
     weight_files = sorted(model_dir.glob("*.safetensors"))
     if not weight_files:
         raise FileNotFoundError(f"no *.safetensors weights in {model_dir}")
     for weights in weight_files:
-        with safe_open(weights, framework="pt") as f:
-            for name in sorted(f.keys()):
-                tensor = f.get_tensor(name).contiguous()
-                digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
-                digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes())
-    for name in _TOKENIZER_FILES:
-        path = model_dir / name
-        if path.exists():
-            digest.update(name.encode())
+        _hash_weights(digest, weights)
+    if version == 1:
+        others = [model_dir / name for name in _V1_TOKENIZER_FILES]
+    else:
+        others = sorted(
+            p for p in model_dir.iterdir() if p.suffix != ".safetensors" and p.name != MANIFEST_NAME
+        )
+    for path in others:
+        if path.is_file():
+            digest.update(path.name.encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def read_backbone_manifest(backbone_dir: str | os.PathLike) -> dict[str, Any]:
+    """The manifest of a modsenc backbone, or a one-line error naming the file."""
+    path = Path(backbone_dir) / MANIFEST_NAME
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} not found: {backbone_dir} is not a modsenc backbone (write one with "
+            "`modsenc train-backbone` or `modsenc import-backbone`)"
+        )
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise BackboneIntegrityError(f"{path} is not valid JSON ({err}); the backbone is damaged") from err
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("fingerprint"), str):
+        raise BackboneIntegrityError(
+            f"{path} is not a backbone manifest (no 'fingerprint'); the backbone is damaged"
+        )
+    if manifest.get("format", SUPPORTED_FORMATS[0]) not in SUPPORTED_FORMATS:
+        raise BackboneIntegrityError(
+            f"{path}: unknown format {manifest.get('format')!r}; this modsenc reads "
+            f"{', '.join(SUPPORTED_FORMATS)} (a newer modsenc wrote it?)"
+        )
+    return manifest
+
+
+def verify_backbone(backbone_dir: str | os.PathLike) -> dict[str, Any]:
+    """Check a backbone's files against its manifest: each listed file's sha256, then the
+    fingerprint. Raises BackboneIntegrityError naming what differs; returns the manifest."""
+    backbone_dir = Path(backbone_dir)
+    manifest = read_backbone_manifest(backbone_dir)
+    version = int(manifest.get("format", SUPPORTED_FORMATS[0]).rsplit("/", 1)[1])
+    if version >= 2:
+        hashes = manifest.get(HASHES_KEY)
+        if not isinstance(hashes, dict) or not hashes:
+            raise BackboneIntegrityError(
+                f"{backbone_dir / MANIFEST_NAME} lists no file hashes ({HASHES_KEY}); its files cannot be "
+                "verified: import or train the backbone again, or pass --no-verify"
+            )
+        for name, expected in sorted(hashes.items()):
+            path = backbone_dir / name
+            if not path.is_file():
+                raise BackboneIntegrityError(f"{path} is missing from the backbone")
+            if file_sha256(path) != expected:
+                raise BackboneIntegrityError(
+                    f"{path} is damaged or was edited (its sha256 differs from the one in {MANIFEST_NAME})"
+                )
+    if fingerprint(backbone_dir, version) != manifest["fingerprint"]:
+        raise BackboneIntegrityError(
+            f"{backbone_dir}: weights, config or tokenizer do not match the manifest's fingerprint "
+            "(an edited or corrupt copy)"
+        )
+    return manifest
 
 
 def library_versions() -> dict[str, str]:
@@ -61,7 +145,7 @@ def build_manifest(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     manifest: dict[str, Any] = {
-        "format": "modsenc-backbone/1",
+        "format": FORMAT,
         "fingerprint": fingerprint(model_dir),
         "pooling": pooling,
         "prefix": prefix,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from modsenc.data.errors import DataFormatError
+from modsenc.utils.hub import check_model_source
 
 __all__ = [
     "PARAPHRASE_COLUMNS",
@@ -131,6 +132,32 @@ def check_file(path: PathLike) -> Path:
     return p
 
 
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def _raw_lines(handle: Any, chunk_size: int = 1 << 20) -> Iterator[bytes]:
+    """The lines of a binary file without their endings, which may be LF, CRLF or a lone CR (old
+    Mac files and some exports): splitting on LF alone would merge a CR-only file into one line."""
+    pending = b""
+    while chunk := handle.read(chunk_size):
+        data = pending + chunk
+        # A CR at the end of the chunk may be the first half of a CRLF: decide with the next chunk.
+        end = len(data) - 1 if data.endswith(b"\r") else len(data)
+        start = 0
+        for match in _LINE_END.finditer(data, 0, end):
+            yield data[start : match.start()]
+            start = match.end()
+        pending = data[start:]
+    if pending:
+        yield pending.removesuffix(b"\r")
+
+
+def count_lines(path: PathLike) -> int:
+    """The number of lines ``iter_lines`` yields, without decoding them."""
+    with check_file(path).open("rb") as f:
+        return sum(1 for _ in _raw_lines(f))
+
+
 def iter_lines(path: PathLike, name: str | None = None) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` with the line ending removed, decoding each line separately.
 
@@ -139,7 +166,7 @@ def iter_lines(path: PathLike, name: str | None = None) -> Iterator[tuple[int, s
     p = check_file(path)
     path = name or path
     with p.open("rb") as f:
-        for lineno, raw in enumerate(f, start=1):
+        for lineno, raw in enumerate(_raw_lines(f), start=1):
             yield lineno, decode_line(raw, path, lineno)
 
 
@@ -418,7 +445,12 @@ def load_hf_parallel(
 
     wanted = _check_languages_arg(languages)
     label = _hf_label(name, config, split, load_kwargs)
-    ds = datasets.load_dataset(name, config, split=split, **load_kwargs)
+    check_model_source(name, kind="dataset")
+    try:
+        ds = datasets.load_dataset(name, config, split=split, **load_kwargs)
+    except (OSError, ValueError, ConnectionError) as err:  # datasets' own errors subclass these
+        reason = " ".join(str(err).split())[:200]
+        raise DataFormatError(label, None, f"cannot be loaded ({type(err).__name__}: {reason})") from err
     if isinstance(ds, datasets.Dataset):
         column_names = list(ds.column_names)
 

@@ -23,6 +23,7 @@ from modsenc.data.readers import load_parallel
 from modsenc.eval.bitext import bitext_mining
 from modsenc.eval.similarity import language_bias
 from modsenc.eval.sts import read_sts_tsv, row_cosines, spearman_x100
+from modsenc.utils.hub import check_model_source
 from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text
 
 EncodeFn = Callable[[Sequence[str]], np.ndarray]
@@ -79,6 +80,12 @@ class EncoderSet:
             return "backbone", quantize_linears(backbone, quantize) if quantize else backbone
         from sentence_transformers import SentenceTransformer  # noqa: PLC0415
 
+        check_model_source(str(model))  # a mistyped folder: "no such folder", never a hub look-up
+        if path.is_dir() and not any((path / name).is_file() for name in ("modules.json", "config.json")):
+            raise FileNotFoundError(
+                f"{model} is not a model folder: no index.json (a zoo), modsenc_backbone.json (a backbone), "
+                "modules.json or config.json (a sentence-transformers or Hugging Face model)"
+            )
         st_model = SentenceTransformer(str(model)).eval()
         return "sentence-transformers", quantize_linears(st_model, quantize) if quantize else st_model
 

@@ -16,10 +16,12 @@ them), and ``ModularBackbone.save_bundle`` installs those folders as a bundle;
 ``ModularBackbone.load_bundle`` reads one back.
 
 Loading a bundle checks those hashes (``verify_bundle``), so a damaged or truncated file is an
-error naming it rather than wrong vectors; bundles written before the hashes existed load with a
-warning. Bundles are written with ``atomic_directory`` (a crash leaves the old bundle or the new one) and
-the index under an exclusive file lock, so two ``add-language`` runs for different languages can
-share a zoo.
+error naming it rather than wrong vectors; a manifest without hashes is refused unless the caller
+passes ``verify=False`` (``--no-verify``). The manifest's language must be the folder's (a bundle
+folder that links to another language's bundle is refused), its backbone fingerprint the zoo's,
+its format one this modsenc reads, and the index's entry must agree with it. Bundles are written
+with ``atomic_directory`` (a crash leaves the old bundle or the new one) and the index under an
+exclusive file lock, so two ``add-language`` runs for different languages can share a zoo.
 
 Commands default to the zoo ``modsenc.modules.defaults.default_zoo()`` names: ``adapters_zoo/`` in
 the working directory, or ``$MODSENC_ZOO`` (``adapters_zoo/README.md`` describes this layout).
@@ -33,7 +35,6 @@ import json
 import os
 import shutil
 import unicodedata
-import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -43,14 +44,14 @@ from modsenc.backbone.encoder import load_manifest
 from modsenc.backbone.manifest import MANIFEST_NAME, fingerprint
 from modsenc.data.readers import is_language_code
 from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
+from modsenc.utils.outputs import BUNDLE_MANIFEST, HASHES_KEY, ZOO_BACKBONE_DIR, ZOO_INDEX
 
-BUNDLE_MANIFEST = "modsenc_bundle.json"
-INDEX_NAME = "index.json"
-BACKBONE_DIR = "backbone"
+INDEX_NAME = ZOO_INDEX
+BACKBONE_DIR = ZOO_BACKBONE_DIR
 EMBEDDINGS_FILE = "embeddings.safetensors"
 TOKENIZER_DIR = "tokenizer"
-HASHES_KEY = "file_sha256"  # in the bundle manifest: {relative posix path: sha256}
 BUNDLE_FORMAT = "modsenc-bundle/1"
+SUPPORTED_BUNDLE_FORMATS = (BUNDLE_FORMAT,)
 MODULE_KINDS = ("vocab", "la", "se", "cla")  # in the order they are trained and loaded
 
 
@@ -80,19 +81,44 @@ def bundle_file_hashes(bundle_dir: str | os.PathLike) -> dict[str, str]:
     }
 
 
+def read_bundle_manifest(bundle_dir: str | os.PathLike, lang: str) -> dict[str, Any]:
+    """The manifest of ``lang``'s bundle, checked to be one (JSON object with ``modules``), of a
+    format this modsenc reads, and of ``lang`` (not a link to another language's bundle)."""
+    path = Path(bundle_dir) / BUNDLE_MANIFEST
+    rebuild = f"rebuild the bundle with `modsenc add-language {lang}`"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise BundleIntegrityError(f"{path} is corrupt ({err}); {rebuild}") from err
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("modules"), dict):
+        raise BundleIntegrityError(
+            f"{path} is not a bundle manifest (expected a JSON object with a 'modules' mapping); {rebuild}"
+        )
+    if manifest.get("format") not in SUPPORTED_BUNDLE_FORMATS:
+        raise BundleIntegrityError(
+            f"{path}: unknown format {manifest.get('format')!r}; this modsenc reads "
+            f"{', '.join(SUPPORTED_BUNDLE_FORMATS)} (a newer modsenc wrote it?)"
+        )
+    if manifest.get("language") != lang:
+        raise BundleIntegrityError(
+            f"{path} is the bundle of {manifest.get('language')!r}, not of {lang!r} (a copied or linked "
+            f"folder?); {rebuild}"
+        )
+    return manifest
+
+
 def verify_bundle(bundle_dir: str | os.PathLike, manifest: dict[str, Any]) -> None:
     """Check every file the manifest lists against its sha256; raise BundleIntegrityError naming
-    the first damaged file. A manifest without hashes (an older bundle) passes with a warning."""
+    the first damaged file, or saying that the manifest lists no hashes (pass verify=False)."""
     root = Path(bundle_dir)
     lang = manifest.get("language", root.name)
     hashes = manifest.get(HASHES_KEY)
     if hashes is None:
-        warnings.warn(
-            f"{root / BUNDLE_MANIFEST} lists no file hashes (written by an older modsenc): its files "
-            f"cannot be verified; rebuild it with `modsenc add-language {lang}` to add them",
-            stacklevel=3,
+        raise BundleIntegrityError(
+            f"{root / BUNDLE_MANIFEST} lists no file hashes ({HASHES_KEY}): its files cannot be verified; "
+            f"rebuild it with `modsenc add-language {lang}`, or pass --no-verify (verify=False) to load it "
+            "unverified"
         )
-        return
     if not isinstance(hashes, dict):
         raise BundleIntegrityError(f"{root / BUNDLE_MANIFEST}: {HASHES_KEY} must be a mapping of file hashes")
     for name, expected in sorted(hashes.items()):
@@ -253,28 +279,39 @@ class Zoo:
                 f"no bundle for {lang!r} in {self.root} (installed: {installed}); "
                 f"run `modsenc add-language {lang}`"
             )
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise ValueError(
-                f"{path} is corrupt ({err}); rebuild the bundle with `modsenc add-language {lang}`"
-            ) from err
-        if not isinstance(manifest, dict) or not isinstance(manifest.get("modules"), dict):
-            raise ValueError(
-                f"{path} is not a bundle manifest (expected a JSON object with a 'modules' mapping); "
-                f"rebuild the bundle with `modsenc add-language {lang}`"
-            )
-        return manifest
+        return read_bundle_manifest(path.parent, lang)
 
     def read_compatible_manifest(self, lang: str) -> dict[str, Any]:
-        """The bundle's manifest, after checking it was built on this zoo's backbone."""
+        """The bundle's manifest, after checking it was built on this zoo's backbone and that the
+        index says what the manifest says (pivot, modules)."""
         manifest = self.read_manifest(lang)
-        if manifest.get("backbone", {}).get("fingerprint") != self.backbone_fingerprint():
-            raise ValueError(
+        if (manifest.get("backbone") or {}).get("fingerprint") != self.backbone_fingerprint():
+            raise BundleIntegrityError(
                 f"the {lang} bundle in {self.root} was built for another backbone (fingerprint mismatch); "
                 f"rebuild it with `modsenc add-language {lang}`"
             )
+        entry = self.read_index()["languages"].get(lang) or {}
+        said = {"is_pivot": bool(manifest.get("is_pivot")), "modules": sorted(manifest["modules"])}
+        for key, theirs in said.items():
+            if key in entry and entry[key] != theirs:
+                raise BundleIntegrityError(
+                    f"{self.index_path}: {lang}'s {key} is {entry[key]!r} but its bundle manifest says "
+                    f"{theirs!r} (an edited index?); restore it, or re-run `modsenc add-language {lang}`"
+                )
         return manifest
+
+    def pivots(self) -> list[str]:
+        """Installed languages whose bundle is the pivot, checked against the index (a bundle that
+        is missing is left to fail when it is used)."""
+        found = []
+        for lang in self.languages():
+            try:
+                manifest = self.read_compatible_manifest(lang)
+            except FileNotFoundError:
+                continue
+            if manifest.get("is_pivot"):
+                found.append(lang)
+        return found
 
     def bundle_bytes(self, lang: str) -> int:
         """Size of a bundle on disk."""

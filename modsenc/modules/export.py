@@ -31,7 +31,7 @@ from transformers.activations import get_activation
 from modsenc.backbone.encoder import Backbone
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.modules.modular import ModularBackbone, module_name
-from modsenc.utils.io import atomic_directory, atomic_write_json, check_replaceable
+from modsenc.utils.outputs import check_output_folder, owned_directory, record_owned_files
 
 # Written into every export: proves the folder is modsenc's, so a later export may replace it.
 EXPORT_MARKER = "modsenc_export.json"
@@ -64,7 +64,11 @@ def _merge_parallel_adapter(layer: torch.nn.Module, adapter: torch.nn.Module, hi
 
 
 def export_sentence_transformer(
-    zoo_dir: str | os.PathLike, lang: str, output_dir: str | os.PathLike, mode: str = "cross"
+    zoo_dir: str | os.PathLike,
+    lang: str,
+    output_dir: str | os.PathLike,
+    mode: str = "cross",
+    overwrite: bool = False,
 ) -> Path:
     """Write ``lang``'s encoder (``mode`` "cross" with its CLA, "mono" without) to ``output_dir``."""
     lang = check_language_code(lang)
@@ -74,7 +78,7 @@ def export_sentence_transformer(
     output_dir = Path(output_dir)
     # Before any work: the output must not be (in) the zoo, nor a folder of the user's.
     check_outside_zoo(output_dir, zoo, "--output")
-    check_replaceable(output_dir, EXPORT_MARKER)
+    check_output_folder(output_dir, "--output", EXPORT_MARKER, overwrite=overwrite)
     manifest = zoo.read_compatible_manifest(lang)
     backbone = Backbone.from_pretrained(zoo.backbone_dir, attention="sdpa")
     modular = ModularBackbone(backbone)
@@ -122,7 +126,7 @@ def export_sentence_transformer(
             f"export: parameters did not map onto {config.model_type}: {missing[:3]} {unexpected[:3]}"
         )
 
-    with atomic_directory(output_dir, owner_marker=EXPORT_MARKER) as tmp:
+    with owned_directory(output_dir, EXPORT_MARKER) as tmp:
         hf_dir = tmp / "hf"
         plain.save_pretrained(hf_dir, safe_serialization=True)
         tokenizer.save_pretrained(hf_dir)
@@ -143,8 +147,9 @@ def export_sentence_transformer(
         (tmp / "model").rmdir()
         shutil.rmtree(hf_dir)
         (tmp / "README.md").write_text(model_card + "\n", encoding="utf-8")
-        atomic_write_json(
-            tmp / EXPORT_MARKER,
+        record_owned_files(
+            tmp,
+            EXPORT_MARKER,
             {
                 "format": "modsenc-export/1",
                 "language": lang,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-import json
 import logging
 import shutil
 import tempfile
@@ -42,7 +41,6 @@ from modsenc.backbone.manifest import library_versions
 from modsenc.data.orthography import Orthography, get_orthography
 from modsenc.modules.bundle import (
     BUNDLE_FORMAT,
-    BUNDLE_MANIFEST,
     EMBEDDINGS_FILE,
     MODULE_KINDS,
     TOKENIZER_DIR,
@@ -50,6 +48,7 @@ from modsenc.modules.bundle import (
     Zoo,
     module_files,
     module_kinds_in,
+    read_bundle_manifest,
     verify_bundle,
 )
 
@@ -172,7 +171,7 @@ class ModularBackbone(nn.Module):
         BundleIntegrityError naming it.
         """
         bundle_dir = Path(bundle_dir)
-        manifest = json.loads((bundle_dir / BUNDLE_MANIFEST).read_text(encoding="utf-8"))
+        manifest = read_bundle_manifest(bundle_dir, lang)
         if verify:
             verify_bundle(bundle_dir, manifest)
         wanted = [k for k in MODULE_KINDS if k in manifest["modules"] and (kinds is None or k in set(kinds))]

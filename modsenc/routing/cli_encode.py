@@ -17,15 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from modsenc.data.readers import iter_lines
+from modsenc.data.readers import count_lines, iter_lines
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.utils.io import atomic_file
 from modsenc.utils.logs import progress
-
-
-def _count_lines(path: Path) -> int:
-    with path.open("rb") as handle:
-        return sum(1 for _ in handle)
+from modsenc.utils.outputs import check_output_file
 
 
 def _chunks(path: Path, size: int, name: str) -> Iterator[list[str]]:
@@ -52,11 +48,13 @@ def encode_file(
     verify: bool = True,
     quantize: str | None = None,
     dtype: str = "auto",
+    overwrite: bool = False,
 ) -> int:
     """Encode ``input_path`` ('-': stdin) line by line into ``output_path`` (.npy or .jsonl).
 
     ``verify=False`` skips re-hashing the backbone and bundles, ``quantize="int8"`` runs the backbone
-    in int8, ``dtype`` chooses fp32 or bf16 (see ``ModularEncoder.from_pretrained``).
+    in int8, ``dtype`` chooses fp32 or bf16 (see ``ModularEncoder.from_pretrained``); an existing
+    output is replaced only with ``overwrite`` (``modsenc.utils.outputs``).
     """
     from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415 - heavy import
 
@@ -65,9 +63,12 @@ def encode_file(
         raise ValueError(f"--output must end in .npy or .jsonl, got {output_path}")
     if output_path.is_dir():
         raise ValueError(f"--output {output_path} is a folder; give a file name ending in .npy or .jsonl")
+    if input_path != "-" and Path(input_path).is_dir():
+        raise ValueError(f"--input {input_path} is a folder; give a text file (one sentence per line)")
     if lang != "auto":
         check_language_code(lang)
     check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
+    check_output_file(output_path, "--output", inputs=[input_path], overwrite=overwrite)
     # Errors name what the user gave, not the spooled copy of stdin.
     shown = "standard input" if input_path == "-" else input_path
     with tempfile.TemporaryDirectory() as scratch:
@@ -79,7 +80,7 @@ def encode_file(
             source = Path(input_path)
             if not source.is_file():
                 raise FileNotFoundError(f"{input_path}: no such input file")
-        total = _count_lines(source)
+        total = count_lines(source)
         encoder = ModularEncoder.from_pretrained(
             zoo_dir, device=device, verify=verify, quantize=quantize, dtype=dtype
         )
@@ -129,12 +130,16 @@ def zoo_table(zoo_dir: str | os.PathLike) -> str:
         raise FileNotFoundError(f"{zoo_dir} is not a modsenc zoo (no index.json)")
     rows = ["lang  script  pivot  modules               size (MB)  created"]
     for lang in zoo.languages():
-        manifest = zoo.read_manifest(lang)
+        try:
+            manifest = zoo.read_manifest(lang)
+        except (OSError, ValueError) as err:  # one broken entry is reported, the others still listed
+            rows.append(f"{lang:<5} BROKEN: {err}")
+            continue
         size = zoo.bundle_bytes(lang) / 2**20
         modules = ",".join(k for k in ("vocab", "la", "se", "cla") if k in manifest["modules"])
         rows.append(
-            f"{lang:<5} {manifest['script']:<7} {'yes' if manifest['is_pivot'] else 'no':<6} "
-            f"{modules:<21} {size:>9.1f}  {manifest['created']}"
+            f"{lang:<5} {manifest.get('script', '?'):<7} {'yes' if manifest.get('is_pivot') else 'no':<6} "
+            f"{modules:<21} {size:>9.1f}  {manifest.get('created', '?')}"
         )
     backbone = zoo.read_index().get("backbone") or {}
     rows.append(f"backbone: {zoo.backbone_dir} (fingerprint {str(backbone.get('fingerprint'))[:12]})")

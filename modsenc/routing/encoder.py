@@ -15,13 +15,13 @@ from __future__ import annotations
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
 
 from modsenc.backbone.encoder import Backbone
-from modsenc.backbone.manifest import fingerprint
+from modsenc.backbone.manifest import verify_backbone as verify_backbone_files
 from modsenc.backbone.precision import check_precision, resolve_precision
 from modsenc.backbone.quantization import check_quantization, no_merge_warning, quantize_linears
 from modsenc.modules.bundle import Zoo, check_language_code
@@ -74,7 +74,7 @@ class ModularEncoder:
     def from_pretrained(
         cls,
         path: str | os.PathLike,
-        languages: Sequence[str] | None = None,
+        languages: str | Sequence[str] | None = None,
         device: str | torch.device | None = None,
         attention: str = "auto",
         max_length: int | None = None,
@@ -91,13 +91,14 @@ class ModularEncoder:
     ) -> ModularEncoder:
         """Open a zoo (``path``: a folder written by ``modsenc add-language``).
 
-        ``languages`` are loaded now (others on first use). A sentence the detector is unsure about
-        (calibrated confidence below ``min_confidence``) goes, by ``unsure``, to ``fallback``
-        (default: the pivot), to the best guess (``"best"``), or is refused (``"refuse"``:
-        ``UnsureLanguageError``). ``detector`` replaces the bundles' own
-        language profiles (e.g. ``FastTextDetector("glotlid.bin")``). ``verify`` re-hashes the
-        backbone's weights against its manifest and every bundle's files against theirs when the
-        bundle loads, so a corrupt copy fails with its file named, not with wrong vectors; pass
+        ``languages`` (a list of codes, or one code as a string) are loaded now (others on first
+        use). A sentence the detector is unsure about (calibrated confidence below
+        ``min_confidence``) goes, by ``unsure``, to ``fallback`` (default: the pivot), to the best
+        guess (``"best"``), or is refused (``"refuse"``: ``UnsureLanguageError``). ``detector``
+        replaces the bundles' own language profiles (e.g. ``FastTextDetector("glotlid.bin")``).
+        ``verify`` re-hashes the backbone's files against its manifest and every bundle's files
+        against theirs when the bundle loads, so a corrupt copy fails with its file named, not with
+        wrong vectors; pass
         ``verify=False`` to skip the hashing (faster start; non-finite weights are still refused).
         ``verify_backbone`` overrides ``verify`` for the backbone alone. ``quantize="int8"`` runs the
         backbone's linear layers in int8 (torchao, dynamic activations; faster on a CPU, vectors at
@@ -117,20 +118,17 @@ class ModularEncoder:
         installed = zoo.languages()
         if not installed:
             raise FileNotFoundError(f"no languages installed in {path}; run `modsenc add-language LANG`")
+        if isinstance(languages, str):  # one code, not its letters
+            languages = [c.strip() for c in languages.split(",") if c.strip()]
         wanted = [check_language_code(lang) for lang in (languages or [])]
         for lang in wanted:
             if lang not in installed:
                 raise KeyError(
                     f"language {lang!r} is not installed in {path} (installed: {', '.join(installed)})"
                 )
-        if (verify if verify_backbone is None else verify_backbone) and fingerprint(
-            zoo.backbone_dir
-        ) != zoo.backbone_fingerprint():
-            raise ValueError(
-                f"{zoo.backbone_dir}: weights do not match their manifest's fingerprint (corrupt copy?)"
-            )
-        index = zoo.read_index()["languages"]
-        pivots = [lang for lang in installed if index[lang].get("is_pivot")]
+        if verify if verify_backbone is None else verify_backbone:
+            verify_backbone_files(zoo.backbone_dir)
+        pivots = zoo.pivots()  # from the bundles' manifests, checked against the index
         fallback = check_language_code(fallback) if fallback else (pivots[0] if pivots else installed[0])
         if detector is None:
             profiles = {}
@@ -242,6 +240,11 @@ class ModularEncoder:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if isinstance(sentences, (bytes, bytearray, Mapping)) or not isinstance(sentences, (str, Iterable)):
+            raise TypeError(
+                f"sentences must be a str or a list of str, got {type(sentences).__name__}"
+                + ("; decode bytes first, e.g. data.decode('utf-8')" if isinstance(sentences, bytes) else "")
+            )
         single = isinstance(sentences, str)
         texts = [sentences] if single else list(sentences)
         for i, text in enumerate(texts):

@@ -249,6 +249,7 @@ class ServerState:
         self.service: EmbeddingService | None = None
         self.batcher: Batcher | None = None
         self.load_error: str | None = None
+        self.on_load_error: Callable[[], None] | None = None  # serve() stops the server: exit non-zero
         self.previous_loaded: list[str] = []
 
     async def start(self) -> None:
@@ -258,6 +259,8 @@ class ServerState:
         except Exception as err:  # noqa: BLE001 - reported by /health and the log, not raised into uvicorn
             self.load_error = f"{type(err).__name__}: {err}"
             log.exception("modsenc serve: could not load %s", self.config.zoo)
+            if self.on_load_error is not None:
+                self.on_load_error()
             return
         self.service = EmbeddingService(encoder, self.config.zoo, self.config.model_name)
         self.previous_loaded = self.service.loaded
@@ -384,6 +387,10 @@ def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> Fa
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, err: RequestValidationError) -> JSONResponse:
+        content_type = request.headers.get("content-type", "")
+        if request.method == "POST" and content_type.split(";")[0].strip().lower() != "application/json":
+            message = f"Content-Type must be application/json, got {content_type or 'none'!r}"
+            return counted(request, 415, message, "unsupported_media_type")
         status, message, kind = _validation_message(err)
         return counted(request, status, message, kind)
 

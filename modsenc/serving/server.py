@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 
 import uvicorn
 
@@ -28,9 +29,38 @@ def check_zoo(config: ServeConfig) -> None:
     config.check()
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything starts: a port in use or a bad host is a
+    one-line error at once, and "ready" is never logged for a server that could not listen."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as err:
+        raise ValueError(f"--host {host}: cannot resolve it ({err.strerror})") from err
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as err:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {err.strerror}") from err
+    return sock
+
+
 def serve(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, log_level: str = "info") -> None:
     """Serve until SIGINT/SIGTERM. On a signal uvicorn stops accepting connections and waits for the
-    requests in flight; the app's shutdown then lets the batcher finish every queued text."""
+    requests in flight; the app's shutdown then lets the batcher finish every queued text.
+
+    The port is bound first; the model loads in the background while /health answers, and if it
+    fails to load (a damaged preloaded bundle) the server stops and this raises: the process exits
+    non-zero instead of answering 500 forever."""
     check_zoo(config)
+    sock = bind(host, port)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    uvicorn.run(create_app(config), host=host, port=port, log_level=log_level, access_log=False)
+    app = create_app(config)
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, access_log=False))
+    state = app.state.modsenc
+    state.on_load_error = lambda: setattr(server, "should_exit", True)
+    with sock:
+        server.run(sockets=[sock])
+    if state.load_error is not None:
+        raise ValueError(f"could not load {config.zoo}: {state.load_error}")

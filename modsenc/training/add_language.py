@@ -59,6 +59,7 @@ from modsenc.training.loop import fit_stage
 from modsenc.training.stage_cache import KEY_FILE, StageDir
 from modsenc.training.train_backbone import seed_everything
 from modsenc.utils.io import atomic_directory, atomic_write_json, json_digest
+from modsenc.utils.outputs import run_lock
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +164,7 @@ class AddLanguage:
         self.seed = config.seed
         self.zoo = Zoo(zoo_dir)
         self.stages = self._resolve_stages(stages)
-        self.work = Path(work_dir or Path("runs") / "add-language" / lang)
+        self.work = default_work_dir(lang, work_dir)
         self.resume = resume
         # Every input is validated before any output is touched, and only folders this command
         # created (WORK_MARKER) are ever cleared.
@@ -527,5 +528,11 @@ class AddLanguage:
         )
 
 
+def default_work_dir(lang: str, work_dir: str | Path | None = None) -> Path:
+    return Path(work_dir or Path("runs") / "add-language" / lang)
+
+
 def run(lang: str, recipe: dict[str, Any], zoo_dir: str | Path, **options: Any) -> Path:
-    return AddLanguage(lang, recipe, zoo_dir, **options).run()
+    # Two runs on one work dir would mix their stages: the second stops at once (run_lock).
+    with run_lock(default_work_dir(check_language_code(lang), options.get("work_dir")), "add-language"):
+        return AddLanguage(lang, recipe, zoo_dir, **options).run()

@@ -48,8 +48,8 @@ class TrainingConfig(Section):
 
 @dataclass
 class Schedule(Section):
-    """A stage's budget and optimiser: ``epochs`` (passes over the data, may be fractional) wins
-    over ``max_steps``; a linear schedule with ``warmup_ratio`` of the steps warming up."""
+    """A stage's budget and optimiser: ``epochs`` (passes over the data, may be fractional) or
+    ``max_steps``, not both (``utils.config``); a linear schedule, ``warmup_ratio`` of it warming up."""
 
     epochs: float | None = None
     max_steps: int | None = None

@@ -37,6 +37,7 @@ from modsenc.training.loop import fit_stage
 from modsenc.training.stage_cache import StageDir
 from modsenc.training.train_backbone import seed_everything
 from modsenc.utils.io import json_digest
+from modsenc.utils.outputs import check_output_location
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,8 @@ def run(
     """Fine-tune every parameter, one phase per entry of ``pairs``; returns the last backbone dir."""
     if not pairs:
         raise ValueError("--pairs is empty: give mono, cross or mono,cross")
-    output_dir = Path(output_dir)
+    # Not inside a zoo, bundle or backbone, nor the backbone it starts from (its phases are its own).
+    output_dir = check_output_location(output_dir, "--output", inputs=[backbone_dir])
     config = FinetuneRecipe.from_dict(recipe)
     seed = config.seed
     if config.training.num_threads:

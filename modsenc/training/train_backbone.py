@@ -40,6 +40,7 @@ from modsenc.training.distributed import DistContext, init_distributed
 from modsenc.training.loop import LoopConfig, TrainModule, train_loop
 from modsenc.training.optim import build_optimizer, build_scheduler
 from modsenc.utils.io import check_replaceable
+from modsenc.utils.outputs import check_output_folder
 
 log = logging.getLogger(__name__)
 
@@ -116,9 +117,17 @@ def resolve_pretrained(name: str) -> str:
 
 
 def run(
-    recipe: dict[str, Any], output_dir: str | os.PathLike, resume: bool = False, callbacks: tuple = ()
+    recipe: dict[str, Any],
+    output_dir: str | os.PathLike,
+    resume: bool = False,
+    callbacks: tuple = (),
+    overwrite: bool = False,
 ) -> Path:
-    """Train a backbone as the recipe says; returns the final backbone directory."""
+    """Train a backbone as the recipe says; returns the final backbone directory.
+
+    An existing ``OUTPUT/backbone`` is replaced only with ``overwrite`` (or ``resume``, which
+    finishes the run that wrote it), and then only the files modsenc wrote there.
+    """
     started = time.time()
     dist = init_distributed()
     output_dir = Path(output_dir)
@@ -128,8 +137,11 @@ def run(
     recipe["seed"] = seed
     if train_cfg.get("num_threads"):
         torch.set_num_threads(int(train_cfg["num_threads"]))
-    for folder in (final_dir, run_dir / "init"):  # fail now, not after training, on a user's folder
-        check_replaceable(folder, MANIFEST_NAME)
+    # Fail now, not after training, on a user's folder or a zoo/backbone named as --output.
+    check_output_folder(
+        final_dir, "--output", MANIFEST_NAME, overwrite=overwrite or resume, own_kind="backbone"
+    )
+    check_replaceable(run_dir / "init", MANIFEST_NAME)
     if not resume and latest_checkpoint(run_dir) is not None:
         raise FileExistsError(
             f"{run_dir} already holds checkpoints: pass --resume to continue, or choose another --output"

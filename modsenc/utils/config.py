@@ -64,7 +64,8 @@ class Section:
             if key not in hints:
                 raise unknown_key(cls, _join(where, str(key)), where)
             values[key] = coerce(value, hints[key], _join(where, key))
-        section = cls(**values)
+        check_budgets(values, where)
+        section = cls(**_one_budget(cls, values, where))
         section.validate(where)
         return section
 
@@ -73,6 +74,42 @@ class Section:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+
+# Counts that must be positive wherever a section declares them (a negative max_steps once trained
+# nothing and installed the untrained modules); ``*steps`` counts (warm-up) may be zero.
+_POSITIVE = ("max_steps", "epochs")
+_POSITIVE_SUFFIXES = ("batch_size", "_every")
+
+
+def check_budgets(values: Mapping[str, Any], where: str) -> None:
+    """Refuse non-positive step counts, epochs and batch sizes among a section's given ``values``."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if name in _POSITIVE or name.endswith(_POSITIVE_SUFFIXES):
+            if not value > 0:  # NaN fails too
+                raise RecipeError(f"recipe key '{_join(where, name)}' must be positive, got {value!r}")
+        elif name.endswith("steps") and not value >= 0:
+            raise RecipeError(f"recipe key '{_join(where, name)}' must be zero or more, got {value!r}")
+
+
+def _one_budget(cls: type[Section], values: dict[str, Any], where: str) -> dict[str, Any]:
+    """``epochs`` and ``max_steps`` are one budget: the one the recipe sets replaces the other's
+    default; both set (not null) is refused, naming the one to drop."""
+    if not {"epochs", "max_steps"} <= set(cls.keys()):
+        return values
+    given = [k for k in ("epochs", "max_steps") if values.get(k) is not None]
+    if len(given) == 2:
+        raise RecipeError(
+            f"recipe keys '{_join(where, 'epochs')}' ({values['epochs']}) and '{_join(where, 'max_steps')}' "
+            f"({values['max_steps']}) are both set; a stage has one budget: drop one, e.g. "
+            f"--set {_join(where, 'epochs')}=null"
+        )
+    if len(given) == 1:
+        other = "max_steps" if given[0] == "epochs" else "epochs"
+        values = {**values, other: None}
+    return values
 
 
 def unknown_key(cls: type[Section], dotted: str, where: str) -> RecipeError:

@@ -1,11 +1,14 @@
 """Atomic file and directory writes: a crash leaves the old version or the new one, never a mix.
 
-Every temporary lives next to its target as ``.NAME.PID.RANDOM.tmp`` (a directory's backup during
-the swap as ``.NAME.PID.RANDOM.old``): unique per process, so two runs writing the same path each
-finish their own complete file (the last one to finish wins) instead of sharing one temporary. A
-run killed mid-write leaves its temporary behind; the next write of the same target removes the
-temporaries whose process is gone (only names of this pattern, never anything else), and restores
-a backup if the kill fell between a directory swap's two renames.
+Every temporary lives next to its target as ``.NAME.PID.TOKEN.TAG.RANDOM.tmp`` (a directory's
+backup during the swap as ``...old``): unique per process, so two runs writing the same path each
+finish their own complete file (the last one to finish wins) instead of sharing one temporary.
+TOKEN is random per run and TAG an HMAC of NAME, PID and TOKEN under a key kept in the user's cache
+folder (``$XDG_CACHE_HOME/modsenc/temporaries.key``): nobody can guess a name that passes for a
+temporary. A run killed mid-write leaves its temporary behind; the next write of the same target
+removes the temporaries whose process is gone and whose TAG checks out (a user's file that merely
+looks like one is never touched), and restores a backup if the kill fell between a directory
+swap's two renames.
 """
 
 from __future__ import annotations
@@ -13,14 +16,17 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +44,56 @@ def fsync_dir(path: str | os.PathLike) -> None:
             os.close(fd)
 
 
-def _temp_prefix(path: Path) -> str:
-    return f".{path.name}.{os.getpid()}."
+_RUN_TOKEN = secrets.token_hex(8)  # this process's; a forked child gets its own pid anyway
+
+
+@functools.cache
+def _temporaries_key() -> bytes:
+    """The per-user key that tags temporaries (created once, readable by the user only).
+
+    Without a writable cache folder the key is this process's own: its temporaries are still
+    unguessable, only a later run cannot recognise (and so never removes) them.
+    """
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "modsenc"
+    path = folder / "temporaries.key"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            key = path.read_bytes()
+            if len(key) == 32:
+                return key
+            raise OSError(f"{path} is not a key") from None
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(secrets.token_bytes(32))
+        return path.read_bytes()
+    except OSError:
+        return secrets.token_bytes(32)
+
+
+def _tag(name: str, pid: int, token: str) -> str:
+    return hmac.new(_temporaries_key(), f"{name}\0{pid}\0{token}".encode(), "sha256").hexdigest()[:16]
+
+
+def _temp_prefix(path: Path, pid: int | None = None) -> str:
+    """``.NAME.PID.TOKEN.TAG.``: this process's (tests pass another ``pid`` to fake a dead writer's)."""
+    pid = os.getpid() if pid is None else pid
+    return f".{path.name}.{pid}.{_RUN_TOKEN}.{_tag(path.name, pid, _RUN_TOKEN)}."
 
 
 def _temp_pattern(path: Path) -> re.Pattern[str]:
     # mkstemp/mkdtemp fill the random part with [a-z0-9_]; the pid says whose it is.
-    return re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[a-z0-9_]+({re.escape(TEMP_SUFFIX)}|\.old)$")
+    return re.compile(
+        rf"^\.{re.escape(path.name)}\.(\d+)\.([0-9a-f]{{16}})\.([0-9a-f]{{16}})\.[a-z0-9_]+"
+        rf"({re.escape(TEMP_SUFFIX)}|{re.escape(BACKUP_SUFFIX)})$"
+    )
+
+
+def _is_ours(path: Path, match: re.Match[str]) -> bool:
+    """A temporary written by modsenc: its tag is the HMAC of its name, pid and token."""
+    pid, token, tag = int(match.group(1)), match.group(2), match.group(3)
+    return hmac.compare_digest(tag, _tag(path.name, pid, token))
 
 
 def _process_alive(pid: int) -> bool:
@@ -83,10 +132,11 @@ def _directory_lock(directory: Path) -> Iterator[None]:
 def clean_stale_temporaries(path: str | os.PathLike) -> list[Path]:
     """Remove the temporaries of ``path`` left by killed processes; returns what was removed.
 
-    Only ``.NAME.PID.RANDOM.tmp``/``.old`` entries whose PID is no longer running are touched (the
-    PID test assumes the writers ran on this machine). If ``path`` itself is missing and a dead
-    writer's backup exists, the backup is renamed back first: the kill fell between the two renames
-    of a directory swap, and the backup is the last complete version.
+    Only temporaries whose tag proves modsenc named them (see the module's docstring) and whose PID
+    is no longer running are touched (the PID test assumes the writers ran on this machine). If
+    ``path`` itself is missing and a dead writer's backup exists, the backup is renamed back first:
+    the kill fell between the two renames of a directory swap, and the backup is the last complete
+    version.
     """
     path = Path(path)
     if not path.parent.is_dir():
@@ -97,8 +147,8 @@ def clean_stale_temporaries(path: str | os.PathLike) -> list[Path]:
         stale = []
         for entry in path.parent.iterdir():
             match = pattern.match(entry.name)
-            if match and not _process_alive(int(match.group(1))):
-                stale.append((entry, match.group(2)))
+            if match and _is_ours(path, match) and not _process_alive(int(match.group(1))):
+                stale.append((entry, match.group(4)))
         for entry, kind in sorted(stale):
             if kind == BACKUP_SUFFIX and not path.exists():
                 with contextlib.suppress(OSError):
@@ -109,9 +159,23 @@ def clean_stale_temporaries(path: str | os.PathLike) -> list[Path]:
     return removed
 
 
+def check_regular_target(path: str | os.PathLike) -> None:
+    """Refuse to replace anything but a regular file (or a link): a FIFO, a socket or a device
+    file named as an output would otherwise become a plain file and stop being what it was."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(f"{path} is a folder; give a file name")
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise FileExistsError(f"{path} is not a regular file (a FIFO, socket or device); it is left as is")
+
+
 def temporary_file(path: str | os.PathLike) -> Path:
     """Create (empty) and return a temporary file for ``path``, unique to this process."""
     path = Path(path)
+    check_regular_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent)
@@ -142,6 +206,7 @@ def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
+    check_regular_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     clean_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent)
@@ -194,11 +259,17 @@ def check_replaceable(path: str | os.PathLike, owner_marker: str | None) -> None
 
 
 @contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike, owner_marker: str | None = None) -> Iterator[Path]:
+def atomic_directory(
+    path: str | os.PathLike,
+    owner_marker: str | None = None,
+    before_swap: Callable[[Path, Path], None] | None = None,
+) -> Iterator[Path]:
     """Yield a scratch directory that replaces ``path`` only when the block succeeds.
 
     With ``owner_marker``, an existing non-empty ``path`` is replaced only if it holds that file
     (see ``check_replaceable``), checked before the block and again at the swap.
+    ``before_swap(old, new)`` runs under the lock just before an existing ``path`` is swapped out
+    (``modsenc.utils.outputs`` copies the files modsenc did not write into the new folder there).
     The swap is two renames (old -> backup, new -> path) under a lock on the parent folder, so
     concurrent writers of one path take turns (the last one wins, each leaving a complete
     directory). A kill between the renames leaves the backup, which the next write restores or
@@ -217,7 +288,9 @@ def atomic_directory(path: str | os.PathLike, owner_marker: str | None = None) -
     with _directory_lock(path.parent):
         try:
             check_replaceable(path, owner_marker)  # another process may have created it meanwhile
-        except FileExistsError:
+            if before_swap is not None and path.is_dir():
+                before_swap(path, tmp)
+        except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         backup = None

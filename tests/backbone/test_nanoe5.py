@@ -180,7 +180,8 @@ def test_cli_refuses_a_truncated_file_and_an_existing_output(tmp_path) -> None:
     assert result.exit_code == 1 and "truncated file" in result.output and not (tmp_path / "o").exists()
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
-    for extra, message in (([], "is not empty"), (["--overwrite"], "is not a modsenc backbone directory")):
+    for extra in ([], ["--overwrite"]):
+        message = "is a non-empty folder that modsenc did not write (no modsenc_backbone.json in it)"
         result = CliRunner().invoke(main, ["import-backbone", "--output", str(tmp_path / "mine"), *extra])
         assert result.exit_code == 1 and message in result.output
         assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]

@@ -115,7 +115,7 @@ def test_rejects_list_rows_no_bundle_serves(cluster, zoo_dir, encoder, tmp_path)
     result = runner.invoke(
         main,
         ["scale", "encode", "--zoo", str(zoo_dir), "--input", str(source), "--output", str(tmp_path / "out"),
-         "--lang-field", "lang", "--dtype", "float16", "--shard-size", "2", "--workers", "2",
+         "--lang-field", "lang", "--vector-dtype", "float16", "--shard-size", "2", "--workers", "2",
          "--device", "cpu"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from modsenc.utils.io import (
+    _temp_prefix,
     atomic_directory,
     atomic_file,
     atomic_write_bytes,
@@ -83,12 +84,15 @@ def test_two_processes_swapping_one_directory_leave_one_complete_version(tmp_pat
 def test_stale_temporaries_of_dead_processes_are_removed_and_nothing_else(tmp_path: Path) -> None:
     target = tmp_path / "index.json"
     dead, alive = _dead_pid(), os.getppid()
-    stale_file = tmp_path / f".index.json.{dead}.abc123.tmp"
-    stale_dir = tmp_path / f".index.json.{dead}.k_9x.tmp"
-    live_file = tmp_path / f".index.json.{alive}.zzz.tmp"  # a running writer's: kept
+    stale_file = tmp_path / f"{_temp_prefix(target, dead)}abc123.tmp"
+    stale_dir = tmp_path / f"{_temp_prefix(target, dead)}k_9x.tmp"
+    live_file = tmp_path / f"{_temp_prefix(target, alive)}zzz.tmp"  # a running writer's: kept
+    forged = _temp_prefix(target, dead).replace(_temp_prefix(target, dead).split(".")[-2], "0" * 16)
     others = [
         tmp_path / ".index.json.tmp",  # not the pattern (no pid)
-        tmp_path / f".other.json.{dead}.abc.tmp",  # another target's
+        tmp_path / f"{_temp_prefix(tmp_path / 'other.json', dead)}abc.tmp",  # another target's
+        tmp_path / f"{forged}abc.tmp",  # the pattern, but a tag modsenc did not compute: a user's
+        tmp_path / f".index.json.{dead}.abc123.tmp",  # the pattern of older modsenc versions
         tmp_path / "notes.txt",
     ]
     stale_file.write_text("half")
@@ -104,7 +108,7 @@ def test_stale_temporaries_of_dead_processes_are_removed_and_nothing_else(tmp_pa
 
 def test_a_kill_between_the_two_renames_of_a_swap_restores_the_backup(tmp_path: Path) -> None:
     target = tmp_path / "bundle"
-    backup = tmp_path / f".bundle.{_dead_pid()}.q1w2.old"
+    backup = tmp_path / f"{_temp_prefix(target, _dead_pid())}q1w2.old"
     backup.mkdir()
     (backup / "weights").write_text("old version")
     assert clean_stale_temporaries(target) == []
