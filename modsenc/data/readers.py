@@ -445,7 +445,10 @@ def load_hf_parallel(
 
     wanted = _check_languages_arg(languages)
     label = _hf_label(name, config, split, load_kwargs)
-    check_model_source(name, kind="dataset")
+    # A packaged builder (json, csv, parquet, text ...) reads local files: no hub name to check.
+    builders = getattr(datasets.packaged_modules, "_PACKAGED_DATASETS_MODULES", {})
+    if name not in builders:
+        check_model_source(name, kind="dataset")
     try:
         ds = datasets.load_dataset(name, config, split=split, **load_kwargs)
     except (OSError, ValueError, ConnectionError) as err:  # datasets' own errors subclass these

@@ -91,10 +91,11 @@ def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
     assert counts == {
         "mono_sentences": 320,
         "paraphrase_pairs": 135,
-        "crosslingual_paraphrase_pairs": 135,
+        "crosslingual_paraphrase_pairs": 270,  # both directions of each of the 135 shared pair ids
         "parallel_pairs": 320,
         "dev_paraphrase_pairs": 15,
         "dev_crosslingual_pairs": 15,
+        "dev_parallel_pairs": 0,
     }
     assert all(len(f["sha256"]) == 64 for f in uz["data"]["files"]["mono"])
     assert set(uz["dev_metrics"]) == {"backbone", "se", "cla"}
