@@ -304,10 +304,17 @@ class Zoo:
         """Installed languages whose bundle is the pivot, checked against the index (a bundle that
         is missing is left to fail when it is used)."""
         found = []
+        index = self.read_index()["languages"]
         for lang in self.languages():
             try:
                 manifest = self.read_compatible_manifest(lang)
             except FileNotFoundError:
+                continue
+            except BundleIntegrityError:
+                # A damaged bundle fails when it is used, not at start-up, unless the index names
+                # it the pivot: the fallback for unsure sentences must not change silently.
+                if (index.get(lang) or {}).get("is_pivot"):
+                    raise
                 continue
             if manifest.get("is_pivot"):
                 found.append(lang)

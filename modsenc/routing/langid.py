@@ -202,9 +202,9 @@ def build_profile(
     left out of the counts and kept, in every script, for the router's calibration.
     """
     unique = sorted(set(t for t in texts if t.strip()), key=lambda t: hashlib.sha256(t.encode()).hexdigest())
+    # at most a tenth of the text: calibration must not starve a small language's profile
+    sample_size = min(sample_size, len(unique) // 10)
     held, counted = unique[:sample_size], unique[sample_size : sample_size + max_sentences]
-    if not counted:  # too little text to hold any out
-        held, counted = [], unique
     by_script: dict[str, list[str]] = {}
     for text in counted:
         for variant in variants(text):

@@ -65,7 +65,8 @@ def test_encode_follows_the_mode_asked_for(zoo_dir, tmp_path) -> None:
             np.testing.assert_allclose(vectors, expected[mode or "cross"], atol=1e-5)
             assert np.abs(vectors - expected[other]).max() > 1e-2
     # --normalize: the same directions at unit length.
-    result = runner.invoke(main, [*base, "--mode", "mono", "--normalize", "--output", str(npy)], input=stdin)
+    normalized = [*base, "--mode", "mono", "--normalize", "--output", str(npy), "--overwrite"]
+    result = runner.invoke(main, normalized, input=stdin)
     assert result.exit_code == 0, result.output
     unit = expected["mono"] / np.linalg.norm(expected["mono"], axis=1, keepdims=True)
     np.testing.assert_allclose(np.load(npy), unit, atol=1e-5)

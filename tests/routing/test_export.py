@@ -12,6 +12,7 @@ from sentence_transformers import SentenceTransformer
 from modsenc.modules.export import export_sentence_transformer
 from modsenc.modules.modular import ModularBackbone
 from modsenc.routing.encoder import ModularEncoder
+from modsenc.utils.outputs import OutputError
 from tests._zoo import HELD_OUT
 
 pytestmark = pytest.mark.slow
@@ -25,7 +26,9 @@ def test_export_round_trip(zoo_dir, tmp_path, lang, mode) -> None:
     assert (out / "modules.json").exists() and (out / "model.safetensors").exists()
     assert not list(out.rglob("*.bin"))
     st = SentenceTransformer(str(out), device="cpu")
-    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu").encode(TEXTS, lang=lang, mode=mode)
+    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32").encode(
+        TEXTS, lang=lang, mode=mode
+    )
     np.testing.assert_allclose(st.encode(TEXTS), expected, atol=1e-5)
 
 
@@ -78,7 +81,7 @@ def test_export_keeps_mean_pooling_and_the_prefix(tiny_backbone_dir, tmp_path) -
     assert pooling["pooling_mode"] == "mean" and pooling["include_prompt"] is True
     st = SentenceTransformer(str(out), device="cpu")
     assert st.default_prompt_name == "query" and st.prompts["query"] == "query: "
-    expected = ModularEncoder.from_pretrained(zoo, device="cpu").encode(TEXTS, lang="uz")
+    expected = ModularEncoder.from_pretrained(zoo, device="cpu", dtype="fp32").encode(TEXTS, lang="uz")
     np.testing.assert_allclose(st.encode(TEXTS), expected, atol=1e-5)
     # the prefix and the pooling both matter: without the prompt the vectors differ
     assert np.abs(st.encode(TEXTS, prompt="") - expected).max() > 1e-3
@@ -91,7 +94,11 @@ def test_export_marker_model_card_truncation_and_replacing_an_earlier_export(zoo
     from modsenc.modules.bundle import Zoo  # noqa: PLC0415
 
     out = export_sentence_transformer(zoo_dir, "kk", tmp_path / "model", mode="mono")
-    assert json.loads((out / "modsenc_export.json").read_text()) == {
+    marker = json.loads((out / "modsenc_export.json").read_text())
+    written = marker.pop("file_sha256")  # every file the export wrote, for --overwrite's ownership check
+    assert {"README.md", "config.json", "modules.json"} <= set(written)
+    assert all(len(digest) == 64 for digest in written.values())
+    assert marker == {
         "format": "modsenc-export/1",
         "language": "kk",
         "mode": "mono",
@@ -104,8 +111,12 @@ def test_export_marker_model_card_truncation_and_replacing_an_earlier_export(zoo
     st = SentenceTransformer(str(out), device="cpu")
     assert st.max_seq_length == Backbone.from_pretrained(Zoo(zoo_dir).backbone_dir).max_length
     long_text = [" ".join(HELD_OUT["kk"] * 40)]
-    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu").encode(long_text, lang="kk", mode="mono")
+    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32").encode(
+        long_text, lang="kk", mode="mono"
+    )
     np.testing.assert_allclose(st.encode(long_text), expected, atol=1e-5)
-    # The folder holds an export (its marker): a later export replaces it.
-    export_sentence_transformer(zoo_dir, "uz", out, mode="mono")
+    # The folder holds an export (its marker): a later export replaces it, when asked to.
+    with pytest.raises(OutputError, match="holds an earlier modsenc output"):
+        export_sentence_transformer(zoo_dir, "uz", out, mode="mono")
+    export_sentence_transformer(zoo_dir, "uz", out, mode="mono", overwrite=True)
     assert json.loads((out / "modsenc_export.json").read_text())["language"] == "uz"
