@@ -134,7 +134,16 @@ def test_every_command_resolves_the_default_zoo_the_same_way(monkeypatch, tmp_pa
     from modsenc.modules.defaults import DEFAULT_ZOO, ZOO_ENV, default_zoo
 
     with_zoo = {path: cmd for path, cmd in _commands(main) if any(p.name == "zoo_dir" for p in cmd.params)}
-    assert set(with_zoo) == {"add-language", "encode", "zoo list", "zoo info", "export", "mine", "serve"}
+    assert set(with_zoo) == {
+        "add-language",
+        "encode",
+        "zoo list",
+        "zoo info",
+        "export",
+        "mine",
+        "serve",
+        "scale encode",
+    }
     for path, command in with_zoo.items():
         option = next(p for p in command.params if p.name == "zoo_dir")
         assert option.default is default_zoo, path
@@ -147,6 +156,7 @@ def test_every_command_resolves_the_default_zoo_the_same_way(monkeypatch, tmp_pa
         "zoo info": ["uz"],
         "export": ["--lang", "uz", "--output", "out"],
         "mine": [str(src), str(src), "--output", "pairs.tsv"],
+        "scale encode": ["--input", str(src), "--output", "emb"],
     }
     elsewhere = str(tmp_path / "z")
     for value, expected in ((None, DEFAULT_ZOO), ("", DEFAULT_ZOO), (elsewhere, elsewhere)):
