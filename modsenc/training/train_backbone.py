@@ -137,15 +137,16 @@ def run(
     recipe["seed"] = seed
     if train_cfg.get("num_threads"):
         torch.set_num_threads(int(train_cfg["num_threads"]))
-    # Fail now, not after training, on a user's folder or a zoo/backbone named as --output.
-    check_output_folder(
-        final_dir, "--output", MANIFEST_NAME, overwrite=overwrite or resume, own_kind="backbone"
-    )
-    check_replaceable(run_dir / "init", MANIFEST_NAME)
+    # Fail now, not after training, on a user's folder or a zoo/backbone named as --output; a run
+    # that was killed is the likeliest reason the folder is there, so that is said first.
     if not resume and latest_checkpoint(run_dir) is not None:
         raise FileExistsError(
             f"{run_dir} already holds checkpoints: pass --resume to continue, or choose another --output"
         )
+    check_output_folder(
+        final_dir, "--output", MANIFEST_NAME, overwrite=overwrite or resume, own_kind="backbone"
+    )
+    check_replaceable(run_dir / "init", MANIFEST_NAME)
     batch_size = int(train_cfg["batch_size"])
     if batch_size < max(2, dist.world_size):
         raise ValueError(

@@ -59,7 +59,11 @@ def test_a_crash_while_writing_a_bundle_keeps_the_old_one(tmp_path: Path, monkey
     src.mkdir()
     (src / "a.bin").write_text("old a")
     (src / "b.bin").write_text("old b")
-    zoo.write_bundle("uz", {"a.bin": src / "a.bin", "b.bin": src / "b.bin"}, {"modules": {"se": {}}})
+    zoo.write_bundle(
+        "uz",
+        {"a.bin": src / "a.bin", "b.bin": src / "b.bin"},
+        {"format": "modsenc-bundle/1", "language": "uz", "modules": {"se": {}}},
+    )
     (src / "a.bin").write_text("new a")
     (src / "b.bin").write_text("new b")
 
@@ -74,7 +78,11 @@ def test_a_crash_while_writing_a_bundle_keeps_the_old_one(tmp_path: Path, monkey
 
     monkeypatch.setattr(bundle_module.shutil, "copy2", failing_copy)
     with pytest.raises(OSError, match="disk full"):
-        zoo.write_bundle("uz", {"a.bin": src / "a.bin", "b.bin": src / "b.bin"}, {"modules": {"la": {}}})
+        zoo.write_bundle(
+            "uz",
+            {"a.bin": src / "a.bin", "b.bin": src / "b.bin"},
+            {"format": "modsenc-bundle/1", "language": "uz", "modules": {"la": {}}},
+        )
     bundle = zoo.bundle_dir("uz")
     assert (bundle / "a.bin").read_text() == "old a" and (bundle / "b.bin").read_text() == "old b"
     assert zoo.read_manifest("uz")["modules"] == {"se": {}}

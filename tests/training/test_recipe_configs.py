@@ -22,7 +22,10 @@ from modsenc.training.loop import LoopConfig
 from modsenc.training.recipe import RECIPE_DIRS, load_recipe
 from modsenc.utils.config import RecipeError
 
-SE_KEYS = "r, alpha, dropout, epochs, max_steps, batch_size, lr, warmup_ratio, scheduler, eval_every, patience, scale"
+SE_KEYS = (
+    "r, alpha, dropout, epochs, max_steps, batch_size, lr, warmup_ratio, scheduler, "
+    "eval_every, patience, scale"
+)
 
 
 def _yaml(tmp_path: Path, text: str) -> Path:
