@@ -58,12 +58,7 @@ def main() -> None:
     for lang in langs:
         config = AddLanguageRecipe.from_dict(recipe)
         data = load_language_data(lang, config.pivot, config.data, recipe.get("_recipe_path"))
-        texts = [
-            *data.mono,
-            *(t for p in data.paraphrases + data.dev_paraphrases for t in (p.anchor, p.positive)),
-            *(b for _, b in data.parallel + data.dev_parallel),
-        ]
-        profiles[lang] = build_profile(lang, texts, orthography_for(lang).script_variants)
+        profiles[lang] = build_profile(lang, data.texts(), orthography_for(lang).script_variants)
     detector = ProfileDetector(profiles)
     router = LanguageRouter(detector, langs, fallback=config.pivot, min_confidence=args.min_confidence)
     print(f"calibration: {json.dumps(detector.calibration)}")

@@ -56,6 +56,16 @@ class LanguageData:
     dev_parallel: list[tuple[str, str]] = field(default_factory=list)  # (pivot sentence, LANG translation)
     files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
+    def texts(self) -> list[str]:
+        """Every sentence of this language in its data (monolingual text, both sides of its
+        paraphrases, its side of the parallel pairs), dev splits included: the router's text."""
+        paraphrases = self.paraphrases + self.dev_paraphrases
+        return [
+            *self.mono,
+            *(t for p in paraphrases for t in (p.anchor, p.positive)),
+            *(b for _, b in self.parallel + self.dev_parallel),
+        ]
+
     def counts(self) -> dict[str, int]:
         return {
             "mono_sentences": len(self.mono),

@@ -491,16 +491,11 @@ class AddLanguage:
         # What the router needs to recognise this language: all of this language's text (and
         # only this language's), in every script the orthography declares (Uzbek: Latin and
         # Cyrillic), so both route here.
-        data = self.data
-        langid_texts = [
-            *data.mono,
-            *(t for p in data.paraphrases + data.dev_paraphrases for t in (p.anchor, p.positive)),
-            *(b for _, b in data.parallel + data.dev_parallel),
-        ]
+        langid_texts = self.data.texts()
         profile = build_profile(self.lang, langid_texts, self.orthography.script_variants)
         langid_path = self.work / LANGID_FILE
         profile.save(langid_path)
-        langid_sentences = sum(1 for _ in langid_texts)
+        langid_sentences = len(langid_texts)
         return self.modular.save_bundle(
             self.zoo,
             self.lang,
