@@ -290,6 +290,10 @@ class Zoo:
                 f"the {lang} bundle in {self.root} was built for another backbone (fingerprint mismatch); "
                 f"rebuild it with `modsenc add-language {lang}`"
             )
+        self._check_index_agrees(lang, manifest)
+        return manifest
+
+    def _check_index_agrees(self, lang: str, manifest: dict[str, Any]) -> None:
         entry = self.read_index()["languages"].get(lang) or {}
         said = {"is_pivot": bool(manifest.get("is_pivot")), "modules": sorted(manifest["modules"])}
         for key, theirs in said.items():
@@ -298,7 +302,6 @@ class Zoo:
                     f"{self.index_path}: {lang}'s {key} is {entry[key]!r} but its bundle manifest says "
                     f"{theirs!r} (an edited index?); restore it, or re-run `modsenc add-language {lang}`"
                 )
-        return manifest
 
     def pivots(self) -> list[str]:
         """Installed languages whose bundle is the pivot, checked against the index (a bundle that
@@ -307,7 +310,7 @@ class Zoo:
         index = self.read_index()["languages"]
         for lang in self.languages():
             try:
-                manifest = self.read_compatible_manifest(lang)
+                manifest = self.read_manifest(lang)
             except FileNotFoundError:
                 continue
             except BundleIntegrityError:
@@ -316,6 +319,7 @@ class Zoo:
                 if (index.get(lang) or {}).get("is_pivot"):
                     raise
                 continue
+            self._check_index_agrees(lang, manifest)  # an edited index is refused at once
             if manifest.get("is_pivot"):
                 found.append(lang)
         return found
