@@ -147,6 +147,37 @@ def test_adding_or_retraining_a_language_leaves_everything_else_bit_identical(zo
     assert cla_config["config"]["non_linearity"] == "gelu"
 
 
+def test_english_stays_bit_identical_with_the_default_distilled_cla(tiny_backbone_dir, tmp_path) -> None:
+    """add-language-e5's default shape on the tiny backbone: a bare English pivot, then uz with an SE
+    and a CLA distilled onto English, early-stopped on held-out parallel pairs. English vectors are
+    the backbone's, bit for bit, before and after; the stage records its dev selection."""
+    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+
+    zoo = tmp_path / "zoo"
+    run("en", fast_recipe(), zoo, backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w-en", stages=["none"])
+    english = ["The library closes early on Sundays.", "We are planning a trip to the mountains."]
+    backbone = Backbone.from_pretrained(zoo / "backbone", attention="sdpa")
+    bare = backbone.encode(english, precision="fp32")
+    before = ModularEncoder.from_pretrained(zoo, dtype="fp32").encode(english, lang="en")
+    en_files = _hashes(zoo / "en")
+    default_cla = {
+        "cla.variant": "pl",
+        "cla.parallel_loss": "distill",
+        "cla.own_weight": "1.0",
+        "cla.eval_every": "2",
+        "cla.patience": "2",
+        "data.dev_parallel": "20",
+    }
+    run("uz", fast_recipe(**default_cla), zoo, work_dir=tmp_path / "w-uz", stages=["se", "cla"])
+    after = ModularEncoder.from_pretrained(zoo, dtype="fp32")
+    assert (bare == before).all() and (after.encode(english, lang="en") == bare).all()
+    assert after.encode(["Kutubxona yakshanba kunlari erta yopiladi."], lang="uz").shape == (1, 32)
+    assert _hashes(zoo / "en") == en_files
+    cla = Zoo(zoo).read_manifest("uz")["stage_metrics"]["cla"]
+    assert cla["dev_evaluations"] == 2 and cla["dev_best_step"] in (2, 4) and "distill_loss" in cla
+    assert Zoo(zoo).read_manifest("uz")["data"]["counts"]["dev_parallel_pairs"] == 20
+
+
 def test_resume_retrains_only_the_stages_whose_config_changed(tiny_backbone_dir, tmp_path) -> None:
     run("en", fast_recipe(), tmp_path / "zoo", backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w-en")
     run("uz", fast_recipe(), tmp_path / "zoo", work_dir=tmp_path / "w-uz")
