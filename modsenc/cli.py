@@ -388,6 +388,12 @@ def _quantize_option(what: str):
     )
 
 
+def _mode_option(help: str = "cross: with the alignment adapters (cross-lingual tasks); mono: without."):
+    return click.option(
+        "--mode", type=click.Choice(["cross", "mono"]), default="cross", show_default=True, help=help
+    )
+
+
 def _dtype_option():
     return click.option(
         "--dtype",
@@ -420,13 +426,7 @@ def _dtype_option():
     required=True,
     help="FILE.npy (float32 matrix) or FILE.jsonl (text, lang, embedding).",
 )
-@click.option(
-    "--mode",
-    type=click.Choice(["cross", "mono"]),
-    default="cross",
-    show_default=True,
-    help="cross: with the alignment adapters (cross-lingual tasks); mono: without.",
-)
+@_mode_option()
 @click.option(
     "--batch-size",
     type=click.IntRange(min=1),
@@ -541,13 +541,7 @@ def zoo_info(lang, zoo_dir) -> None:
     is_flag=True,
     help="Replace an earlier export in OUTPUT: only the files it wrote; files added since are kept.",
 )
-@click.option(
-    "--mode",
-    type=click.Choice(["cross", "mono"]),
-    default="cross",
-    show_default=True,
-    help="cross: the alignment adapter merged in too (cross-lingual tasks); mono: without it.",
-)
+@_mode_option("cross: the alignment adapter merged in too (cross-lingual tasks); mono: without it.")
 def export(zoo_dir, lang, output_dir, overwrite, mode) -> None:
     """Write a standalone sentence-transformers model for one language (modules merged).
 
@@ -576,13 +570,7 @@ def export(zoo_dir, lang, output_dir, overwrite, mode) -> None:
 @click.option(
     "--pivot", default="en", show_default=True, help="Bitext pairs: pivot-centric, both directions."
 )
-@click.option(
-    "--mode",
-    type=click.Choice(["cross", "mono"]),
-    default="cross",
-    show_default=True,
-    help="Zoo only: cross uses each language's alignment adapter, mono leaves it out.",
-)
+@_mode_option("Zoo only: cross uses each language's alignment adapter, mono leaves it out.")
 @click.option(
     "--route",
     help="Zoo only: encode every language with this language's modules (e.g. en: the paper's Mod_en).",
@@ -904,13 +892,7 @@ def _engine_options(func):
 @click.option(
     "--text-field", default="text", show_default=True, help="JSONL field or Parquet column of the text."
 )
-@click.option(
-    "--mode",
-    type=click.Choice(["cross", "mono"]),
-    default="cross",
-    show_default=True,
-    help="cross: with the alignment adapters (cross-lingual tasks); mono: without.",
-)
+@_mode_option()
 @click.option("--normalize", is_flag=True, help="L2-normalise the embeddings.")
 @click.option(
     "--vector-dtype",
