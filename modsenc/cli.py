@@ -343,7 +343,8 @@ def add_language(
     "--pairs",
     default="mono",
     show_default=True,
-    help="Comma-separated phases, trained in sequence: mono (Full_m), cross (Full_c), mono,cross (Full_mc).",
+    help="Comma-separated phases, trained in sequence: mono (Full_m), cross (Full_c), mono,cross "
+    "(Full_mc); mixed: paraphrases and parallel pairs together (with lora-finetune-e5: the naive fine-tune).",
 )
 @click.option("--resume", is_flag=True, help="Continue a killed phase from its newest checkpoint.")
 @click.option("--seed", type=int, help="Override the recipe's seed.")
@@ -355,7 +356,7 @@ def add_language(
     help="Override any recipe key, e.g. --set mono.epochs=1 --set languages=[en,uz].",
 )
 def finetune(backbone_dir, output_dir, recipe, pairs, resume, seed, overrides) -> None:
-    """Fine-tune ALL parameters of a backbone on paraphrase pairs (the paper's Full_* baselines).
+    """Fine-tune a whole backbone on pairs (the paper's Full_* baselines; or through one LoRA).
 
     The pairs are the ones add-language trains its SE (mono) and CLA (cross) modules on, so a zoo
     and these baselines can be compared on the same data. The result is a plain backbone directory,

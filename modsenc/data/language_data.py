@@ -48,6 +48,9 @@ class LanguageData:
     pivot: str
     mono: list[str] = field(default_factory=list)
     paraphrases: list[ParaphrasePair] = field(default_factory=list)  # LANG-LANG
+    # Other languages' pairs in the same paraphrase files (dev pair ids and held-out sentences
+    # removed): the SE stage may add some of them to LANG's own (``se.transfer_languages``).
+    other_paraphrases: list[ParaphrasePair] = field(default_factory=list)
     # (pivot anchor, LANG positive, LANG negative or None)
     crosslingual: list[tuple[str, str, str | None]] = field(default_factory=list)
     parallel: list[tuple[str, str]] = field(default_factory=list)  # (pivot sentence, LANG translation)
@@ -166,11 +169,13 @@ def load_language_data(
     para_specs = resolve("paraphrase")
     para_counts, pivot_rows = [], {}
     all_pairs: list[ParaphrasePair] = []
+    others: list[ParaphrasePair] = []
     for spec in para_specs:
         rows = load_paraphrases(spec)
         mine = [p for p in rows if p.lang == lang]
         para_counts.append(len(mine))
         all_pairs.extend(mine)
+        others.extend(p for p in rows if p.lang != lang)
         pivot_rows.update({p.pair_id: p for p in rows if p.lang == pivot})
     data.files["paraphrase"] = _records(para_specs, para_counts)
     # Hold out the last pair ids (sorted, so the split is stable) for dev retrieval metrics.
@@ -209,6 +214,12 @@ def load_language_data(
     held = {t for pair in dev_parallel for t in pair}
     data.parallel = [p for p in parallel if p not in dev_parallel and p[0] not in held and p[1] not in held]
     data.paraphrases = [p for p in train_pairs if p.anchor not in held and p.positive not in held]
+    # A held-out pair's translations leave the other languages' pairs too: same pair id, or a
+    # pivot row (of the same id) that holds a held-out sentence.
+    held_ids = dev_ids | {i for i, p in pivot_rows.items() if p.anchor in held or p.positive in held}
+    data.other_paraphrases = [
+        p for p in others if p.pair_id not in held_ids and p.anchor not in held and p.positive not in held
+    ]
     if lang != pivot:
         data.crosslingual = [
             c for c in crosslingual_pairs(train_pairs, pivot_rows) if c[0] not in held and c[1] not in held

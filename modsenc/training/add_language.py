@@ -22,6 +22,7 @@ import json
 import logging
 import shutil
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,8 @@ def _stage_key(
     }
     if orthography != "none":  # (absent for "none", so keys of runs from before orthographies hold)
         payload["orthography"] = orthography
+    if recipe.get("data", {}).get("dev_parallel"):  # (absent when unset: earlier keys hold)
+        payload["dev_parallel"] = recipe["data"]["dev_parallel"]
     return json_digest(payload)
 
 
@@ -340,13 +343,23 @@ class AddLanguage:
             positives, negatives = [p.positive for p in pairs], [p.negative for p in pairs]
             return self._pair_examples("paraphrase", positives, negatives, [p.anchor for p in pairs])
 
-        examples = examples_of(self.data.paraphrases)
+        examples = examples_of(self.data.paraphrases + self._transfer_paraphrases(cfg.transfer_languages))
         dev = examples_of(self.data.dev_paraphrases) if cfg.eval_every else []
         objective = SentencePairObjective(scale=cfg.scale)
         sampler = self._sampler(examples, cfg.batch_size)
         metrics = self._fit(objective, examples, sampler, cfg, run_dir, dev)
         self.modular.save_module(self.lang, "se", out)
         return metrics
+
+    def _transfer_paraphrases(self, languages: list[str]) -> list:
+        """Other languages' paraphrase pairs the SE stage adds to LANG's own (``se.transfer_languages``)."""
+        if not languages:
+            return []
+        wanted = None if "*" in languages else set(languages)
+        pairs = [p for p in self.data.other_paraphrases if wanted is None or p.lang in wanted]
+        counts = Counter(p.lang for p in pairs)
+        log.info("[%s] se: adding other languages' pairs %s", self.lang, dict(sorted(counts.items())))
+        return pairs
 
     def _cla_examples(
         self, crosslingual: list[tuple[str, str, str | None]], parallel: list[tuple[str, str]]

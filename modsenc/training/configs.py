@@ -106,6 +106,10 @@ class SEConfig(Schedule, LoRASettings):
     scale: float = 20.0  # the similarity scale of the MNRL loss
     epochs: float | None = 5.0
     batch_size: int = 16
+    # Paraphrase pairs of these other languages (from the same data.paraphrase files) are added to
+    # the language's own: the adapter learns sentence similarity from related languages and the
+    # pivot too, and is still applied to this language's text only. "*": every language there.
+    transfer_languages: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -177,11 +181,20 @@ class AddLanguageRecipe(Section):
 # ---------------------------------------------------------------------------------------- finetune
 @dataclass
 class PhaseConfig(Schedule):
-    """``mono`` / ``cross``: one full fine-tuning phase on paraphrase pairs (MNRL)."""
+    """``mono`` / ``cross`` / ``mixed``: one fine-tuning phase of the whole backbone on pairs (MNRL)."""
 
     scale: float = 20.0
     epochs: float | None = 4.0  # the SE stage's budget
     lr: float = 2.0e-5  # the paper's fine-tuning learning rate (appendix B)
+    # LoRA rank on every linear layer of the backbone, merged into its weights when the phase is
+    # saved (the output is a plain backbone); null: every parameter is trained.
+    lora_r: int | None = None
+    lora_alpha: int = 16
+    lora_dropout: float = 0.1
+
+    def validate(self, where: str) -> None:
+        if self.lora_r is not None and self.lora_r < 1:
+            raise RecipeError(f"{where}.lora_r must be >= 1 or null, got {self.lora_r}")
 
 
 @dataclass
@@ -201,4 +214,5 @@ class FinetuneRecipe(Section):
     data: DataConfig = field(default_factory=DataConfig)
     mono: PhaseConfig = field(default_factory=PhaseConfig)
     cross: CrossPhaseConfig = field(default_factory=CrossPhaseConfig)
+    mixed: PhaseConfig = field(default_factory=PhaseConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)

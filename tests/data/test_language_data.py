@@ -65,3 +65,24 @@ def test_held_out_parallel_pairs_leave_every_training_set(tmp_path: Path) -> Non
         ("Thank you.", "Rahmat."),
     }
     assert data.counts()["dev_parallel_pairs"] == 2
+
+
+def test_other_languages_pairs_exclude_dev_ids_and_held_out_sentences(tmp_path: Path) -> None:
+    para = write(tmp_path, "para.tsv", PARAPHRASES)
+    # dev_pairs 1 holds out uz's last pair id (p3, uz only); the parallel pair is held out
+    # (dev_parallel 1 of 1), so p1, whose English row holds its English sentence, leaves kk's and
+    # en's pairs too: only p2's English pair is left.
+    parallel = write(tmp_path, "par.tsv", "en\tuz\nThe cat sleeps.\tMushuk uxlaydi.\n")
+    data = load_language_data(
+        "uz",
+        "en",
+        {"paraphrase": [str(para)], "parallel": [str(parallel)], "dev_pairs": 1, "dev_parallel": 1},
+        None,
+    )
+    assert [p.pair_id for p in data.dev_paraphrases] == ["p3"]
+    assert [(p.pair_id, p.lang) for p in data.other_paraphrases] == [("p2", "en")]
+    assert [(p.pair_id, p.lang) for p in data.paraphrases] == [("p2", "uz")]
+    # without held-out data, every other language's row is there, and none of LANG's own
+    data = load_language_data("uz", "en", {"paraphrase": [str(para)]}, None)
+    assert [(p.pair_id, p.lang) for p in data.other_paraphrases] == [("p1", "en"), ("p1", "kk"), ("p2", "en")]
+    assert "Mushuk uxlaydi." in data.texts() and "Мысық ұйықтайды." not in data.texts()  # router: uz only

@@ -36,8 +36,9 @@ def _weights(backbone_dir) -> dict:
 
 def test_pairs_are_the_ones_add_language_trains_on() -> None:
     recipe = _recipe()
-    mono, mono_counts, files = load_pairs("mono", recipe)
-    cross, cross_counts, _ = load_pairs("cross", recipe)
+    mono_phase, cross_phase = load_pairs("mono", recipe), load_pairs("cross", recipe)
+    mono, mono_counts, files = mono_phase.train, mono_phase.counts, mono_phase.files
+    cross, cross_counts = cross_phase.train, cross_phase.counts
     # demo: 150 pair ids in en and uz, 10 held out as dev in each language.
     assert mono_counts == {"en": 140, "uz": 140}
     assert cross_counts == {"en": 0, "uz": 280}  # both directions of 140 pair ids; none for the pivot
@@ -50,6 +51,35 @@ def test_pairs_are_the_ones_add_language_trains_on() -> None:
     en_anchor, uz_positive, _ = cross[0]
     assert en_anchor in {p.anchor for p in load_language_data("en", "en", recipe["data"], None).paraphrases}
     assert uz_positive in {p.positive for p in uz.paraphrases}
+    # the dev pairs, for early stopping, are the held-out ones
+    assert len(mono_phase.dev) == 20 and {a for a, _, _ in mono_phase.dev[10:]} == held_out
+
+
+def test_mixed_phase_is_paraphrases_and_parallel_pairs_with_held_out_dev() -> None:
+    recipe = _recipe()
+    recipe["data"] |= {"parallel": ["demo:parallel.tsv"], "dev_parallel": 5}
+    mixed = load_pairs("mixed", recipe)
+    uz = load_language_data("uz", "en", recipe["data"] | {"mono": []}, None)
+    para = [(p.anchor, p.positive, p.negative) for p in uz.paraphrases]
+    assert mixed.counts["uz"] == len(para) + len(uz.parallel) and len(uz.parallel) > 0
+    assert mixed.counts["en"] == 140  # the pivot has paraphrases and no parallel pairs with itself
+    assert mixed.train[140:] == para + [(a, b, None) for a, b in uz.parallel]
+    assert mixed.dev[-5:] == [(a, b, None) for a, b in uz.dev_parallel]
+    assert [r["path"].rsplit("/", 1)[-1] for r in mixed.files["uz"]] == ["paraphrase.tsv", "parallel.tsv"]
+
+
+def test_lora_phase_is_merged_into_a_plain_backbone(tiny_backbone_dir, tmp_path) -> None:
+    recipe = _recipe()
+    recipe["mono"] |= {"lora_r": 4, "eval_every": 1, "patience": 5}
+    final = run(recipe, tiny_backbone_dir, tmp_path / "lora", pairs=["mono"])
+    start, after = _weights(tiny_backbone_dir), _weights(final)
+    assert set(after) == set(start)  # no LoRA tensors left: merged
+    moved = {name for name in start if (start[name] - after[name]).abs().max() > 0}
+    # LoRA on every linear layer: those weights moved; embeddings and LayerNorms did not
+    assert "encoder.layer.0.attention.self.query.weight" in moved
+    assert "encoder.layer.0.output.dense.weight" in moved
+    assert not any("embeddings" in name or "LayerNorm" in name for name in moved)
+    assert not any(name.endswith(".bias") for name in moved)  # peft's default: bias "none"
 
 
 def test_full_finetuning_trains_every_parameter_and_reuses_phases(tiny_backbone_dir, tmp_path) -> None:
@@ -86,11 +116,11 @@ def test_full_finetuning_trains_every_parameter_and_reuses_phases(tiny_backbone_
 
 
 def test_bad_input_is_named(tiny_backbone_dir, tmp_path) -> None:
-    with pytest.raises(ValueError, match="pairs must be one of mono, cross, got 'both'"):
+    with pytest.raises(ValueError, match="pairs must be one of mono, cross, mixed, got 'both'"):
         run(_recipe(), tiny_backbone_dir, tmp_path / "x", pairs=["both"])
     with pytest.raises(ValueError, match="`languages` list is empty"):
         run(_recipe(languages="[]"), tiny_backbone_dir, tmp_path / "x", pairs=["mono"])
-    with pytest.raises(ValueError, match=r"no cross paraphrase pairs for \['en'\]"):
+    with pytest.raises(ValueError, match=r"no cross pairs for \['en'\]"):
         run(_recipe(languages="[en]"), tiny_backbone_dir, tmp_path / "x", pairs=["cross"])
     with pytest.raises(FileNotFoundError, match="nothing.tsv"):
         run(_recipe(**{"data.paraphrase": "[nothing.tsv]"}), tiny_backbone_dir, tmp_path / "x")

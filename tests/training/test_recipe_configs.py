@@ -24,7 +24,7 @@ from modsenc.utils.config import RecipeError
 
 SE_KEYS = (
     "r, alpha, dropout, epochs, max_steps, batch_size, lr, warmup_ratio, scheduler, "
-    "eval_every, patience, scale"
+    "eval_every, patience, scale, transfer_languages"
 )
 
 
@@ -68,7 +68,7 @@ def test_a_minimal_recipe_gets_the_documented_defaults(tmp_path) -> None:
 def test_every_shipped_recipe_fits_its_sections() -> None:
     names = sorted({p.stem for d in RECIPE_DIRS if d.is_dir() for p in d.glob("*.yaml")})
     add_language = [n for n in names if n.startswith("add-language")]
-    finetune = [n for n in names if n.startswith("full-finetune")]
+    finetune = [n for n in names if n.startswith(("full-finetune", "lora-finetune"))]
     assert add_language and finetune
     for name in add_language:
         AddLanguageRecipe.from_dict(load_recipe(name, schema=AddLanguageRecipe))
