@@ -8,8 +8,12 @@ Wall time and steps per language come from each bundle's manifest.
 
     python bench/modules_table.py --data ../shared/data --work runs --out docs/results.md
 
-The full-fine-tuning baselines (Full_m/c/mc) are `bench/e5_tables.py`'s rows; they are not rerun
-here (docs/results.md says which numbers come from which run).
+With ``--baselines`` it also trains and scores, on the same pairs and dev splits, the rows the
+modules must beat: the naive fine-tune a user would try first (one LoRA on the whole e5 over every
+language's paraphrases and parallel pairs, `recipes/lora-finetune-e5.yaml`, `finetune --pairs
+mixed`) and the paper's full fine-tuning baselines Full_m / Full_c / Full_mc
+(`recipes/full-finetune-e5.yaml`). Every row says its steps and wall time, and English en-en STS
+shows what each costs the pivot; the zoo's English is checked bit-identical to e5's.
 """
 
 from __future__ import annotations
@@ -27,6 +31,40 @@ LANGS = ("uz", "kk", "az")
 MARK_BEGIN = "<!-- modules table: written by bench/modules_table.py -->"
 MARK_END = "<!-- end of modules table -->"
 E5, MOD = "e5 alone", "modules (add-language-e5 default)"
+NAIVE = "naive: whole-model LoRA"
+# name -> (recipe, --pairs, the phase folder it writes under --work/<run>)
+BASELINES = {
+    NAIVE: ("lora-finetune-e5", "mixed", "lora-e5", "m"),
+    "Full_m": ("full-finetune-e5", "mono,cross", "full-e5", "m"),
+    "Full_c": ("full-finetune-e5", "cross", "full-e5-c", "c"),
+    "Full_mc": ("full-finetune-e5", "mono,cross", "full-e5", "mc"),
+}
+
+
+def train_baselines(args: argparse.Namespace, run, backbone: Path) -> dict[str, Path]:
+    """The comparison rows' backbones (``finetune`` reuses a finished phase, so Full_m is Full_mc's
+    first phase and costs nothing more)."""
+    work, out = Path(args.work), {}
+    for name, (recipe, pairs, folder, phase) in BASELINES.items():
+        last = work / folder / "".join(p[0] for p in pairs.split(",")) / "backbone"  # what the run ends on
+        cmd = ["finetune", "--recipe", recipe, "--backbone", str(backbone), "--output", str(work / folder)]
+        run("baselines", [*cmd, "--pairs", pairs], last, work / "logs" / f"finetune-{folder}.log")
+        out[name] = work / folder / phase / "backbone"
+    return out
+
+
+def english_identical(backbone: Path, zoo: Path, sts: Path) -> bool:
+    """The zoo's English vectors equal e5's, bit for bit (English passes through no module)."""
+    import numpy as np  # noqa: PLC0415
+
+    from modsenc.backbone.encoder import Backbone  # noqa: PLC0415
+    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+
+    _, rows = paper_tables.read_tsv(sts)
+    texts = sorted({r[2] for r in rows if r[0] == "en"} | {r[3] for r in rows if r[1] == "en"})[:200]
+    zoo_vectors = ModularEncoder.from_pretrained(str(zoo), dtype="fp32").encode(texts, lang="en")
+    plain = Backbone.from_pretrained(backbone).eval().encode(texts, batch_size=64)
+    return bool(np.array_equal(np.asarray(zoo_vectors), np.asarray(plain)))
 
 
 def train(args: argparse.Namespace, run) -> tuple[Path, Path]:
@@ -41,7 +79,9 @@ def train(args: argparse.Namespace, run) -> tuple[Path, Path]:
     return backbone, zoo
 
 
-def evaluate(args: argparse.Namespace, run, backbone: Path, zoo: Path) -> dict[str, dict]:
+def evaluate(
+    args: argparse.Namespace, run, backbone: Path, zoo: Path, baselines: dict[str, Path]
+) -> dict[str, dict]:
     work, data = Path(args.work), Path(args.data)
     evaldata = work / "evaldata"
     evaldata.mkdir(parents=True, exist_ok=True)
@@ -52,9 +92,16 @@ def evaluate(args: argparse.Namespace, run, backbone: Path, zoo: Path) -> dict[s
     bitexts = [f"{{path: {data / 'parallel' / 'ntrex.tsv'}, languages: [{langs}]}}"]
     bitexts += [f"{{path: {kbitext}, languages: [{langs}]}}"]
     results = {}
-    for name, model, modes in ((E5, backbone, ("cross",)), (MOD, zoo, ("cross", "mono"))):
+    rows = [(E5, backbone, ("cross",)), (MOD, zoo, ("cross", "mono"))]
+    rows += [(name, path, ("cross",)) for name, path in baselines.items()]
+    for name, model, modes in rows:
         for mode in modes:
-            out = work / "eval" / f"modules-{Path(model).name}-{mode}.json"
+            tag = (
+                Path(model).name
+                if name in (E5, MOD)
+                else f"{Path(model).parent.parent.name}-{Path(model).parent.name}"
+            )
+            out = work / "eval" / f"modules-{tag}-{mode}.json"
             cmd = ["eval", str(model), "--sts", str(sts), "--json", str(out), "--overwrite"]
             if name == MOD:
                 cmd += ["--mode", mode]
@@ -75,7 +122,13 @@ def _xsim(r: dict, file: str, pair: str) -> float | None:
     )
 
 
-def table(results: dict[str, dict], zoo: Path) -> str:
+def _baseline_cost(path: Path) -> tuple[str, float]:
+    """(steps, minutes) of a finetune phase, from the manifest its backbone was saved with."""
+    record = json.loads((path / "modsenc_backbone.json").read_text())["finetune"]
+    return str(int(record["metrics"].get("step", 0))), record["seconds"] / 60
+
+
+def table(results: dict[str, dict], zoo: Path, baselines: dict[str, Path], identical: bool | None) -> str:
     def cell(value: float | None) -> str:
         return "–" if value is None else f"{value:.1f}"
 
@@ -90,17 +143,30 @@ def table(results: dict[str, dict], zoo: Path) -> str:
                 columns.append((f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: _xsim(r, f, p)))
         lines += [f"**{lang}**", "", "| model | " + " | ".join(c[0] for c in columns) + " |"]
         lines.append("|---" * (len(columns) + 1) + "|")
-        for name in (E5, MOD):
+        for name in (E5, MOD, *baselines):
             cells = []
             for _, mode, get in columns:
                 key = f"{name}|{mode}" if f"{name}|{mode}" in results else f"{name}|cross"
                 cells.append(cell(get(results[key])))
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
+    same = {True: "bit-identical to e5's", False: "NOT identical to e5's", None: "not checked"}[identical]
+    lines += [
+        "**English and cost**",
+        "",
+        "| model | STS en-en | steps | training wall time |",
+        "|---|---|---|---|",
+    ]
+    lines.append(f"| {E5} | {cell(_sts(results[f'{E5}|cross'], 'en-en'))} | – | – |")
     lines.append(
-        f"English: STS en-en {cell(_sts(results[f'{MOD}|cross'], 'en-en'))} with the zoo, "
-        f"{cell(_sts(results[f'{E5}|cross'], 'en-en'))} with e5 alone (English passes through no module)."
+        f"| {MOD} | {cell(_sts(results[f'{MOD}|cross'], 'en-en'))} (vectors {same}) | per language, below | "
+        "per language, below |"
     )
+    for name, path in baselines.items():
+        steps, minutes = _baseline_cost(path)
+        lines.append(
+            f"| {name} | {cell(_sts(results[f'{name}|cross'], 'en-en'))} | {steps} | {minutes:.1f} min |"
+        )
     lines += [
         "",
         "| language | stages | steps (SE / CLA, CLA best at) | training wall time |",
@@ -128,13 +194,20 @@ def main() -> None:
     parser.add_argument("--work", default="runs")
     parser.add_argument("--zoo", default="zoo-modules", help="zoo folder under --work")
     parser.add_argument("--out", default="docs/results.md")
+    parser.add_argument(
+        "--baselines", action="store_true", help="also train and score the naive LoRA and Full_* rows"
+    )
     args = parser.parse_args()
     run = paper_tables.Runner()
     backbone, zoo = train(args, run)
-    results = evaluate(args, run, backbone, zoo)
+    baselines = train_baselines(args, run, backbone) if args.baselines else {}
+    results = evaluate(args, run, backbone, zoo, baselines)
+    sts = Path(args.work) / "evaldata" / "kardes-sts-dev.en-uz-kk-az.tsv"
+    identical = english_identical(backbone, zoo, sts)
     commands = "\n".join(f"    {c}" for section in run.commands.values() for c in section)
     intro = "Commands (each skipped when its output exists):"
-    body = f"{MARK_BEGIN}\n\n{table(results, zoo)}\n\n{intro}\n\n{commands}\n\n{MARK_END}"
+    text_table = table(results, zoo, baselines, identical)
+    body = f"{MARK_BEGIN}\n\n{text_table}\n\n{intro}\n\n{commands}\n\n{MARK_END}"
     out = Path(args.out)
     text = out.read_text(encoding="utf-8") if out.exists() else ""
     if MARK_BEGIN in text:
@@ -142,7 +215,7 @@ def main() -> None:
     else:
         text = body + "\n\n" + text
     out.write_text(text, encoding="utf-8")
-    print(table(results, zoo))
+    print(text_table)
 
 
 if __name__ == "__main__":
