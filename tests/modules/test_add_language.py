@@ -365,3 +365,14 @@ def test_the_backbone_stays_frozen_in_memory_at_every_training_step(tiny_backbon
     job = AddLanguage("uz", fast_recipe(), zoo_dir, work_dir=tmp_path / "w-uz", callbacks=(check,))
     job.run()
     assert [stage for stage, _ in steps] == ["la"] * 4 + ["se"] * 3 + ["cla"] * 4  # fast_recipe's max_steps
+
+
+def test_se_transfer_languages_pick_other_languages_pairs(zoo_with_en_uz) -> None:
+    zoo_dir, root = zoo_with_en_uz
+    job = AddLanguage("uz", fast_recipe(), zoo_dir, work_dir=root / "work-uz-transfer")
+    english = job._transfer_paraphrases(["en"])
+    # demo: 150 en pair ids; uz's 15 dev ids (data.dev_pairs) leave English too
+    assert len(english) == 135 and {p.lang for p in english} == {"en"}
+    assert not {p.pair_id for p in english} & {p.pair_id for p in job.data.dev_paraphrases}
+    assert job._transfer_paraphrases(["*"]) == job.data.other_paraphrases == english
+    assert job._transfer_paraphrases(["kk"]) == [] and job._transfer_paraphrases([]) == []
