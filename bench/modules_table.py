@@ -122,10 +122,27 @@ def _xsim(r: dict, file: str, pair: str) -> float | None:
     )
 
 
-def _baseline_cost(path: Path) -> tuple[str, float]:
-    """(steps, minutes) of a finetune phase, from the manifest its backbone was saved with."""
+def _baseline_cost(path: Path) -> tuple[str, float, int]:
+    """(steps, minutes, training pairs) of a finetune phase, from the manifest of its backbone."""
     record = json.loads((path / "modsenc_backbone.json").read_text())["finetune"]
-    return str(int(record["metrics"].get("step", 0))), record["seconds"] / 60
+    steps = str(int(record["metrics"].get("step", 0)))
+    return steps, record["seconds"] / 60, sum(record["pair_counts"].values())
+
+
+def module_pairs(lang: str) -> tuple[int, int]:
+    """(SE pairs, CLA pairs) the default recipe trains ``lang``'s modules on, read as add-language
+    reads them (the SE's own paraphrases plus its transfer languages' pairs)."""
+    from modsenc.data.language_data import load_language_data  # noqa: PLC0415
+    from modsenc.training.add_language import with_language_overrides  # noqa: PLC0415
+    from modsenc.training.configs import AddLanguageRecipe  # noqa: PLC0415
+    from modsenc.training.recipe import load_recipe  # noqa: PLC0415
+
+    raw = with_language_overrides(load_recipe("add-language-e5", schema=AddLanguageRecipe), lang)
+    config = AddLanguageRecipe.from_dict(raw)
+    data = load_language_data(lang, config.pivot, config.data, raw.get("_recipe_path"))
+    wanted = config.se.transfer_languages
+    transfer = [p for p in data.other_paraphrases if "*" in wanted or p.lang in wanted]
+    return len(data.paraphrases) + len(transfer), len(data.parallel)
 
 
 def table(results: dict[str, dict], zoo: Path, baselines: dict[str, Path], identical: bool | None) -> str:
@@ -179,8 +196,9 @@ def table(results: dict[str, dict], zoo: Path, baselines: dict[str, Path], ident
         steps = " / ".join(str(int(metrics.get(s, {}).get("step", 0))) for s in ("se", "cla"))
         best = metrics.get("cla", {}).get("dev_best_step")
         steps += f" ({int(best)})" if best is not None else ""
+        se_pairs, cla_pairs = module_pairs(lang)
         lines.append(
-            f"| {lang} | {'+'.join(manifest.get('stages', []))} | {steps} | "
+            f"| {lang} | {'+'.join(manifest.get('stages', []))} | {se_pairs} / {cla_pairs} | {steps} | "
             f"{record.get('wall_seconds', 0) / 60:.1f} min |"
         )
     return "\n".join(lines)
