@@ -9,20 +9,40 @@
 2. process RSS of the backbone alone, then after adding each installed language in turn (a fresh
    process; freed heap is returned to the OS before every reading, so RSS counts live memory);
 3. language-ID accuracy of the router on the held-out columns of ``--sentences`` for every
-   installed language (the bundles' profiles are built from other files).
+   installed language (the bundles' profiles are built from other files);
+4. side by side (issue 21), on the weights ``modsenc export`` writes for ``--lang`` and the same
+   sentences, every arm pinned to ``--threads`` threads: modsenc's routed ``ModularEncoder.encode``
+   in fp32, bf16 (autocast), int8 (torchao; fp32 or bf16 around it); sentence-transformers' torch
+   backend in fp32 and under bf16 autocast; its ONNX backend in fp32 and dynamic int8
+   (``export_dynamic_quantized_onnx_model``); its OpenVINO backend in fp32, bf16 and static int8
+   (``export_static_quantized_openvino_model``, calibrated on local sentences, not the hub's). Arms
+   run interleaved (one pass of each per round, the order rotated), the median pass counts, and
+   each arm's vectors are compared with modsenc fp32's on the same sentences (cosine mean / min).
+   ``--markdown`` writes the table with the CPU's model name and flags (lscpu). Arms whose package
+   is missing are listed as skipped: ``pip install 'modsenc[onnx,openvino]'``.
+
+    nice python bench/encode.py --zoo runs/zoo --lang uz --sentences ntrex.tsv --n 512 \
+        --sections side --rounds 5 --markdown /tmp/side.md
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
+import numpy as np
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,6 +144,323 @@ def speed(args: argparse.Namespace, texts: list[str]) -> None:
     )
 
 
+# ---------------------------------------------------------------------------- 4. side by side
+# Every arm: (name, what it runs). modsenc-* go through ModularEncoder.encode (the language's
+# modules unmerged); st-*, onnx-*, openvino-* through SentenceTransformer on the export.
+ARMS = (
+    "modsenc-fp32",
+    "modsenc-bf16",
+    "modsenc-int8",
+    "modsenc-int8-bf16",
+    "st-fp32",
+    "st-bf16",
+    "onnx-fp32",
+    "onnx-int8",
+    "openvino-fp32",
+    "openvino-bf16",
+    "openvino-int8",
+)
+RELEVANT_FLAGS = (
+    "avx2",
+    "avx512f",
+    "avx512_vnni",
+    "avx_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+)
+
+
+@dataclass
+class Arm:
+    name: str
+    encode: Callable[[list[str]], np.ndarray]
+    note: str = ""
+
+
+def lscpu() -> tuple[str, list[str]]:
+    """The CPU's model name and flags, as lscpu reports them (/proc/cpuinfo where lscpu is missing)."""
+    try:
+        text = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8").replace("model name", "Model name")
+    fields = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return fields.get("Model name", "unknown"), fields.get("Flags", fields.get("flags", "")).split()
+
+
+def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tuple[list[Arm], str]:
+    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+
+    lang = args.lang if args.route == "given" else "auto"
+    settings = {
+        "modsenc-fp32": ("fp32", None),
+        "modsenc-bf16": ("bf16", None),
+        "modsenc-int8": ("fp32", "int8"),
+        "modsenc-int8-bf16": ("bf16", "int8"),
+    }
+    arms, skipped = [], []
+    for name, (dtype, quantize) in settings.items():
+        if name not in wanted:
+            continue
+        try:
+            encoder = ModularEncoder.from_pretrained(
+                args.zoo, device="cpu", languages=[args.lang], dtype=dtype, quantize=quantize, verify=False
+            )
+        except ImportError as err:  # torchao
+            skipped.append(f"{name} ({err})")
+            continue
+
+        def run(texts: list[str], encoder: ModularEncoder = encoder) -> np.ndarray:
+            return encoder.encode(texts, lang=lang, batch_size=args.batch_size, mode=mode)
+
+        what = f"lang={lang!r}, mode={mode}" + (", torchao int8 linears" if quantize else "")
+        arms.append(Arm(name, run, what))
+    return arms, "; ".join(skipped)
+
+
+def _st_arms(export_dir: Path, args: argparse.Namespace, max_length: int, wanted: list[str]) -> list[Arm]:
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+
+    st = SentenceTransformer(str(export_dir), device="cpu")
+    st.max_seq_length = max_length
+    arms = []
+    if "st-fp32" in wanted:
+        arms.append(Arm("st-fp32", lambda t: st.encode(t, batch_size=args.batch_size), "torch backend"))
+    if "st-bf16" in wanted:
+
+        def bf16(texts: list[str]) -> np.ndarray:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return np.asarray(st.encode(texts, batch_size=args.batch_size), dtype=np.float32)
+
+        arms.append(Arm("st-bf16", bf16, "torch backend under torch.autocast(bf16)"))
+    return arms
+
+
+def _onnx_arms(export_dir: Path, work: Path, args: argparse.Namespace, max_length: int, wanted: list[str]):
+    """sentence-transformers' ONNX backend on a copy of the export: fp32, then its dynamic int8."""
+    if not {"onnx-fp32", "onnx-int8"} & set(wanted):
+        return [], ""
+    try:
+        import onnxruntime as ort  # noqa: PLC0415
+        from sentence_transformers import SentenceTransformer, export_dynamic_quantized_onnx_model  # noqa: PLC0415
+    except ImportError as err:
+        return [], f"onnx-* ({err}: pip install 'modsenc[onnx]')"
+
+    def options():  # ONNX Runtime ignores torch.set_num_threads: its own pool, pinned here
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = args.threads
+        so.inter_op_num_threads = 1
+        return {"provider": "CPUExecutionProvider", "session_options": so}
+
+    folder = work / "onnx"
+    shutil.copytree(export_dir, folder)
+    fp32 = SentenceTransformer(str(folder), device="cpu", backend="onnx", model_kwargs=options())
+    fp32.save_pretrained(str(folder))  # onnx/model.onnx, which the quantiser reads
+    arms = []
+    threads = f"intra_op_num_threads={args.threads}"
+    if "onnx-fp32" in wanted:
+        fp32.max_seq_length = max_length
+        arms.append(Arm("onnx-fp32", lambda t: fp32.encode(t, batch_size=args.batch_size), threads))
+    if "onnx-int8" in wanted:
+        export_dynamic_quantized_onnx_model(fp32, args.onnx_quant, str(folder))
+        name = f"onnx/model_qint8_{args.onnx_quant}.onnx"
+        int8 = SentenceTransformer(
+            str(folder), device="cpu", backend="onnx", model_kwargs={**options(), "file_name": name}
+        )
+        int8.max_seq_length = max_length
+        note = f"export_dynamic_quantized_onnx_model({args.onnx_quant!r}); {threads}"
+        arms.append(Arm("onnx-int8", lambda t: int8.encode(t, batch_size=args.batch_size), note))
+    return arms, ""
+
+
+def _openvino_arms(
+    export_dir: Path,
+    work: Path,
+    args: argparse.Namespace,
+    max_length: int,
+    wanted: list[str],
+    calib: list[str],
+):
+    """sentence-transformers' OpenVINO backend: fp32 and bf16 (OpenVINO's inference precision hint;
+    its default on a CPU with AMX/AVX512_BF16 is bf16) and static int8 calibrated on ``calib``."""
+    if not {"openvino-fp32", "openvino-bf16", "openvino-int8"} & set(wanted):
+        return [], ""
+    try:
+        from datasets import Dataset  # noqa: PLC0415
+        from optimum.intel import OVQuantizationConfig, OVQuantizer  # noqa: PLC0415
+        from sentence_transformers import (  # noqa: PLC0415
+            SentenceTransformer,
+            export_static_quantized_openvino_model,
+        )
+    except ImportError as err:
+        return [], f"openvino-* ({err}: pip install 'modsenc[openvino]')"
+
+    def config(hint: str | None) -> dict:
+        threads = {
+            "INFERENCE_NUM_THREADS": str(args.threads),
+            "NUM_STREAMS": "1",
+            "PERFORMANCE_HINT": "LATENCY",
+        }
+        return {"ov_config": threads | ({"INFERENCE_PRECISION_HINT": hint} if hint else {})}
+
+    folder = work / "openvino"
+    shutil.copytree(export_dir, folder)
+    base = SentenceTransformer(str(folder), device="cpu", backend="openvino", model_kwargs=config("f32"))
+    base.save_pretrained(str(folder))  # openvino/openvino_model.xml
+    arms = []
+    for name, hint in (("openvino-fp32", "f32"), ("openvino-bf16", "bf16")):
+        if name in wanted:
+            model = (
+                base
+                if hint == "f32"
+                else SentenceTransformer(
+                    str(folder), device="cpu", backend="openvino", model_kwargs=config(hint)
+                )
+            )
+            model.max_seq_length = max_length
+            note = f"INFERENCE_PRECISION_HINT={hint}, INFERENCE_NUM_THREADS={args.threads}"
+            arms.append(Arm(name, lambda t, m=model: m.encode(t, batch_size=args.batch_size), note))
+    if "openvino-int8" in wanted:
+        prompt = base.prompts.get(base.default_prompt_name or "", "")
+
+        def local_calibration(self, dataset_name, num_samples=100, *a, preprocess_function=None, **kw):
+            # In place of the hub's glue/sst2: local sentences of the language, padded as the
+            # helper pads (to a fixed length; here the model's maximum, not 384)
+            rows = Dataset.from_dict({"sentence": [prompt + t for t in calib[:num_samples]]})
+            return rows.map(
+                lambda b: base.tokenizer(
+                    b["sentence"], padding="max_length", max_length=max_length, truncation=True
+                ),
+                batched=True,
+                remove_columns=["sentence"],
+            )
+
+        with mock.patch.object(OVQuantizer, "get_calibration_dataset", local_calibration):
+            export_static_quantized_openvino_model(
+                base, OVQuantizationConfig(num_samples=len(calib)), str(folder)
+            )
+        int8 = SentenceTransformer(
+            str(folder),
+            device="cpu",
+            backend="openvino",
+            model_kwargs={"file_name": "openvino/openvino_model_qint8_quantized.xml", **config(None)},
+        )
+        int8.max_seq_length = max_length
+        note = (
+            f"export_static_quantized_openvino_model, {len(calib)} local calibration sentences; "
+            f"default precision hint; INFERENCE_NUM_THREADS={args.threads}"
+        )
+        arms.append(Arm("openvino-int8", lambda t: int8.encode(t, batch_size=args.batch_size), note))
+    return arms, ""
+
+
+def versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    found = []
+    for package in (
+        "torch",
+        "transformers",
+        "sentence-transformers",
+        "torchao",
+        "onnxruntime",
+        "optimum-onnx",
+        "openvino",
+        "optimum-intel",
+    ):
+        with contextlib.suppress(PackageNotFoundError):
+            found.append(f"{package} {version(package)}")
+    return ", ".join(found)
+
+
+def side_by_side(args: argparse.Namespace, texts: list[str], calib: list[str]) -> str:
+    """Run the arms interleaved and return the markdown report."""
+    from modsenc.modules.export import export_sentence_transformer  # noqa: PLC0415
+    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+
+    wanted = [a.strip() for a in args.arms.split(",")] if args.arms else list(ARMS)
+    unknown = sorted(set(wanted) - set(ARMS))
+    if unknown:
+        raise SystemExit(f"unknown arms {unknown}; choose from {', '.join(ARMS)}")
+    skipped: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        mode = "cross"
+        try:
+            export_sentence_transformer(args.zoo, args.lang, work / "export", mode="cross")
+        except ValueError as err:
+            print(f"cross export refused ({err}); comparing mode=mono")
+            mode = "mono"
+            export_sentence_transformer(args.zoo, args.lang, work / "export", mode="mono")
+        reference_encoder = ModularEncoder.from_pretrained(
+            args.zoo, device="cpu", languages=[args.lang], dtype="fp32", verify=False
+        )
+        max_length = reference_encoder.modular.backbone.max_length
+        lang = args.lang if args.route == "given" else "auto"
+        reference = reference_encoder.encode(texts, lang=lang, batch_size=args.batch_size, mode=mode)
+        del reference_encoder
+
+        arms, note = _modsenc_arms(args, mode, wanted)
+        skipped += [note] if note else []
+        arms += _st_arms(work / "export", args, max_length, wanted)
+        more, note = _onnx_arms(work / "export", work, args, max_length, wanted)
+        arms += more
+        skipped += [note] if note else []
+        more, note = _openvino_arms(work / "export", work, args, max_length, wanted, calib)
+        arms += more
+        skipped += [note] if note else []
+        torch.set_num_threads(args.threads)  # again: a backend's set-up may have changed it
+
+        cosines = {}
+        for arm in arms:  # a warm-up pass, whose vectors are the ones compared
+            cosines[arm.name] = row_cosines(reference, arm.encode(texts))
+        times: dict[str, list[float]] = {arm.name: [] for arm in arms}
+        for r in range(args.rounds):  # interleaved: a drift in load hits every arm alike
+            order = arms[r % len(arms) :] + arms[: r % len(arms)]
+            for arm in order:
+                times[arm.name] += timed(lambda arm=arm: arm.encode(texts), 1)
+
+    rate = {name: len(texts) / statistics.median(t) for name, t in times.items()}
+    model, flags = lscpu()
+    lines = [
+        f"### Side by side: {len(texts)} {args.lang} sentences, batch {args.batch_size}, "
+        f"max length {max_length}, mode {mode}, {args.threads} threads, "
+        f"median of {args.rounds} interleaved rounds",
+        "",
+        f"CPU: {model}; flags of note: {' '.join(f for f in RELEVANT_FLAGS if f in flags) or 'none'}",
+        f"zoo {args.zoo}; {versions()}",
+        "",
+        "| arm | sentences/s | x st-fp32 | x onnx-int8 | cosine to modsenc fp32 mean / min | how |",
+        "| --- | ---: | ---: | ---: | --- | --- |",
+    ]
+    for arm in arms:
+        ratio = {
+            base: f"{rate[arm.name] / rate[base]:.2f}" if base in rate else "-"
+            for base in ("st-fp32", "onnx-int8")
+        }
+        c = cosines[arm.name]
+        lines.append(
+            f"| {arm.name} | {rate[arm.name]:.1f} | {ratio['st-fp32']} | {ratio['onnx-int8']} | "
+            f"{c.mean():.5f} / {c.min():.5f} | {arm.note} |"
+        )
+    if skipped:
+        lines += ["", "Skipped: " + "; ".join(skipped)]
+    lines += ["", f"All CPU flags: {' '.join(flags)}", ""]
+    return "\n".join(lines)
+
+
+SECTIONS = ("speed", "memory", "langid", "side")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -135,7 +472,28 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--sections", default=",".join(SECTIONS), help=f"which to run, comma-separated: {', '.join(SECTIONS)}"
+    )
+    side = parser.add_argument_group("side by side (section 'side')")
+    side.add_argument(
+        "--arms", default=None, help=f"comma-separated subset of {', '.join(ARMS)} (default all)"
+    )
+    side.add_argument("--rounds", type=int, default=5, help="interleaved timed rounds; the median counts")
+    side.add_argument(
+        "--route", choices=("given", "auto"), default="given", help="modsenc arms: lang=--lang, or detected"
+    )
+    side.add_argument(
+        "--onnx-quant", default="avx512_vnni", choices=("arm64", "avx2", "avx512", "avx512_vnni")
+    )
+    side.add_argument(
+        "--calib", type=int, default=300, help="OpenVINO int8 calibration sentences (after the --n measured)"
+    )
+    side.add_argument("--markdown", default=None, help="also write the side-by-side table to this file")
     args = parser.parse_args()
+    sections = [x.strip() for x in args.sections.split(",") if x.strip()]
+    if not set(sections) <= set(SECTIONS):
+        parser.error(f"--sections: unknown {sorted(set(sections) - set(SECTIONS))}; choose from {SECTIONS}")
     torch.set_num_threads(args.threads)
 
     from modsenc.data.readers import read_parallel_tsv  # noqa: PLC0415
@@ -145,44 +503,58 @@ def main() -> None:
     zoo = Zoo(args.zoo)
     installed = zoo.languages()
     columns = read_parallel_tsv(args.sentences).columns
-    texts = [t for t in columns[args.lang] if t][: args.n]
+    column = [t for t in columns[args.lang] if t]
+    texts = column[: args.n]
     print(f"machine: {torch.get_num_threads()} torch threads; zoo {args.zoo}: {', '.join(installed)}")
 
-    speed(args, texts)  # its models are freed on return, before the memory probes
+    if "speed" in sections:
+        speed(args, texts)  # its models are freed on return, before the memory probes
 
-    # ---------------------------------------------------------------- 2. memory
-    probe = texts[:64]
-    sizes = {lang: zoo.bundle_bytes(lang) / 2**20 for lang in installed}
-    steps = memory(args.zoo, installed, probe)
-    print("\n## process RSS (one process; languages added one by one, each after encoding 64 sentences;")
-    print("## garbage collected and malloc_trim'd before every reading)")
-    print(f"backbone alone                 {steps[0][1]:8.1f} MB")
-    for (_, before), (lang, after) in zip(steps, steps[1:]):
+    if "memory" in sections:  # ------------------------------------------------- 2. memory
+        probe = texts[:64]
+        sizes = {lang: zoo.bundle_bytes(lang) / 2**20 for lang in installed}
+        steps = memory(args.zoo, installed, probe)
+        print("\n## process RSS (one process; languages added one by one, each after encoding 64 sentences;")
+        print("## garbage collected and malloc_trim'd before every reading)")
+        print(f"backbone alone                 {steps[0][1]:8.1f} MB")
+        for (_, before), (lang, after) in zip(steps, steps[1:]):
+            print(
+                f"+ {lang}                           {after:8.1f} MB  "
+                f"(+{after - before:5.1f} MB; bundle on disk {sizes[lang]:5.1f} MB)"
+            )
+        total = steps[-1][1] - steps[0][1]
         print(
-            f"+ {lang}                           {after:8.1f} MB  "
-            f"(+{after - before:5.1f} MB; bundle on disk {sizes[lang]:5.1f} MB)"
+            f"all {len(installed)} languages: +{total:.1f} MB over the backbone alone; "
+            f"bundles on disk {sum(sizes.values()):.1f} MB"
         )
-    total = steps[-1][1] - steps[0][1]
-    print(
-        f"all {len(installed)} languages: +{total:.1f} MB over the backbone alone; "
-        f"bundles on disk {sum(sizes.values()):.1f} MB"
-    )
 
-    # ---------------------------------------------------------------- 3. language ID
-    router = ModularEncoder.from_pretrained(args.zoo, device="cpu", verify=False).router
-    print(
-        f"\n## language ID on held-out {Path(args.sentences).name} "
-        f"(router over {', '.join(installed)}; fallback {router.fallback})"
-    )
-    for lang in installed:
-        if lang not in columns:
-            print(f"{lang}: no column in {args.sentences}")
-            continue
-        sample = [t for t in columns[lang] if t]
-        routed = router.route(sample)
-        correct = sum(r.lang == lang for r in routed)
-        unsure = sum(r.detected is None or r.confidence < router.min_confidence for r in routed)
-        print(f"{lang}: {100 * correct / len(sample):6.2f}% of {len(sample)} ({unsure} sent to the fallback)")
+    if "langid" in sections:  # ---------------------------------------------- 3. language ID
+        router = ModularEncoder.from_pretrained(args.zoo, device="cpu", verify=False).router
+        print(
+            f"\n## language ID on held-out {Path(args.sentences).name} "
+            f"(router over {', '.join(installed)}; fallback {router.fallback})"
+        )
+        for lang in installed:
+            if lang not in columns:
+                print(f"{lang}: no column in {args.sentences}")
+                continue
+            sample = [t for t in columns[lang] if t]
+            routed = router.route(sample)
+            correct = sum(r.lang == lang for r in routed)
+            unsure = sum(r.detected is None or r.confidence < router.min_confidence for r in routed)
+            share = 100 * correct / len(sample)
+            print(f"{lang}: {share:6.2f}% of {len(sample)} ({unsure} sent to the fallback)")
+
+    if "side" in sections:  # ----------------------------------------------- 4. side by side
+        calib = column[args.n : args.n + args.calib]
+        if not calib:  # no sentences beyond the measured ones: calibrate on those (said in the table)
+            print(f"no {args.lang} sentences after the first {args.n}: OpenVINO int8 calibrates on them")
+            calib = texts[: args.calib]
+        report = side_by_side(args, texts, calib)
+        print("\n" + report)
+        if args.markdown:
+            Path(args.markdown).write_text(report, encoding="utf-8")
+            print(f"written to {args.markdown}")
 
 
 if __name__ == "__main__":

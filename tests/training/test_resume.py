@@ -75,6 +75,44 @@ def test_killed_and_resumed_run_matches_uninterrupted(
         assert [("rank_infonce" in r) for r in log] == [False, False, True, False, True, False]
 
 
+@pytest.mark.parametrize("objective", ["mexma", "emmax"])
+def test_killed_and_resumed_bf16_run_matches_uninterrupted(
+    tmp_path: Path, tiny_data: Path, objective: str
+) -> None:
+    """bf16 autocast changes only the GEMMs: weights, optimiser state and checkpoints stay fp32, so a
+    bf16 run killed after step 3 and resumed from step 2 ends where the uninterrupted one does."""
+    recipe = recipe_for(objective, tiny_data, max_steps=6, checkpoint_every=2, precision="bf16")
+    straight = _train(recipe, tmp_path / "straight")
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    killed = _train(recipe, tmp_path / "killed", kill_at=3)
+    assert killed.returncode == -signal.SIGKILL
+    resumed = _train(recipe, tmp_path / "killed", resume=True)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resumed from" in resumed.stderr and "training precision: bf16 (asked: bf16)" in resumed.stderr
+
+    a = load_file(tmp_path / "straight" / "backbone" / "model.safetensors")
+    b = load_file(tmp_path / "killed" / "backbone" / "model.safetensors")
+    assert a.keys() == b.keys()
+    assert {str(t.dtype) for t in b.values()} == {"torch.float32"}  # master weights stay fp32
+    worst = max(float((a[k] - b[k]).abs().max()) for k in a)
+    assert worst <= 1e-6, worst
+
+    log = [json.loads(x) for x in (tmp_path / "killed" / "run" / "metrics.jsonl").read_text().splitlines()]
+    straight_log = [
+        json.loads(x) for x in (tmp_path / "straight" / "run" / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert [(r["step"], r["precision"]) for r in log] == [(s, "bf16") for s in range(1, 7)]
+    assert [round(r["loss"], 5) for r in log] == [round(r["loss"], 5) for r in straight_log]
+
+    # The same run in fp32 ends elsewhere: bf16 did act on the steps compared above.
+    fp32 = _train(
+        recipe_for(objective, tiny_data, max_steps=6, checkpoint_every=2, precision="fp32"), tmp_path / "fp32"
+    )
+    assert fp32.returncode == 0, fp32.stderr[-2000:]
+    c = load_file(tmp_path / "fp32" / "backbone" / "model.safetensors")
+    assert max(float((a[k] - c[k]).abs().max()) for k in a) > 1e-4
+
+
 def test_fresh_run_refuses_a_folder_with_checkpoints(tmp_path: Path, tiny_data: Path) -> None:
     recipe = tiny_recipe(tiny_data, max_steps=2, checkpoint_every=2)
     assert _train(recipe, tmp_path / "run").returncode == 0
