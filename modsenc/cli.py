@@ -473,7 +473,7 @@ def encode(
     modsenc encode --zoo adapters_zoo --input sentences.txt --output vectors.npy
     cat uz.txt | modsenc encode --lang uz --output uz.jsonl
     """
-    from modsenc.routing.cli_encode import encode_file  # noqa: PLC0415
+    from modsenc.encoder import encode_file  # noqa: PLC0415
 
     try:
         count = encode_file(
@@ -715,9 +715,9 @@ def mine_command(
 ) -> None:
     """Mine translation pairs from two monolingual files (one sentence per line), margin-scored."""
     from modsenc.data.readers import iter_lines  # noqa: PLC0415
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
     from modsenc.eval.mining import mine, write_pairs  # noqa: PLC0415
     from modsenc.modules.bundle import Zoo, check_outside_zoo  # noqa: PLC0415
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
     from modsenc.utils.outputs import check_output_file  # noqa: PLC0415
 
     try:

@@ -151,7 +151,7 @@ class ShardEncoder:
     ) -> None:
         import torch  # noqa: PLC0415
 
-        from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+        from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
         torch.set_num_threads(threads)
         self.encoder = ModularEncoder.from_pretrained(

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from modsenc.backbone.quantization import check_quantization, require_torchao
-from modsenc.routing.encoder import ModularEncoder
+from modsenc.encoder import ModularEncoder
 from modsenc.serving.batcher import Batcher, Item, Overloaded
 from modsenc.serving.metrics import ServerMetrics
 from modsenc.serving.service import Embedded, EmbeddingService, InputTooLong, Text, UnknownLanguage

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from modsenc.encoder import MODES, ModularEncoder
 from modsenc.modules.bundle import check_language_code
-from modsenc.routing.encoder import MODES, ModularEncoder
 
 
 class InputTooLong(ValueError):

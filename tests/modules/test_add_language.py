@@ -151,7 +151,7 @@ def test_english_stays_bit_identical_with_the_default_distilled_cla(tiny_backbon
     """add-language-e5's default shape on the tiny backbone: a bare English pivot, then uz with an SE
     and a CLA distilled onto English, early-stopped on held-out parallel pairs. English vectors are
     the backbone's, bit for bit, before and after; the stage records its dev selection."""
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
     zoo = tmp_path / "zoo"
     run("en", fast_recipe(), zoo, backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w-en", stages=["none"])

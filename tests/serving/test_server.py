@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from modsenc.routing.encoder import ModularEncoder
+from modsenc.encoder import ModularEncoder
 from modsenc.serving.app import ServeConfig, create_app
 from tests._zoo import HELD_OUT
 
