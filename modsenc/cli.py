@@ -505,10 +505,10 @@ def zoo_group() -> None:
 @_zoo_option()
 def zoo_list(zoo_dir) -> None:
     """Installed languages with their modules and size."""
-    from modsenc.routing.cli_encode import zoo_table  # noqa: PLC0415
+    from modsenc.modules.bundle import Zoo  # noqa: PLC0415
 
     try:
-        click.echo(zoo_table(zoo_dir))
+        click.echo(Zoo(zoo_dir).table())
     except (FileNotFoundError, ValueError) as err:
         raise _fail(err) from err
 
@@ -518,10 +518,10 @@ def zoo_list(zoo_dir) -> None:
 @_zoo_option()
 def zoo_info(lang, zoo_dir) -> None:
     """Module sizes, training data and dev metrics of one language's bundle."""
-    from modsenc.routing.cli_encode import bundle_info  # noqa: PLC0415
+    from modsenc.modules.bundle import Zoo, check_language_code  # noqa: PLC0415
 
     try:
-        click.echo(bundle_info(zoo_dir, lang))
+        click.echo(Zoo(zoo_dir).read_manifest(check_language_code(lang)).describe())
     except (FileNotFoundError, ValueError) as err:
         raise _fail(err) from err
 

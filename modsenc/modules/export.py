@@ -155,7 +155,7 @@ def export_sentence_transformer(
                 "language": lang,
                 "mode": mode,
                 "modules": sorted(kinds),
-                "backbone_fingerprint": manifest.get("backbone", {}).get("fingerprint"),
+                "backbone_fingerprint": manifest.backbone_fingerprint,
             },
         )
     return output_dir

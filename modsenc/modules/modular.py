@@ -40,7 +40,6 @@ from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.manifest import library_versions
 from modsenc.data.orthography import Orthography, get_orthography
 from modsenc.modules.bundle import (
-    BUNDLE_FORMAT,
     EMBEDDINGS_FILE,
     MODULE_KINDS,
     TOKENIZER_DIR,
@@ -48,9 +47,9 @@ from modsenc.modules.bundle import (
     Zoo,
     module_files,
     module_kinds_in,
-    read_bundle_manifest,
     verify_bundle,
 )
+from modsenc.modules.manifest import BundleManifest
 
 LORA_KINDS = ("la", "se")
 MODULE_LIBRARIES = ("peft", "adapters", "sentence-transformers")  # their versions go into manifests
@@ -171,15 +170,14 @@ class ModularBackbone(nn.Module):
         BundleIntegrityError naming it.
         """
         bundle_dir = Path(bundle_dir)
-        manifest = read_bundle_manifest(bundle_dir, lang)
+        manifest = BundleManifest.read(bundle_dir, lang)
         if verify:
             verify_bundle(bundle_dir, manifest)
-        wanted = [k for k in MODULE_KINDS if k in manifest["modules"] and (kinds is None or k in set(kinds))]
+        wanted = [k for k in MODULE_KINDS if k in manifest.modules and (kinds is None or k in set(kinds))]
         if lang in self.loaded:
             self.remove_language(lang)
         try:
-            orthography = (manifest.get("orthography") or {}).get("name", "none")  # none: older bundles
-            self.set_orthography(lang, get_orthography(orthography))
+            self.set_orthography(lang, get_orthography(manifest.orthography_name))
             for kind in wanted:
                 source = bundle_dir / module_files(kind)[0]
                 if kind != "vocab" and not list(source.glob("*.safetensors")):
@@ -229,10 +227,38 @@ class ModularBackbone(nn.Module):
         stage's outputs, in order: a later folder's copy of a module wins, as the LA's trained
         embeddings win over the vocabulary stage's). Their files are copied as they are, so the
         bundle holds exactly what the stages wrote. ``router`` is the manifest's router section and
-        ``router_files`` its files (bundle-relative name -> file); ``record`` (data, training
-        config, metrics, timings, ...) is written into the manifest after ``stages``, as given.
-        The manifest's other fields and ``file_sha256`` (see ``Zoo.write_bundle``) come from here.
+        ``router_files`` its files (bundle-relative name -> file); ``record`` holds the
+        ``BundleManifest`` fields that describe the training (precision, data, training config,
+        metrics, timings, ...). The manifest's other fields and ``file_sha256`` (see
+        ``Zoo.write_bundle``) come from here.
         """
+        files = self._bundle_files(lang, module_dirs)
+        files.update({name: Path(path) for name, path in router_files.items()})
+        backbone_params = self.backbone_parameter_count()
+        orthography = self.orthographies.get(lang) or get_orthography("none")
+        filled = {"language", "pivot", "is_pivot", "stages", "script", "router", "orthography"}
+        filled |= {"format", "backbone", "modules", "versions", "created", "file_sha256"}
+        refused = sorted(set(record) & filled) + sorted(set(record) - BundleManifest.field_names())
+        if refused:
+            raise ValueError(f"record: {refused} are not training fields of a bundle manifest")
+        manifest = BundleManifest(
+            router=router,
+            language=lang,
+            script=script,
+            orthography=orthography.to_manifest(),
+            pivot=pivot,
+            is_pivot=lang == pivot,
+            backbone={"fingerprint": zoo.backbone_fingerprint(), "parameters": backbone_params},
+            modules=self._module_sizes(lang, backbone_params),
+            stages=list(stages),
+            versions=library_versions() | module_library_versions(),
+            created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **record,
+        )
+        return zoo.write_bundle(lang, files, manifest)
+
+    def _bundle_files(self, lang: str, module_dirs: Sequence[str | Path]) -> dict[str, Path]:
+        """Bundle-relative name -> saved file or folder of each loaded module of ``lang``."""
         files: dict[str, Path] = {}
         for folder in map(Path, module_dirs):
             for kind in module_kinds_in(folder):
@@ -243,10 +269,12 @@ class ModularBackbone(nn.Module):
             raise FileNotFoundError(
                 f"the {lang} modules {missing} are loaded but not saved in {[str(d) for d in module_dirs]}"
             )
-        files.update({name: Path(path) for name, path in router_files.items()})
-        backbone_params = self.backbone_parameter_count()
-        modules: dict[str, Any] = {}
-        for kind in sorted(loaded):
+        return files
+
+    def _module_sizes(self, lang: str, backbone_params: int) -> dict[str, dict[str, Any]]:
+        """The manifest's ``modules``: each loaded module's path and size (the vocabulary's too)."""
+        modules: dict[str, dict[str, Any]] = {}
+        for kind in sorted(self.modules_of(lang)):
             count = self.parameter_count(lang, kind)
             modules[kind] = {
                 "path": module_files(kind)[0],
@@ -256,23 +284,7 @@ class ModularBackbone(nn.Module):
         if "vocab" in modules:
             modules["vocab"]["tokenizer"] = TOKENIZER_DIR
             modules["vocab"]["vocab_size"] = len(self.tokenizers[lang])
-        orthography = self.orthographies.get(lang) or get_orthography("none")
-        manifest = {
-            "format": BUNDLE_FORMAT,
-            "router": router,
-            "language": lang,
-            "script": script,
-            "orthography": orthography.to_manifest(),
-            "pivot": pivot,
-            "is_pivot": lang == pivot,
-            "backbone": {"fingerprint": zoo.backbone_fingerprint(), "parameters": backbone_params},
-            "modules": modules,
-            "stages": list(stages),
-            **record,
-            "versions": library_versions() | module_library_versions(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        return zoo.write_bundle(lang, files, manifest)
+        return modules
 
     def save_module(self, lang: str, kind: str, directory: str | Path) -> None:
         """Write one of ``lang``'s modules into ``directory``, laid out as in a bundle."""
