@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.encoder import Backbone, Tokenized
 from modsenc.backbone.manifest import verify_backbone as verify_backbone_files
 from modsenc.backbone.precision import check_precision, resolve_precision
 from modsenc.backbone.quantization import check_quantization, no_merge_warning, quantize_linears
@@ -285,11 +285,10 @@ class ModularEncoder:
         for code, index in groups.items():
             with self._lock:
                 self.load_language(code)
-                kinds = self.modular.modules_of(code) - ({"cla"} if mode == "mono" else set())
                 vectors = self.modular.encode(
                     [texts[i] for i in index],
                     code,
-                    kinds,
+                    self._kinds(code, mode),
                     batch_size=batch_size,
                     show_progress_bar=show_progress_bar,
                     normalize_embeddings=normalize_embeddings,
@@ -311,6 +310,22 @@ class ModularEncoder:
         if return_languages:
             return result, (languages[0] if single else languages)
         return result
+
+    def _kinds(self, lang: str, mode: str) -> set[str]:
+        """The modules of a loaded language that ``mode`` runs: all, or all but the CLA (mono)."""
+        return self.modular.modules_of(lang) - ({"cla"} if mode == "mono" else set())
+
+    def tokenize(self, sentences: Sequence[str], lang: str, mode: str = "cross") -> Tokenized:
+        """The tokens ``encode(sentences, lang=lang, mode=mode)`` runs the model on, and which
+        sentences were cut to the maximum length: the language's orthography, the backbone's
+        prefix (e5's ``query: ``) and the language's tokenizer (``ModularBackbone.tokenized``).
+        Loads the language if needed."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        lang = check_language_code(lang)
+        with self._lock:
+            self.load_language(lang)
+            return self.modular.tokenized(lang, list(sentences), self._kinds(lang, mode))
 
     def get_sentence_embedding_dimension(self) -> int:
         return self.modular.backbone.hidden_size

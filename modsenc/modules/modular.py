@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoTokenizer
 
-from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.encoder import Backbone, Tokenized, tokenize_texts
 from modsenc.backbone.manifest import library_versions
 from modsenc.data.orthography import Orthography, get_orthography
 from modsenc.modules.bundle import (
@@ -338,11 +338,8 @@ class ModularBackbone(nn.Module):
     def modules_of(self, lang: str) -> set[str]:
         return set(self.loaded.get(lang, set()))
 
-    def activate(self, lang: str | None, kinds: Iterable[str] | None = None) -> None:
-        """Route the next forward passes through ``lang``'s modules (all loaded ones, or ``kinds``).
-
-        ``lang=None`` (or no modules) runs the bare backbone.
-        """
+    def _wanted(self, lang: str | None, kinds: Iterable[str] | None) -> set[str]:
+        """``kinds`` (default: all of ``lang``'s loaded modules), checked to be loaded."""
         available = self.modules_of(lang) if lang else set()
         wanted = available if kinds is None else set(kinds)
         unknown = wanted - set(MODULE_KINDS)
@@ -353,21 +350,28 @@ class ModularBackbone(nn.Module):
             raise KeyError(
                 f"language {lang!r} has no {sorted(missing)} module loaded (loaded: {sorted(available)})"
             )
+        return wanted
+
+    def activate(self, lang: str | None, kinds: Iterable[str] | None = None) -> None:
+        """Route the next forward passes through ``lang``'s modules (all loaded ones, or ``kinds``).
+
+        ``lang=None`` (or no modules) runs the bare backbone. This switches weights: the input
+        embeddings, the LoRAs and the CLA. Text goes through ``tokenize(lang, texts, kinds)``,
+        which names its language; only training code that hands ``self.backbone`` to an objective
+        (``add-language``'s stages) relies on the backbone's ``tokenizer`` and ``normalize_text``
+        following the active language, and they are set here for it.
+        """
+        wanted = self._wanted(lang, kinds)
         key = (lang or "", tuple(sorted(wanted)))
         if key == self.active:
             return
         model = self.backbone.model
-        orthography = self.orthographies.get(lang) if lang else None
-        if orthography is not None and orthography.name != "none":
-            self.backbone.normalize_text = orthography.normalize
-        else:
-            self.backbone.normalize_text = None
+        self.backbone.tokenizer = self.tokenizer_of(lang, wanted)
+        self.backbone.normalize_text = self.normalizer_of(lang)
         if "vocab" in wanted:
             model.set_input_embeddings(self.language_embeddings[lang])
-            self.backbone.tokenizer = self.tokenizers[lang]
         else:
             model.set_input_embeddings(self.base_embeddings)
-            self.backbone.tokenizer = self.base_tokenizer
         loras = [module_name(lang, k) for k in LORA_KINDS if k in wanted]
         if self.peft is not None:
             if loras:
@@ -377,6 +381,47 @@ class ModularBackbone(nn.Module):
                 self.peft.base_model.disable_adapter_layers()
         model.set_active_adapters(module_name(lang, "cla") if "cla" in wanted else None)
         self.active = key
+
+    # ----------------------------------------------------------------- text of a language
+    def tokenizer_of(self, lang: str | None, kinds: Iterable[str] | None = None) -> Any:
+        """The tokenizer ``lang``'s text goes through with ``kinds``: its own vocabulary's when the
+        vocab module is among them, else the backbone's."""
+        return self.tokenizers[lang] if "vocab" in self._wanted(lang, kinds) else self.base_tokenizer
+
+    def normalizer_of(self, lang: str | None) -> Callable[[str], str] | None:
+        """``lang``'s orthography (e.g. Uzbek apostrophes and Cyrillic), or None."""
+        orthography = self.orthographies.get(lang) if lang else None
+        return orthography.normalize if orthography is not None and orthography.name != "none" else None
+
+    def tokenized(
+        self,
+        lang: str | None,
+        texts: Sequence[str],
+        kinds: Iterable[str] | None = None,
+        max_length: int | None = None,
+    ) -> Tokenized:
+        """Token ids of ``texts`` as ``lang``'s modules (``kinds``; default all loaded) see them:
+        the language's orthography, the backbone's prefix (e5's ``query: ``), the language's
+        tokenizer, cut to ``max_length`` (default and at most the backbone's). ``encode`` feeds the
+        model exactly these, so a token count taken here is the count the model ran on."""
+        backbone = self.backbone
+        limit = min(max_length or backbone.max_length, backbone.max_length)
+        tokenizer = self.tokenizer_of(lang, kinds)
+        return tokenize_texts(tokenizer, texts, limit, backbone.prefix, self.normalizer_of(lang))
+
+    def tokenize(
+        self,
+        lang: str | None,
+        texts: Sequence[str],
+        kinds: Iterable[str] | None = None,
+        max_length: int | None = None,
+        warn_truncated: bool = False,
+    ) -> list[list[int]]:
+        """The ids of ``tokenized``, with a warning when some text was cut."""
+        tokens = self.tokenized(lang, texts, kinds, max_length)
+        if warn_truncated:
+            tokens.warn_if_truncated(min(max_length or self.backbone.max_length, self.backbone.max_length))
+        return tokens.ids
 
     def set_trainable(self, lang: str, kinds: Sequence[str]) -> list[nn.Parameter]:
         """Freeze everything, then unfreeze ``lang``'s ``kinds``; returns the trainable parameters."""
@@ -421,10 +466,16 @@ class ModularBackbone(nn.Module):
         kinds: Iterable[str] | None = None,
         **kwargs: Any,
     ):
-        """Encode through ``lang``'s modules (sentence-transformers conventions, see ``Backbone.encode``)."""
+        """Encode through ``lang``'s modules (sentence-transformers conventions, see ``Backbone.encode``),
+        its text through ``tokenize(lang, ..., kinds)``."""
+        wanted = self._wanted(lang, kinds)
+
+        def tokenize(texts: list[str]) -> list[list[int]]:
+            return self.tokenize(lang, texts, wanted, warn_truncated=True)
+
         with self.lock:
-            self.activate(lang, kinds)
-            return self.backbone.encode(sentences, **kwargs)
+            self.activate(lang, wanted)
+            return self.backbone.encode(sentences, tokenize=tokenize, **kwargs)
 
 
 def module_library_versions() -> dict[str, str]:
