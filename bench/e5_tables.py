@@ -321,7 +321,7 @@ def isolation_check(models: dict[str, Path], data: Path) -> str:
     import numpy as np  # noqa: PLC0415
 
     from modsenc.backbone import Backbone  # noqa: PLC0415
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
     rows = (data / "eval-dev" / "sts" / "kardes-sts-dev.tsv").read_text(encoding="utf-8").splitlines()[1:]
     text = {

@@ -60,7 +60,7 @@ MEMORY_PROBE = """
 import ctypes, gc, json, sys
 sys.path.insert(0, {repo!r})
 from bench.encode import rss_mb
-from modsenc.routing.encoder import ModularEncoder
+from modsenc.encoder import ModularEncoder
 libc = ctypes.CDLL("libc.so.6")
 def settled_rss():
     gc.collect()
@@ -101,8 +101,8 @@ def timed(fn, repeats: int) -> list[float]:
 def speed(args: argparse.Namespace, texts: list[str]) -> None:
     from sentence_transformers import SentenceTransformer  # noqa: PLC0415
 
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
     from modsenc.modules.export import export_sentence_transformer  # noqa: PLC0415
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
 
     encoder = ModularEncoder.from_pretrained(args.zoo, device="cpu", languages=[args.lang])
     mode = "cross"
@@ -497,8 +497,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     from modsenc.data.readers import read_parallel_tsv  # noqa: PLC0415
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
     from modsenc.modules.bundle import Zoo  # noqa: PLC0415
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
 
     zoo = Zoo(args.zoo)
     installed = zoo.languages()

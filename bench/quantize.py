@@ -28,10 +28,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from modsenc.data.readers import read_parallel_tsv  # noqa: E402
+from modsenc.encoder import ModularEncoder  # noqa: E402
 from modsenc.eval.runner import evaluate  # noqa: E402
 from modsenc.eval.sts import row_cosines  # noqa: E402
 from modsenc.modules.bundle import Zoo  # noqa: E402
-from modsenc.routing.encoder import ModularEncoder  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
 paper_tables = importlib.util.module_from_spec(_spec)

@@ -64,7 +64,7 @@ def bench_encode(args: argparse.Namespace, scratch: Path) -> dict:
     import ray  # noqa: PLC0415
     import torch  # noqa: PLC0415
 
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
     texts = sentences(args.rows, args.langs.split(","))
     source = scratch / "input.txt"

@@ -48,8 +48,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from modsenc.data.readers import read_parallel_tsv  # noqa: E402
+from modsenc.encoder import ModularEncoder  # noqa: E402
 from modsenc.eval.sts import row_cosines  # noqa: E402
-from modsenc.routing.encoder import ModularEncoder  # noqa: E402
 
 
 def free_port() -> int:

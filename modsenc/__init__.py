@@ -23,7 +23,7 @@ for _noisy in ("torchao", "torch.utils._pytree"):
 def __getattr__(name: str) -> Any:
     # Lazy, so `import modsenc` (and `modsenc --help`) does not pull in torch.
     if name == "ModularEncoder":
-        from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+        from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
         return ModularEncoder
     raise AttributeError(f"module 'modsenc' has no attribute {name!r}")

@@ -474,7 +474,7 @@ def encode(
     modsenc encode --zoo adapters_zoo --input sentences.txt --output vectors.npy
     cat uz.txt | modsenc encode --lang uz --output uz.jsonl
     """
-    from modsenc.routing.cli_encode import encode_file  # noqa: PLC0415
+    from modsenc.encoder import encode_file  # noqa: PLC0415
 
     try:
         count = encode_file(
@@ -506,10 +506,10 @@ def zoo_group() -> None:
 @_zoo_option()
 def zoo_list(zoo_dir) -> None:
     """Installed languages with their modules and size."""
-    from modsenc.routing.cli_encode import zoo_table  # noqa: PLC0415
+    from modsenc.modules.bundle import Zoo  # noqa: PLC0415
 
     try:
-        click.echo(zoo_table(zoo_dir))
+        click.echo(Zoo(zoo_dir).table())
     except (FileNotFoundError, ValueError) as err:
         raise _fail(err) from err
 
@@ -519,10 +519,10 @@ def zoo_list(zoo_dir) -> None:
 @_zoo_option()
 def zoo_info(lang, zoo_dir) -> None:
     """Module sizes, training data and dev metrics of one language's bundle."""
-    from modsenc.routing.cli_encode import bundle_info  # noqa: PLC0415
+    from modsenc.modules.bundle import Zoo, check_language_code  # noqa: PLC0415
 
     try:
-        click.echo(bundle_info(zoo_dir, lang))
+        click.echo(Zoo(zoo_dir).read_manifest(check_language_code(lang)).describe())
     except (FileNotFoundError, ValueError) as err:
         raise _fail(err) from err
 
@@ -636,21 +636,15 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
     \b
     modsenc compare runs/demo/zoo runs/demo/e5 --bitext '{path: demo:parallel.tsv, rows: [240, 320]}'
     """
-    from modsenc.data.demo import demo_path  # noqa: PLC0415
-    from modsenc.data.readers import load_parallel  # noqa: PLC0415
-    from modsenc.eval.compare import compare_on_bitext, format_report  # noqa: PLC0415
+    from modsenc.eval.compare import compare_models, format_report  # noqa: PLC0415
 
     spec = _yaml_spec(bitext, "--bitext")
-    spec = {"path": spec} if isinstance(spec, str) else spec
-    if not isinstance(spec, dict) or not isinstance(spec.get("path"), str):
+    if not isinstance(spec, str) and not (isinstance(spec, dict) and isinstance(spec.get("path"), str)):
         raise click.BadParameter("give a TSV path or a mapping with a 'path' key", param_hint="--bitext")
-    if spec["path"].startswith("demo:"):
-        spec["path"] = str(demo_path(spec["path"].removeprefix("demo:")))
     if name == baseline_name:
         raise click.BadParameter("--name and --baseline-name must differ", param_hint="--name")
     try:
-        corpus = load_parallel(spec)
-        report = compare_on_bitext({baseline_name: baseline, name: model}, corpus, src, tgt, examples, dtype)
+        report = compare_models(model, baseline, spec, src, tgt, examples, name, baseline_name, dtype)
     except (OSError, KeyError, ValueError) as err:
         raise _fail(err) from err
     click.echo(format_report(report))
@@ -715,29 +709,26 @@ def mine_command(
     dtype,
 ) -> None:
     """Mine translation pairs from two monolingual files (one sentence per line), margin-scored."""
-    from modsenc.data.readers import iter_lines  # noqa: PLC0415
-    from modsenc.eval.mining import mine, write_pairs  # noqa: PLC0415
-    from modsenc.modules.bundle import Zoo, check_outside_zoo  # noqa: PLC0415
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
-    from modsenc.utils.outputs import check_output_file  # noqa: PLC0415
+    from modsenc.eval.mining import mine_files  # noqa: PLC0415
 
     try:
-        check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
-        check_output_file(output_path, "--output", inputs=[src, tgt], overwrite=overwrite)
-        texts = [[line for _, line in iter_lines(p) if line.strip()] for p in (src, tgt)]
-        for path, lines in zip((src, tgt), texts):
-            if not lines:
-                raise ValueError(f"{path}: no non-blank lines; mine needs one sentence per line on each side")
-        encoder = ModularEncoder.from_pretrained(zoo_dir, dtype=dtype)
-        vectors = [
-            encoder.encode(t, lang=lang, batch_size=batch_size, show_progress_bar=True)
-            for t, lang in zip(texts, (src_lang, tgt_lang))
-        ]
-        pairs = mine(vectors[0], vectors[1], k=k, exact_limit=exact_limit, threshold=threshold)
-        write_pairs(output_path, pairs, texts[0], texts[1])
+        count = mine_files(
+            zoo_dir,
+            src,
+            tgt,
+            output_path,
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            threshold=threshold,
+            overwrite=overwrite,
+            k=k,
+            exact_limit=exact_limit,
+            batch_size=batch_size,
+            dtype=dtype,
+        )
     except (OSError, KeyError, ValueError) as err:
         raise _fail(err) from err
-    click.echo(f"{len(pairs)} pairs written to {output_path}", err=True)
+    click.echo(f"{count} pairs written to {output_path}", err=True)
 
 
 @main.command("synthesize")

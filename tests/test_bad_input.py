@@ -26,8 +26,8 @@ from safetensors.torch import load_file, save_file
 from modsenc.cli import main
 from modsenc.data.demo import demo_path
 from modsenc.data.readers import read_parallel_tsv
+from modsenc.encoder import ModularEncoder
 from modsenc.modules.bundle import BUNDLE_MANIFEST, HASHES_KEY, BundleIntegrityError
-from modsenc.routing.encoder import ModularEncoder
 from modsenc.utils.io import file_sha256
 from tests._zoo import HELD_OUT, write_sts
 

@@ -9,11 +9,13 @@ through a backend from ``attention.py`` that never touches padding.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -231,31 +233,13 @@ class Backbone(nn.Module):
     def tokenize(
         self, texts: Sequence[str], max_length: int | None = None, warn_truncated: bool = False
     ) -> list[list[int]]:
-        """Token ids with special tokens, cut to ``max_length`` (keeping the closing special token)."""
+        """Token ids with special tokens, cut to ``max_length`` (keeping the closing special token),
+        through ``self.tokenizer`` after ``normalize_text`` and the prefix (``tokenize_texts``)."""
         limit = min(max_length or self.max_length, self.max_length)
-        if not texts:
-            return []  # fast tokenizers fail on an empty batch
-        if self.normalize_text is not None:
-            texts = [self.normalize_text(t) for t in texts]
-        encoded = self.tokenizer(
-            [self.prefix + t for t in texts] if self.prefix else list(texts),
-            truncation=True,
-            max_length=limit + 1,  # one extra token tells a cut sentence from one of exactly `limit`
-            add_special_tokens=True,
-            return_attention_mask=False,  # packed batches need no mask; halves memory on big corpora
-            return_token_type_ids=False,
-        )["input_ids"]
-        cut = 0
-        for i, ids in enumerate(encoded):
-            if len(ids) > limit:
-                encoded[i] = ids[: limit - 1] + ids[-1:]
-                cut += 1
-        if cut and warn_truncated:
-            warnings.warn(
-                f"{cut} of {len(encoded)} sentences are longer than {limit} tokens and were truncated",
-                stacklevel=3,
-            )
-        return encoded
+        tokens = tokenize_texts(self.tokenizer, texts, limit, self.prefix, self.normalize_text)
+        if warn_truncated:
+            tokens.warn_if_truncated(limit)
+        return tokens.ids
 
     def pack(self, sequences: Sequence[Sequence[int]]) -> PackedBatch:
         return PackedBatch.from_ids(sequences, self.position_offset).to(self.device)
@@ -288,11 +272,17 @@ class Backbone(nn.Module):
         convert_to_numpy: bool = True,
         convert_to_tensor: bool = False,
         precision: str = "fp32",
+        tokenize: Callable[[list[str]], list[list[int]]] | None = None,
     ) -> np.ndarray | torch.Tensor:
         """sentence-transformers-style encoding with the backbone's pooling and prefix.
 
         ``precision``: ``fp32``, ``bf16`` (autocast; the vectors are pooled in fp32) or ``auto``
-        (bf16 where the device computes it natively, ``modsenc.backbone.precision``)."""
+        (bf16 where the device computes it natively, ``modsenc.backbone.precision``).
+        ``tokenize`` turns a batch of texts into the token ids the model runs on (default:
+        ``self.tokenize``, warning about truncation); ``ModularBackbone.encode`` passes a
+        language's own."""
+        if tokenize is None:
+            tokenize = functools.partial(self.tokenize, warn_truncated=True)
         precision = resolve_precision(precision, self.device)
         single = isinstance(sentences, str)
         texts = [sentences] if single else list(sentences)
@@ -306,7 +296,7 @@ class Backbone(nn.Module):
         show = show_progress_bar if show_progress_bar is not None else len(texts) > 10 * batch_size
         for start in progress(range(0, len(texts), batch_size), desc="encode", enabled=show):
             idx = order[start : start + batch_size]
-            batch = self.pack(self.tokenize([texts[i] for i in idx], warn_truncated=True))
+            batch = self.pack(tokenize([texts[i] for i in idx]))
             with autocast(self.device, precision):
                 emb = self.sentence_embedding(self(batch), batch).float()
             if normalize_embeddings:
@@ -343,6 +333,49 @@ class Backbone(nn.Module):
             )
             record_owned_files(tmp, MANIFEST_NAME, manifest)
         return output_dir
+
+
+@dataclass(frozen=True)
+class Tokenized:
+    """Token ids of a batch of texts, and which of them were cut to the limit."""
+
+    ids: list[list[int]]
+    truncated: list[bool]
+
+    def warn_if_truncated(self, limit: int) -> None:
+        cut = sum(self.truncated)
+        if cut:
+            warnings.warn(
+                f"{cut} of {len(self.ids)} sentences are longer than {limit} tokens and were truncated",
+                stacklevel=4,
+            )
+
+
+def tokenize_texts(
+    tokenizer: Any,
+    texts: Sequence[str],
+    limit: int,
+    prefix: str = "",
+    normalize: Callable[[str], str] | None = None,
+) -> Tokenized:
+    """The one tokenisation every encoder runs: ``normalize`` (a language's orthography), then
+    ``prefix`` (e5's ``"query: "``), then ``tokenizer`` with special tokens, each text cut to
+    ``limit`` tokens keeping its closing special token."""
+    if not texts:
+        return Tokenized([], [])  # fast tokenizers fail on an empty batch
+    if normalize is not None:
+        texts = [normalize(t) for t in texts]
+    encoded = tokenizer(
+        [prefix + t for t in texts] if prefix else list(texts),
+        truncation=True,
+        max_length=limit + 1,  # one extra token tells a cut sentence from one of exactly `limit`
+        add_special_tokens=True,
+        return_attention_mask=False,  # packed batches need no mask; halves memory on big corpora
+        return_token_type_ids=False,
+    )["input_ids"]
+    truncated = [len(ids) > limit for ids in encoded]
+    ids = [ids[: limit - 1] + ids[-1:] if cut else ids for ids, cut in zip(encoded, truncated)]
+    return Tokenized(ids, truncated)
 
 
 def pool(hidden: torch.Tensor, batch: PackedBatch, pooling: str) -> torch.Tensor:

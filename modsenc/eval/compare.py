@@ -7,13 +7,35 @@ what retrieval lives on), and a few translation pairs with their cosine under ea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from modsenc.data.readers import ParallelCorpus
+from modsenc.data.readers import ParallelCorpus, load_parallel
+from modsenc.data.specs import resolve_data_spec
 from modsenc.eval.bitext import bitext_mining, l2_normalise
 from modsenc.eval.runner import EncoderSet
+
+
+def compare_models(
+    model: Any,
+    baseline: Any,
+    bitext: str | Mapping[str, Any],
+    src: str = "en",
+    tgt: str = "uz",
+    examples: int = 4,
+    name: str = "modsenc",
+    baseline_name: str = "baseline",
+    dtype: str = "auto",
+) -> dict[str, Any]:
+    """``modsenc compare``: ``model`` next to ``baseline`` (zoos, backbone folders or
+    sentence-transformers models) on a bitext, a TSV path or ``{path, rows, languages}``
+    (``demo:NAME`` names a packaged demo file); the report ``format_report`` prints."""
+    if name == baseline_name:
+        raise ValueError(f"the model and the baseline need different names, both are {name!r}")
+    corpus = load_parallel(resolve_data_spec(bitext))
+    return compare_on_bitext({baseline_name: baseline, name: model}, corpus, src, tgt, examples, dtype)
 
 
 def compare_on_bitext(

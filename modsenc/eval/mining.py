@@ -18,9 +18,11 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from modsenc.data.readers import iter_lines
 from modsenc.eval.bitext import l2_normalise
 from modsenc.utils.io import atomic_write_text
 from modsenc.utils.logs import progress
+from modsenc.utils.outputs import check_output_file
 
 
 @dataclass
@@ -142,3 +144,42 @@ def write_pairs(
     """``score<TAB>src<TAB>tgt`` lines, best first, written atomically (texts indexed by row)."""
     lines = [f"{p.score:.6f}\t{src_texts[p.src]}\t{tgt_texts[p.tgt]}\n" for p in pairs]
     atomic_write_text(Path(path), "".join(lines))
+
+
+def mine_files(
+    zoo_dir: str | os.PathLike,
+    src: str | os.PathLike,
+    tgt: str | os.PathLike,
+    output_path: str | os.PathLike,
+    src_lang: str = "auto",
+    tgt_lang: str = "auto",
+    threshold: float | None = None,
+    overwrite: bool = False,
+    k: int = 4,
+    exact_limit: int = 200_000,
+    batch_size: int = 64,
+    dtype: str = "auto",
+) -> int:
+    """``modsenc mine``: encode the non-blank lines of two text files with a zoo (each line through
+    its language's modules; ``auto`` detects per line), mine margin-scored pairs (``mine``), write
+    them as ``score<TAB>src<TAB>tgt`` to ``output_path`` (``write_pairs``); returns how many.
+
+    The output is checked before anything is read: never inside the zoo, never one of the inputs,
+    an existing file only with ``overwrite`` (``modsenc.utils.outputs``)."""
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415 - torch, transformers, the modules
+    from modsenc.modules.bundle import Zoo, check_outside_zoo  # noqa: PLC0415
+
+    check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
+    check_output_file(output_path, "--output", inputs=[src, tgt], overwrite=overwrite)
+    texts = [[line for _, line in iter_lines(p) if line.strip()] for p in (src, tgt)]
+    for path, lines in zip((src, tgt), texts):
+        if not lines:
+            raise ValueError(f"{path}: no non-blank lines; mine needs one sentence per line on each side")
+    encoder = ModularEncoder.from_pretrained(zoo_dir, dtype=dtype)
+    vectors = [
+        encoder.encode(t, lang=lang, batch_size=batch_size, show_progress_bar=True)
+        for t, lang in zip(texts, (src_lang, tgt_lang))
+    ]
+    pairs = mine(vectors[0], vectors[1], k=k, exact_limit=exact_limit, threshold=threshold)
+    write_pairs(output_path, pairs, texts[0], texts[1])
+    return len(pairs)

@@ -70,7 +70,7 @@ class EncoderSet:
             return "object", model
         path = Path(model)
         if (path / "index.json").exists():
-            from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+            from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
             return "zoo", ModularEncoder.from_pretrained(path, quantize=quantize, dtype=dtype)
         if (path / "modsenc_backbone.json").exists():

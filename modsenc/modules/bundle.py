@@ -2,9 +2,10 @@
 
     ZOO/index.json                 installed languages and the backbone's fingerprint
     ZOO/backbone/                  the backbone every bundle was built on (copied once, never rewritten)
-    ZOO/LANG/modsenc_bundle.json   manifest: language, script, backbone fingerprint, module sizes,
-                                   data files with hashes and counts, training config, dev metrics,
-                                   and the sha256 of every other file of the bundle (``file_sha256``)
+    ZOO/LANG/modsenc_bundle.json   manifest (``modsenc.modules.manifest.BundleManifest``): language,
+                                   script, backbone fingerprint, module sizes, data files with hashes
+                                   and counts, training config and precision, dev metrics, and the
+                                   sha256 of every other file of the bundle (``file_sha256``)
     ZOO/LANG/tokenizer/            the language's tokenizer (if it has its own vocabulary)
     ZOO/LANG/embeddings.safetensors
     ZOO/LANG/{la,se}/              peft LoRA adapters (adapter_config.json + adapter_model.safetensors)
@@ -43,6 +44,7 @@ from typing import Any
 from modsenc.backbone.encoder import load_manifest
 from modsenc.backbone.manifest import MANIFEST_NAME, fingerprint
 from modsenc.data.readers import is_language_code
+from modsenc.modules.manifest import BundleIntegrityError, BundleManifest
 from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
 from modsenc.utils.outputs import BUNDLE_MANIFEST, HASHES_KEY, ZOO_BACKBONE_DIR, ZOO_INDEX
 
@@ -50,8 +52,6 @@ INDEX_NAME = ZOO_INDEX
 BACKBONE_DIR = ZOO_BACKBONE_DIR
 EMBEDDINGS_FILE = "embeddings.safetensors"
 TOKENIZER_DIR = "tokenizer"
-BUNDLE_FORMAT = "modsenc-bundle/1"
-SUPPORTED_BUNDLE_FORMATS = (BUNDLE_FORMAT,)
 MODULE_KINDS = ("vocab", "la", "se", "cla")  # in the order they are trained and loaded
 
 
@@ -67,10 +67,6 @@ def module_kinds_in(folder: str | os.PathLike) -> list[str]:
     return [kind for kind in MODULE_KINDS if (Path(folder) / module_files(kind)[0]).exists()]
 
 
-class BundleIntegrityError(ValueError):
-    """A bundle file is missing, altered, truncated or holds non-finite weights."""
-
-
 def bundle_file_hashes(bundle_dir: str | os.PathLike) -> dict[str, str]:
     """sha256 of every file of a bundle folder but its manifest, by relative posix path."""
     root = Path(bundle_dir)
@@ -81,46 +77,18 @@ def bundle_file_hashes(bundle_dir: str | os.PathLike) -> dict[str, str]:
     }
 
 
-def read_bundle_manifest(bundle_dir: str | os.PathLike, lang: str) -> dict[str, Any]:
-    """The manifest of ``lang``'s bundle, checked to be one (JSON object with ``modules``), of a
-    format this modsenc reads, and of ``lang`` (not a link to another language's bundle)."""
-    path = Path(bundle_dir) / BUNDLE_MANIFEST
-    rebuild = f"rebuild the bundle with `modsenc add-language {lang}`"
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise BundleIntegrityError(f"{path} is corrupt ({err}); {rebuild}") from err
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("modules"), dict):
-        raise BundleIntegrityError(
-            f"{path} is not a bundle manifest (expected a JSON object with a 'modules' mapping); {rebuild}"
-        )
-    if manifest.get("format") not in SUPPORTED_BUNDLE_FORMATS:
-        raise BundleIntegrityError(
-            f"{path}: unknown format {manifest.get('format')!r}; this modsenc reads "
-            f"{', '.join(SUPPORTED_BUNDLE_FORMATS)} (a newer modsenc wrote it?)"
-        )
-    if manifest.get("language") != lang:
-        raise BundleIntegrityError(
-            f"{path} is the bundle of {manifest.get('language')!r}, not of {lang!r} (a copied or linked "
-            f"folder?); {rebuild}"
-        )
-    return manifest
-
-
-def verify_bundle(bundle_dir: str | os.PathLike, manifest: dict[str, Any]) -> None:
+def verify_bundle(bundle_dir: str | os.PathLike, manifest: BundleManifest) -> None:
     """Check every file the manifest lists against its sha256; raise BundleIntegrityError naming
     the first damaged file, or saying that the manifest lists no hashes (pass verify=False)."""
     root = Path(bundle_dir)
-    lang = manifest.get("language", root.name)
-    hashes = manifest.get(HASHES_KEY)
+    lang = manifest.language
+    hashes = manifest.file_sha256
     if hashes is None:
         raise BundleIntegrityError(
             f"{root / BUNDLE_MANIFEST} lists no file hashes ({HASHES_KEY}): its files cannot be verified; "
             f"rebuild it with `modsenc add-language {lang}`, or pass --no-verify (verify=False) to load it "
             "unverified"
         )
-    if not isinstance(hashes, dict):
-        raise BundleIntegrityError(f"{root / BUNDLE_MANIFEST}: {HASHES_KEY} must be a mapping of file hashes")
     for name, expected in sorted(hashes.items()):
         path = root / name
         if not path.is_file():
@@ -271,7 +239,7 @@ class Zoo:
             atomic_write_json(self.index_path, index)
             return self.backbone_dir
 
-    def read_manifest(self, lang: str) -> dict[str, Any]:
+    def read_manifest(self, lang: str) -> BundleManifest:
         path = self.bundle_dir(lang) / BUNDLE_MANIFEST
         if not path.exists():
             installed = ", ".join(self.languages()) or "none"
@@ -279,13 +247,13 @@ class Zoo:
                 f"no bundle for {lang!r} in {self.root} (installed: {installed}); "
                 f"run `modsenc add-language {lang}`"
             )
-        return read_bundle_manifest(path.parent, lang)
+        return BundleManifest.read(path.parent, lang)
 
-    def read_compatible_manifest(self, lang: str) -> dict[str, Any]:
+    def read_compatible_manifest(self, lang: str) -> BundleManifest:
         """The bundle's manifest, after checking it was built on this zoo's backbone and that the
         index says what the manifest says (pivot, modules)."""
         manifest = self.read_manifest(lang)
-        if (manifest.get("backbone") or {}).get("fingerprint") != self.backbone_fingerprint():
+        if manifest.backbone_fingerprint != self.backbone_fingerprint():
             raise BundleIntegrityError(
                 f"the {lang} bundle in {self.root} was built for another backbone (fingerprint mismatch); "
                 f"rebuild it with `modsenc add-language {lang}`"
@@ -293,9 +261,9 @@ class Zoo:
         self._check_index_agrees(lang, manifest)
         return manifest
 
-    def _check_index_agrees(self, lang: str, manifest: dict[str, Any]) -> None:
+    def _check_index_agrees(self, lang: str, manifest: BundleManifest) -> None:
         entry = self.read_index()["languages"].get(lang) or {}
-        said = {"is_pivot": bool(manifest.get("is_pivot")), "modules": sorted(manifest["modules"])}
+        said = {"is_pivot": manifest.is_pivot, "modules": sorted(manifest.modules)}
         for key, theirs in said.items():
             if key in entry and entry[key] != theirs:
                 raise BundleIntegrityError(
@@ -320,16 +288,38 @@ class Zoo:
                     raise
                 continue
             self._check_index_agrees(lang, manifest)  # an edited index is refused at once
-            if manifest.get("is_pivot"):
+            if manifest.is_pivot:
                 found.append(lang)
         return found
+
+    def table(self) -> str:
+        """What ``modsenc zoo list`` prints: one row per installed language, then the backbone."""
+        if not self.index_path.exists():
+            raise FileNotFoundError(f"{self.root} is not a modsenc zoo (no index.json)")
+        rows = ["lang  script  pivot  modules               size (MB)  created"]
+        for lang in self.languages():
+            try:
+                manifest = self.read_manifest(lang)
+            except (OSError, ValueError) as err:  # one broken entry is reported, the others still listed
+                rows.append(f"{lang:<5} BROKEN: {err}")
+                continue
+            size = self.bundle_bytes(lang) / 2**20
+            modules = ",".join(k for k in MODULE_KINDS if k in manifest.modules)
+            rows.append(
+                f"{lang:<5} {manifest.script or '?':<7} {'yes' if manifest.is_pivot else 'no':<6} "
+                f"{modules:<21} {size:>9.1f}  {manifest.created or '?'}"
+            )
+        backbone = self.read_index().get("backbone") or {}
+        rows.append(f"backbone: {self.backbone_dir} (fingerprint {str(backbone.get('fingerprint'))[:12]})")
+        return "\n".join(rows)
 
     def bundle_bytes(self, lang: str) -> int:
         """Size of a bundle on disk."""
         return sum(p.stat().st_size for p in self.bundle_dir(lang).rglob("*") if p.is_file())
 
-    def write_bundle(self, lang: str, files: dict[str, Path], manifest: dict[str, Any]) -> Path:
-        """Install a bundle atomically: ``files`` maps names inside the bundle to files or folders."""
+    def write_bundle(self, lang: str, files: dict[str, Path], manifest: BundleManifest) -> Path:
+        """Install a bundle atomically: ``files`` maps names inside the bundle to files or folders;
+        the manifest is written with the sha256 of every one of them (``file_sha256``)."""
         target = self.bundle_dir(lang)
         with self.locked():
             with atomic_directory(target, owner_marker=BUNDLE_MANIFEST) as tmp:
@@ -338,14 +328,14 @@ class Zoo:
                         shutil.copytree(source, tmp / name)
                     else:
                         shutil.copy2(source, tmp / name)
-                manifest = {**manifest, HASHES_KEY: bundle_file_hashes(tmp)}
-                atomic_write_json(tmp / BUNDLE_MANIFEST, manifest)
+                manifest = manifest.replace(file_sha256=bundle_file_hashes(tmp))
+                manifest.write(tmp)
             index = self.read_index()
             index["languages"][lang] = {
-                "script": manifest.get("script"),
-                "modules": sorted(manifest.get("modules", {})),
-                "is_pivot": manifest.get("is_pivot", False),
-                "created": manifest.get("created"),
+                "script": manifest.script,
+                "modules": sorted(manifest.modules),
+                "is_pivot": manifest.is_pivot,
+                "created": manifest.created,
             }
             atomic_write_json(self.index_path, index)
         return target

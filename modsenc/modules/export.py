@@ -20,12 +20,13 @@ import copy
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 from tokenizers import normalizers
-from transformers import AutoModel
+from transformers import AutoModel, PreTrainedModel
 from transformers.activations import get_activation
 
 from modsenc.backbone.encoder import Backbone
@@ -85,10 +86,44 @@ def export_sentence_transformer(
     kinds = modular.load_bundle(zoo.bundle_dir(lang), lang)
     if mode == "mono":
         kinds.discard("cla")
-    modular.activate(lang, kinds)
-    model = backbone.model
-    config = copy.deepcopy(model.config)
+    tokenizer = _language_tokenizer(modular, lang, kinds)
+    plain = _merged_model(modular, lang, kinds)
+    with owned_directory(output_dir, EXPORT_MARKER) as tmp:
+        _save_sentence_transformer(tmp, plain, tokenizer, backbone, f"modsenc-{lang}-{mode}")
+        model_card = f"modsenc export: language {lang}, mode {mode}, modules {sorted(kinds)}"
+        (tmp / "README.md").write_text(model_card + "\n", encoding="utf-8")
+        record_owned_files(
+            tmp,
+            EXPORT_MARKER,
+            {
+                "format": "modsenc-export/1",
+                "language": lang,
+                "mode": mode,
+                "modules": sorted(kinds),
+                "backbone_fingerprint": manifest.backbone_fingerprint,
+            },
+        )
+    return output_dir
 
+
+def _language_tokenizer(modular: ModularBackbone, lang: str, kinds: set[str]) -> Any:
+    """The tokenizer ``lang`` encodes with, its orthography (e.g. Uzbek apostrophes, Cyrillic) put
+    into the tokenizer's own normaliser, ahead of the model's: the export needs no modsenc code."""
+    tokenizer = copy.deepcopy(modular.tokenizer_of(lang, kinds))
+    orthography = modular.orthographies.get(lang)
+    if orthography is not None and orthography.name != "none":
+        backend = tokenizer.backend_tokenizer
+        steps = [orthography.tokenizer_normalizer()] + ([backend.normalizer] if backend.normalizer else [])
+        backend.normalizer = normalizers.Sequence(steps)
+    return tokenizer
+
+
+def _merged_model(modular: ModularBackbone, lang: str, kinds: set[str]) -> PreTrainedModel:
+    """A plain Hugging Face model (no adapter classes, no peft, standard parameter names) with
+    ``lang``'s ``kinds`` merged into its weights."""
+    modular.activate(lang, kinds)
+    model = modular.backbone.model
+    config = copy.deepcopy(model.config)
     if modular.peft is not None and kinds & {"la", "se"}:
         modular.peft.merge_and_unload()  # merges the active LoRAs into the linear weights
     if "cla" in kinds:
@@ -96,19 +131,8 @@ def export_sentence_transformer(
         for layer in model.encoder.layer:
             _merge_parallel_adapter(layer, layer.output.adapters[name], config.hidden_act)
         config.intermediate_size = model.encoder.layer[0].intermediate.dense.out_features
-
-    # Copy into a plain Hugging Face model: no adapter classes, no peft, standard parameter names.
-    embeddings = model.get_input_embeddings().weight.detach()
-    config.vocab_size = embeddings.shape[0]
-    tokenizer = backbone.tokenizer
-    orthography = modular.orthographies.get(lang)
-    if orthography is not None and orthography.name != "none":
-        # the language's orthography (e.g. Uzbek apostrophes, Cyrillic) goes into the exported
-        # tokenizer's own normaliser, ahead of the model's
-        backend = tokenizer.backend_tokenizer
-        steps = [orthography.tokenizer_normalizer()] + ([backend.normalizer] if backend.normalizer else [])
-        backend.normalizer = normalizers.Sequence(steps)
-    config.pad_token_id = tokenizer.pad_token_id
+    config.vocab_size = model.get_input_embeddings().weight.shape[0]
+    config.pad_token_id = modular.tokenizer_of(lang, kinds).pad_token_id
     # With a (never used) pooler, sentence-transformers loads the model without a "newly
     # initialised weights" warning; CLS pooling reads the token states, not the pooler.
     torch.manual_seed(0)
@@ -125,37 +149,29 @@ def export_sentence_transformer(
         raise RuntimeError(
             f"export: parameters did not map onto {config.model_type}: {missing[:3]} {unexpected[:3]}"
         )
+    return plain
 
-    with owned_directory(output_dir, EXPORT_MARKER) as tmp:
-        hf_dir = tmp / "hf"
-        plain.save_pretrained(hf_dir, safe_serialization=True)
-        tokenizer.save_pretrained(hf_dir)
-        transformer = Transformer(str(hf_dir), max_seq_length=backbone.max_length)
-        # include_prompt: the prefix tokens count in the mean, as in modsenc (and e5's own engine).
-        pooling = Pooling(config.hidden_size, pooling_mode=backbone.pooling, include_prompt=True)
-        model_card = f"modsenc export: language {lang}, mode {mode}, modules {sorted(kinds)}"
-        prompts = {"query": backbone.prefix} if backbone.prefix else None
-        st = SentenceTransformer(
-            modules=[transformer, pooling],
-            device="cpu",
-            prompts=prompts,
-            default_prompt_name="query" if prompts else None,
-        )
-        st.save(str(tmp / "model"), model_name=f"modsenc-{lang}-{mode}", create_model_card=False)
-        for item in (tmp / "model").iterdir():
-            item.rename(tmp / item.name)
-        (tmp / "model").rmdir()
-        shutil.rmtree(hf_dir)
-        (tmp / "README.md").write_text(model_card + "\n", encoding="utf-8")
-        record_owned_files(
-            tmp,
-            EXPORT_MARKER,
-            {
-                "format": "modsenc-export/1",
-                "language": lang,
-                "mode": mode,
-                "modules": sorted(kinds),
-                "backbone_fingerprint": manifest.get("backbone", {}).get("fingerprint"),
-            },
-        )
-    return output_dir
+
+def _save_sentence_transformer(
+    folder: Path, plain: PreTrainedModel, tokenizer: Any, backbone: Backbone, name: str
+) -> None:
+    """``plain`` and ``tokenizer`` as a sentence-transformers model in ``folder``, with the
+    backbone's pooling and its prefix as the default prompt."""
+    hf_dir = folder / "hf"
+    plain.save_pretrained(hf_dir, safe_serialization=True)
+    tokenizer.save_pretrained(hf_dir)
+    transformer = Transformer(str(hf_dir), max_seq_length=backbone.max_length)
+    # include_prompt: the prefix tokens count in the mean, as in modsenc (and e5's own engine).
+    pooling = Pooling(plain.config.hidden_size, pooling_mode=backbone.pooling, include_prompt=True)
+    prompts = {"query": backbone.prefix} if backbone.prefix else None
+    st = SentenceTransformer(
+        modules=[transformer, pooling],
+        device="cpu",
+        prompts=prompts,
+        default_prompt_name="query" if prompts else None,
+    )
+    st.save(str(folder / "model"), model_name=name, create_model_card=False)
+    for item in (folder / "model").iterdir():
+        item.rename(folder / item.name)
+    (folder / "model").rmdir()
+    shutil.rmtree(hf_dir)

@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +36,10 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoTokenizer
 
-from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.encoder import Backbone, Tokenized, tokenize_texts
 from modsenc.backbone.manifest import library_versions
 from modsenc.data.orthography import Orthography, get_orthography
 from modsenc.modules.bundle import (
-    BUNDLE_FORMAT,
     EMBEDDINGS_FILE,
     MODULE_KINDS,
     TOKENIZER_DIR,
@@ -48,9 +47,9 @@ from modsenc.modules.bundle import (
     Zoo,
     module_files,
     module_kinds_in,
-    read_bundle_manifest,
     verify_bundle,
 )
+from modsenc.modules.manifest import BundleManifest
 
 LORA_KINDS = ("la", "se")
 MODULE_LIBRARIES = ("peft", "adapters", "sentence-transformers")  # their versions go into manifests
@@ -171,15 +170,14 @@ class ModularBackbone(nn.Module):
         BundleIntegrityError naming it.
         """
         bundle_dir = Path(bundle_dir)
-        manifest = read_bundle_manifest(bundle_dir, lang)
+        manifest = BundleManifest.read(bundle_dir, lang)
         if verify:
             verify_bundle(bundle_dir, manifest)
-        wanted = [k for k in MODULE_KINDS if k in manifest["modules"] and (kinds is None or k in set(kinds))]
+        wanted = [k for k in MODULE_KINDS if k in manifest.modules and (kinds is None or k in set(kinds))]
         if lang in self.loaded:
             self.remove_language(lang)
         try:
-            orthography = (manifest.get("orthography") or {}).get("name", "none")  # none: older bundles
-            self.set_orthography(lang, get_orthography(orthography))
+            self.set_orthography(lang, get_orthography(manifest.orthography_name))
             for kind in wanted:
                 source = bundle_dir / module_files(kind)[0]
                 if kind != "vocab" and not list(source.glob("*.safetensors")):
@@ -229,10 +227,38 @@ class ModularBackbone(nn.Module):
         stage's outputs, in order: a later folder's copy of a module wins, as the LA's trained
         embeddings win over the vocabulary stage's). Their files are copied as they are, so the
         bundle holds exactly what the stages wrote. ``router`` is the manifest's router section and
-        ``router_files`` its files (bundle-relative name -> file); ``record`` (data, training
-        config, metrics, timings, ...) is written into the manifest after ``stages``, as given.
-        The manifest's other fields and ``file_sha256`` (see ``Zoo.write_bundle``) come from here.
+        ``router_files`` its files (bundle-relative name -> file); ``record`` holds the
+        ``BundleManifest`` fields that describe the training (precision, data, training config,
+        metrics, timings, ...). The manifest's other fields and ``file_sha256`` (see
+        ``Zoo.write_bundle``) come from here.
         """
+        files = self._bundle_files(lang, module_dirs)
+        files.update({name: Path(path) for name, path in router_files.items()})
+        backbone_params = self.backbone_parameter_count()
+        orthography = self.orthographies.get(lang) or get_orthography("none")
+        filled = {"language", "pivot", "is_pivot", "stages", "script", "router", "orthography"}
+        filled |= {"format", "backbone", "modules", "versions", "created", "file_sha256"}
+        refused = sorted(set(record) & filled) + sorted(set(record) - BundleManifest.field_names())
+        if refused:
+            raise ValueError(f"record: {refused} are not training fields of a bundle manifest")
+        manifest = BundleManifest(
+            router=router,
+            language=lang,
+            script=script,
+            orthography=orthography.to_manifest(),
+            pivot=pivot,
+            is_pivot=lang == pivot,
+            backbone={"fingerprint": zoo.backbone_fingerprint(), "parameters": backbone_params},
+            modules=self._module_sizes(lang, backbone_params),
+            stages=list(stages),
+            versions=library_versions() | module_library_versions(),
+            created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **record,
+        )
+        return zoo.write_bundle(lang, files, manifest)
+
+    def _bundle_files(self, lang: str, module_dirs: Sequence[str | Path]) -> dict[str, Path]:
+        """Bundle-relative name -> saved file or folder of each loaded module of ``lang``."""
         files: dict[str, Path] = {}
         for folder in map(Path, module_dirs):
             for kind in module_kinds_in(folder):
@@ -243,10 +269,12 @@ class ModularBackbone(nn.Module):
             raise FileNotFoundError(
                 f"the {lang} modules {missing} are loaded but not saved in {[str(d) for d in module_dirs]}"
             )
-        files.update({name: Path(path) for name, path in router_files.items()})
-        backbone_params = self.backbone_parameter_count()
-        modules: dict[str, Any] = {}
-        for kind in sorted(loaded):
+        return files
+
+    def _module_sizes(self, lang: str, backbone_params: int) -> dict[str, dict[str, Any]]:
+        """The manifest's ``modules``: each loaded module's path and size (the vocabulary's too)."""
+        modules: dict[str, dict[str, Any]] = {}
+        for kind in sorted(self.modules_of(lang)):
             count = self.parameter_count(lang, kind)
             modules[kind] = {
                 "path": module_files(kind)[0],
@@ -256,23 +284,7 @@ class ModularBackbone(nn.Module):
         if "vocab" in modules:
             modules["vocab"]["tokenizer"] = TOKENIZER_DIR
             modules["vocab"]["vocab_size"] = len(self.tokenizers[lang])
-        orthography = self.orthographies.get(lang) or get_orthography("none")
-        manifest = {
-            "format": BUNDLE_FORMAT,
-            "router": router,
-            "language": lang,
-            "script": script,
-            "orthography": orthography.to_manifest(),
-            "pivot": pivot,
-            "is_pivot": lang == pivot,
-            "backbone": {"fingerprint": zoo.backbone_fingerprint(), "parameters": backbone_params},
-            "modules": modules,
-            "stages": list(stages),
-            **record,
-            "versions": library_versions() | module_library_versions(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        return zoo.write_bundle(lang, files, manifest)
+        return modules
 
     def save_module(self, lang: str, kind: str, directory: str | Path) -> None:
         """Write one of ``lang``'s modules into ``directory``, laid out as in a bundle."""
@@ -326,11 +338,8 @@ class ModularBackbone(nn.Module):
     def modules_of(self, lang: str) -> set[str]:
         return set(self.loaded.get(lang, set()))
 
-    def activate(self, lang: str | None, kinds: Iterable[str] | None = None) -> None:
-        """Route the next forward passes through ``lang``'s modules (all loaded ones, or ``kinds``).
-
-        ``lang=None`` (or no modules) runs the bare backbone.
-        """
+    def _wanted(self, lang: str | None, kinds: Iterable[str] | None) -> set[str]:
+        """``kinds`` (default: all of ``lang``'s loaded modules), checked to be loaded."""
         available = self.modules_of(lang) if lang else set()
         wanted = available if kinds is None else set(kinds)
         unknown = wanted - set(MODULE_KINDS)
@@ -341,21 +350,28 @@ class ModularBackbone(nn.Module):
             raise KeyError(
                 f"language {lang!r} has no {sorted(missing)} module loaded (loaded: {sorted(available)})"
             )
+        return wanted
+
+    def activate(self, lang: str | None, kinds: Iterable[str] | None = None) -> None:
+        """Route the next forward passes through ``lang``'s modules (all loaded ones, or ``kinds``).
+
+        ``lang=None`` (or no modules) runs the bare backbone. This switches weights: the input
+        embeddings, the LoRAs and the CLA. Text goes through ``tokenize(lang, texts, kinds)``,
+        which names its language; only training code that hands ``self.backbone`` to an objective
+        (``add-language``'s stages) relies on the backbone's ``tokenizer`` and ``normalize_text``
+        following the active language, and they are set here for it.
+        """
+        wanted = self._wanted(lang, kinds)
         key = (lang or "", tuple(sorted(wanted)))
         if key == self.active:
             return
         model = self.backbone.model
-        orthography = self.orthographies.get(lang) if lang else None
-        if orthography is not None and orthography.name != "none":
-            self.backbone.normalize_text = orthography.normalize
-        else:
-            self.backbone.normalize_text = None
+        self.backbone.tokenizer = self.tokenizer_of(lang, wanted)
+        self.backbone.normalize_text = self.normalizer_of(lang)
         if "vocab" in wanted:
             model.set_input_embeddings(self.language_embeddings[lang])
-            self.backbone.tokenizer = self.tokenizers[lang]
         else:
             model.set_input_embeddings(self.base_embeddings)
-            self.backbone.tokenizer = self.base_tokenizer
         loras = [module_name(lang, k) for k in LORA_KINDS if k in wanted]
         if self.peft is not None:
             if loras:
@@ -365,6 +381,47 @@ class ModularBackbone(nn.Module):
                 self.peft.base_model.disable_adapter_layers()
         model.set_active_adapters(module_name(lang, "cla") if "cla" in wanted else None)
         self.active = key
+
+    # ----------------------------------------------------------------- text of a language
+    def tokenizer_of(self, lang: str | None, kinds: Iterable[str] | None = None) -> Any:
+        """The tokenizer ``lang``'s text goes through with ``kinds``: its own vocabulary's when the
+        vocab module is among them, else the backbone's."""
+        return self.tokenizers[lang] if "vocab" in self._wanted(lang, kinds) else self.base_tokenizer
+
+    def normalizer_of(self, lang: str | None) -> Callable[[str], str] | None:
+        """``lang``'s orthography (e.g. Uzbek apostrophes and Cyrillic), or None."""
+        orthography = self.orthographies.get(lang) if lang else None
+        return orthography.normalize if orthography is not None and orthography.name != "none" else None
+
+    def tokenized(
+        self,
+        lang: str | None,
+        texts: Sequence[str],
+        kinds: Iterable[str] | None = None,
+        max_length: int | None = None,
+    ) -> Tokenized:
+        """Token ids of ``texts`` as ``lang``'s modules (``kinds``; default all loaded) see them:
+        the language's orthography, the backbone's prefix (e5's ``query: ``), the language's
+        tokenizer, cut to ``max_length`` (default and at most the backbone's). ``encode`` feeds the
+        model exactly these, so a token count taken here is the count the model ran on."""
+        backbone = self.backbone
+        limit = min(max_length or backbone.max_length, backbone.max_length)
+        tokenizer = self.tokenizer_of(lang, kinds)
+        return tokenize_texts(tokenizer, texts, limit, backbone.prefix, self.normalizer_of(lang))
+
+    def tokenize(
+        self,
+        lang: str | None,
+        texts: Sequence[str],
+        kinds: Iterable[str] | None = None,
+        max_length: int | None = None,
+        warn_truncated: bool = False,
+    ) -> list[list[int]]:
+        """The ids of ``tokenized``, with a warning when some text was cut."""
+        tokens = self.tokenized(lang, texts, kinds, max_length)
+        if warn_truncated:
+            tokens.warn_if_truncated(min(max_length or self.backbone.max_length, self.backbone.max_length))
+        return tokens.ids
 
     def set_trainable(self, lang: str, kinds: Sequence[str]) -> list[nn.Parameter]:
         """Freeze everything, then unfreeze ``lang``'s ``kinds``; returns the trainable parameters."""
@@ -409,10 +466,16 @@ class ModularBackbone(nn.Module):
         kinds: Iterable[str] | None = None,
         **kwargs: Any,
     ):
-        """Encode through ``lang``'s modules (sentence-transformers conventions, see ``Backbone.encode``)."""
+        """Encode through ``lang``'s modules (sentence-transformers conventions, see ``Backbone.encode``),
+        its text through ``tokenize(lang, ..., kinds)``."""
+        wanted = self._wanted(lang, kinds)
+
+        def tokenize(texts: list[str]) -> list[list[int]]:
+            return self.tokenize(lang, texts, wanted, warn_truncated=True)
+
         with self.lock:
-            self.activate(lang, kinds)
-            return self.backbone.encode(sentences, **kwargs)
+            self.activate(lang, wanted)
+            return self.backbone.encode(sentences, tokenize=tokenize, **kwargs)
 
 
 def module_library_versions() -> dict[str, str]:

@@ -151,7 +151,7 @@ class ShardEncoder:
     ) -> None:
         import torch  # noqa: PLC0415
 
-        from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+        from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
         torch.set_num_threads(threads)
         self.encoder = ModularEncoder.from_pretrained(
@@ -271,22 +271,7 @@ def encode_corpus(
     quantize: str | None = None,
 ) -> dict[str, Any]:
     """Encode ``inputs`` (files or folders) into Parquet shards under ``output``; returns the manifest."""
-    if dtype not in DTYPES:
-        raise ValueError(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    if workers < 1 or threads < 1:
-        raise ValueError(
-            f"--workers and --threads-per-worker must be at least 1, got {workers} and {threads}"
-        )
-    zoo = Zoo(zoo_dir)
-    if not zoo.index_path.is_file():
-        raise FileNotFoundError(f"--zoo {zoo_dir} is not a modsenc zoo (no index.json)")
-    installed = zoo.languages()
-    if lang != "auto":
-        check_language_code(lang)
-        if lang not in installed:
-            raise KeyError(
-                f"--lang {lang}: no bundle for it in {zoo_dir} (installed: {', '.join(installed)})"
-            )
+    zoo = _check_options(zoo_dir, lang, dtype, workers, threads)
     output = Path(output)
     check_outside_zoo(output, zoo, "--output")
     files = list_inputs(inputs)
@@ -337,6 +322,27 @@ def encode_corpus(
             total_rows,
         )
     return _finish(output, manifest, shards)
+
+
+def _check_options(zoo_dir: str | os.PathLike, lang: str, dtype: str, workers: int, threads: int) -> Zoo:
+    """``encode_corpus``'s options checked before any input is read; the zoo they name."""
+    if dtype not in DTYPES:
+        raise ValueError(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if workers < 1 or threads < 1:
+        raise ValueError(
+            f"--workers and --threads-per-worker must be at least 1, got {workers} and {threads}"
+        )
+    zoo = Zoo(zoo_dir)
+    if not zoo.index_path.is_file():
+        raise FileNotFoundError(f"--zoo {zoo_dir} is not a modsenc zoo (no index.json)")
+    installed = zoo.languages()
+    if lang != "auto":
+        check_language_code(lang)
+        if lang not in installed:
+            raise KeyError(
+                f"--lang {lang}: no bundle for it in {zoo_dir} (installed: {', '.join(installed)})"
+            )
+    return zoo
 
 
 def _run(

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from modsenc.backbone.quantization import check_quantization, require_torchao
-from modsenc.routing.encoder import ModularEncoder
+from modsenc.encoder import ModularEncoder
 from modsenc.serving.batcher import Batcher, Item, Overloaded
 from modsenc.serving.metrics import ServerMetrics
 from modsenc.serving.service import Embedded, EmbeddingService, InputTooLong, Text, UnknownLanguage
@@ -363,8 +363,16 @@ def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> Fa
 
     app = FastAPI(title="modsenc", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.modsenc = state
+    _add_error_handlers(app, state)
+    _add_embedding_endpoints(app, state)
+    _add_status_endpoints(app, state)
+    app.add_middleware(Guard, state=state)
+    return app
 
-    # ------------------------------------------------------------- error handlers
+
+def _add_error_handlers(app: FastAPI, state: ServerState) -> None:
+    """Every refusal a counted JSON error with a one-line message (``error_response``)."""
+
     def counted(
         request: Request,
         status: int,
@@ -382,7 +390,7 @@ def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> Fa
 
     @app.exception_handler(Overloaded)
     async def on_overloaded(request: Request, err: Overloaded) -> JSONResponse:
-        headers = {"Retry-After": str(config.retry_after_s)}
+        headers = {"Retry-After": str(state.config.retry_after_s)}
         return counted(request, 503, str(err), "overloaded", headers=headers)
 
     @app.exception_handler(RequestValidationError)
@@ -403,7 +411,10 @@ def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> Fa
         log.exception("modsenc serve: %s %s failed", request.method, request.url.path)
         return counted(request, 500, f"internal error: {type(err).__name__}: {err}", "internal")
 
-    # ------------------------------------------------------------- endpoints
+
+def _add_embedding_endpoints(app: FastAPI, state: ServerState) -> None:
+    """OpenAI's ``/v1/embeddings`` and text-embeddings-inference's ``/embed``."""
+
     def timed(endpoint: str) -> Callable[[], None]:
         start = time.perf_counter()
         return lambda: state.metrics.request_seconds.labels(endpoint).observe(time.perf_counter() - start)
@@ -424,33 +435,9 @@ def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> Fa
                 "dimensions",
             )
         service, codes, embedded = await state.embed(body.input, "input", body.lang, body.mode, body.truncate)
-        vectors = _vectors(embedded, body.normalize)
-        data = []
-        for i, (vector, code, e) in enumerate(zip(vectors, codes, embedded)):
-            value: Any = (
-                base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
-                if body.encoding_format == "base64"
-                else vector.tolist()
-            )
-            data.append(
-                {
-                    "object": "embedding",
-                    "index": i,
-                    "embedding": value,
-                    "lang": code,
-                    "truncated": e.truncated,
-                }
-            )
-        tokens = sum(e.tokens for e in embedded)
+        response = _openai_response(body, service.model_name, codes, embedded)
         done()
-        return JSONResponse(
-            {
-                "object": "list",
-                "model": service.model_name,
-                "data": data,
-                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-            }
-        )
+        return response
 
     @app.post("/embed")
     async def tei_embed(body: TEIEmbedRequest) -> JSONResponse:
@@ -466,13 +453,45 @@ def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> Fa
         done()
         return JSONResponse([v.tolist() for v in vectors], headers=headers)
 
+
+def _openai_response(
+    body: OpenAIEmbeddingRequest, model_name: str, codes: list[str], embedded: list[Embedded]
+) -> JSONResponse:
+    """OpenAI's embeddings list; ``usage`` counts the tokens the model ran on (``Embedded.tokens``)."""
+    vectors = _vectors(embedded, body.normalize)
+    data = []
+    for i, (vector, code, e) in enumerate(zip(vectors, codes, embedded)):
+        value: Any = (
+            base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
+            if body.encoding_format == "base64"
+            else vector.tolist()
+        )
+        data.append(
+            {"object": "embedding", "index": i, "embedding": value, "lang": code, "truncated": e.truncated}
+        )
+    tokens = sum(e.tokens for e in embedded)
+    return JSONResponse(
+        {
+            "object": "list",
+            "model": model_name,
+            "data": data,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+    )
+
+
+def _add_status_endpoints(app: FastAPI, state: ServerState) -> None:
+    """``/health``, ``/info`` and ``/metrics``."""
+
     @app.get("/health")
     async def health() -> JSONResponse:
         if state.load_error is not None:
             return JSONResponse({"status": "failed", "error": state.load_error}, status_code=500)
         if state.batcher is None:
             return JSONResponse(
-                {"status": "loading"}, status_code=503, headers={"Retry-After": str(config.retry_after_s)}
+                {"status": "loading"},
+                status_code=503,
+                headers={"Retry-After": str(state.config.retry_after_s)},
             )
         if state.batcher.closing:
             return JSONResponse({"status": "draining"}, status_code=503)
@@ -485,9 +504,6 @@ def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> Fa
     @app.get("/metrics")
     async def metrics() -> Response:
         return Response(state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
-
-    app.add_middleware(Guard, state=state)
-    return app
 
 
 def _vectors(embedded: list[Embedded], normalize: bool) -> np.ndarray:

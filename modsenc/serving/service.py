@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from modsenc.encoder import MODES, ModularEncoder
 from modsenc.modules.bundle import check_language_code
-from modsenc.routing.encoder import MODES, ModularEncoder
 
 
 class InputTooLong(ValueError):
@@ -88,28 +88,15 @@ class EmbeddingService:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         encoder = self.encoder
-        modular = encoder.modular
-        with modular.lock:
-            encoder.load_language(lang)  # may evict the least recently used language
-            modular.activate(lang)  # the language's own tokenizer (vocab module) or the backbone's
-            tokenizer = modular.backbone.tokenizer
-            limit = self.max_tokens
-            # One token past the limit tells a cut text from one of exactly `limit` tokens (as
-            # Backbone.tokenize does) without tokenising a huge input to its end.
-            ids = tokenizer(
-                [t.text for t in texts],
-                truncation=True,
-                max_length=limit + 1,
-                add_special_tokens=True,
-                return_attention_mask=False,
-                return_token_type_ids=False,
-            )["input_ids"]
-            lengths = [len(x) for x in ids]
+        with encoder.modular.lock:
+            # The tokens encode() runs on (the language's orthography, the backbone's prefix, its
+            # tokenizer), so the usage reported and the too-long refusal match what is encoded.
+            tokens = encoder.tokenize([t.text for t in texts], lang, mode)  # may evict a language
             results: list[Embedded | Exception | None] = [None] * len(texts)
             keep = []
-            for i, (text, length) in enumerate(zip(texts, lengths)):
-                if length > limit and not text.truncate:
-                    results[i] = InputTooLong(text.index, limit)
+            for i, (text, cut) in enumerate(zip(texts, tokens.truncated)):
+                if cut and not text.truncate:
+                    results[i] = InputTooLong(text.index, self.max_tokens)
                 else:
                     keep.append(i)
             if keep:
@@ -117,6 +104,6 @@ class EmbeddingService:
                     [texts[i].text for i in keep], lang=lang, mode=mode, batch_size=len(keep)
                 )
                 for row, i in enumerate(keep):
-                    results[i] = Embedded(vectors[row], min(lengths[i], limit), lengths[i] > limit)
+                    results[i] = Embedded(vectors[row], len(tokens.ids[i]), tokens.truncated[i])
             self.loaded = encoder.loaded_languages
         return results  # type: ignore[return-value]

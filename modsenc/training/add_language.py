@@ -46,6 +46,7 @@ from modsenc.modules.bundle import (
     module_kinds_in,
 )
 from modsenc.modules.configs import alignment_adapter_config, language_adapter_config, sentence_adapter_config
+from modsenc.modules.manifest import stages_precision
 from modsenc.modules.modular import ModularBackbone
 from modsenc.objectives.losses.distillation import distillation_targets
 from modsenc.objectives.mlm import MaskedLanguageModeling, MLMConfig
@@ -208,7 +209,7 @@ class AddLanguage:
             pivot_manifest = self.zoo.read_compatible_manifest(self.pivot)
             # what the pivot's vectors depend on: its modules and their files' contents
             self.pivot_manifest_digest = json_digest(
-                {k: pivot_manifest.get(k) for k in ("stages", "modules", "orthography", "file_sha256")}
+                {k: getattr(pivot_manifest, k) for k in ("stages", "modules", "orthography", "file_sha256")}
             )
             self.pivot_kinds = self.modular.load_bundle(self.zoo.bundle_dir(self.pivot), self.pivot)
             self.pivot_kinds.discard("cla")
@@ -524,6 +525,7 @@ class AddLanguage:
             },
             router_files={LANGID_FILE: langid_path},
             record={
+                "precision": stages_precision(stage_metrics),
                 "cla_variant": self.config.cla.variant if "cla" in self.stages else None,
                 "data": {"files": self.data.files, "counts": self.data.counts()},
                 "training": {k: v for k, v in self.recipe.items() if not k.startswith("_")},

@@ -100,7 +100,7 @@ def test_any_encoder_with_an_encode_method_and_the_mteb_adapter(zoo_dir) -> None
     result = evaluate(Constant(), bitext=[demo_path("parallel.tsv")])
     assert result["bitext"]["parallel.tsv"]["en-de"]["xsim_error"] > 90  # a constant encoder cannot mine
 
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
     encoder = ModularEncoder.from_pretrained(zoo_dir)
     adapter = MTEBEncoder(encoder)
@@ -159,7 +159,7 @@ def test_bitext_from_a_hugging_face_dataset(tmp_path) -> None:
 
 def test_route_sends_every_language_through_one_bundle(zoo_dir, tiny_backbone_dir) -> None:
     """route="en" is Mod_en: Uzbek text goes through the English modules, not through its own."""
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
     encoder = ModularEncoder.from_pretrained(zoo_dir)
     texts = ["Bolalar suzmoqda.", "Bozor yopiq."]

@@ -15,6 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 from modsenc.backbone import Backbone
+from modsenc.backbone.precision import resolve_precision
 from modsenc.modules.bundle import Zoo
 from modsenc.modules.modular import ModularBackbone
 from modsenc.training.add_language import AddLanguage, run, with_language_overrides
@@ -46,11 +47,12 @@ def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
     assert _hashes(zoo.backbone_dir) == _hashes(tiny_backbone_dir)  # an exact copy
 
     en = zoo.read_manifest("en")
-    assert en["is_pivot"] and en["stages"] == ["se"] and sorted(en["modules"]) == ["se"]
+    assert en.is_pivot and en.stages == ["se"] and sorted(en.modules) == ["se"]
 
     uz = zoo.read_manifest("uz")
-    # The manifest's fields, in the order they have always been written (save_bundle keeps it).
-    assert list(uz) == [
+    # The manifest's fields on disk, in the order they have always been written (BundleManifest
+    # keeps it), precision added after the stages it describes.
+    assert list(json.loads((zoo_dir / "uz" / "modsenc_bundle.json").read_text())) == [
         "format",
         "router",
         "language",
@@ -61,6 +63,7 @@ def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
         "backbone",
         "modules",
         "stages",
+        "precision",
         "cla_variant",
         "data",
         "training",
@@ -73,21 +76,24 @@ def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
         "created",
         "file_sha256",
     ]
-    assert uz["format"] == "modsenc-bundle/1" and uz["router"]["kind"] == "char-ngram-naive-bayes"
-    assert uz["language"] == "uz" and uz["script"] == "Latn" and uz["pivot"] == "en"
-    assert uz["stages"] == ["vocab", "la", "se", "cla"] and uz["cla_variant"] == "jt"
-    assert uz["backbone"]["fingerprint"] == zoo.backbone_fingerprint()
-    assert sorted(uz["modules"]) == ["cla", "la", "se", "vocab"]
+    assert uz.format == "modsenc-bundle/1" and uz.router["kind"] == "char-ngram-naive-bayes"
+    assert uz.language == "uz" and uz.script == "Latn" and uz.pivot == "en"
+    assert uz.stages == ["vocab", "la", "se", "cla"] and uz.cla_variant == "jt"
+    # the precision the stages trained in: the recipe's "auto", bf16 where the CPU computes it natively
+    assert uz.precision == resolve_precision("auto", "cpu") == en.precision
+    assert {uz.stage_metrics[s]["precision"] for s in ("la", "se", "cla")} == {uz.precision}
+    assert uz.backbone["fingerprint"] == zoo.backbone_fingerprint()
+    assert sorted(uz.modules) == ["cla", "la", "se", "vocab"]
     # Module sizes: LA = 2 layers x 3 (q,k,v) x r(in + out) = 2*3*8*(32+32); SE adds the three "dense" layers.
-    assert uz["modules"]["la"]["parameters"] == 2 * 3 * 8 * (32 + 32)
-    assert uz["modules"]["se"]["parameters"] == 2 * 8 * (3 * (32 + 32) + (32 + 32) + (32 + 64) + (64 + 32))
+    assert uz.modules["la"]["parameters"] == 2 * 3 * 8 * (32 + 32)
+    assert uz.modules["se"]["parameters"] == 2 * 8 * (3 * (32 + 32) + (32 + 32) + (32 + 64) + (64 + 32))
     # ParBn defaults: reduction factor 2 -> bottleneck 16, down (32*16+16) + up (16*32+32) per layer.
-    assert uz["modules"]["cla"]["parameters"] == 2 * (32 * 16 + 16 + 16 * 32 + 32)
-    total = uz["backbone"]["parameters"]
-    assert uz["modules"]["la"]["percent_of_backbone"] == round(100 * 3072 / total, 3)
-    vocab = uz["modules"]["vocab"]
+    assert uz.modules["cla"]["parameters"] == 2 * (32 * 16 + 16 + 16 * 32 + 32)
+    total = uz.backbone["parameters"]
+    assert uz.modules["la"]["percent_of_backbone"] == round(100 * 3072 / total, 3)
+    vocab = uz.modules["vocab"]
     assert vocab["parameters"] == vocab["vocab_size"] * 32
-    counts = uz["data"]["counts"]
+    counts = uz.data["counts"]
     assert counts == {
         "mono_sentences": 320,
         "paraphrase_pairs": 135,
@@ -97,10 +103,10 @@ def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
         "dev_crosslingual_pairs": 15,
         "dev_parallel_pairs": 0,
     }
-    assert all(len(f["sha256"]) == 64 for f in uz["data"]["files"]["mono"])
-    assert set(uz["dev_metrics"]) == {"backbone", "se", "cla"}
-    assert {"paraphrase_p@1", "crosslingual_p@1"} <= set(uz["dev_metrics"]["cla"])
-    assert {"peft", "adapters", "torch", "transformers"} <= set(uz["versions"])
+    assert all(len(f["sha256"]) == 64 for f in uz.data["files"]["mono"])
+    assert set(uz.dev_metrics) == {"backbone", "se", "cla"}
+    assert {"paraphrase_p@1", "crosslingual_p@1"} <= set(uz.dev_metrics["cla"])
+    assert {"peft", "adapters", "torch", "transformers"} <= set(uz.versions)
     files = sorted(p.name for p in zoo.bundle_dir("uz").iterdir())
     assert files == [
         "cla",
@@ -142,7 +148,7 @@ def test_adding_or_retraining_a_language_leaves_everything_else_bit_identical(zo
     assert _hashes(zoo_dir / "en") == en_before
     assert _hashes(zoo_dir / "uz") == uz_after
     assert Zoo(zoo_dir).languages() == ["en", "kk", "uz"]
-    assert Zoo(zoo_dir).read_manifest("kk")["script"] == "Cyrl"
+    assert Zoo(zoo_dir).read_manifest("kk").script == "Cyrl"
     cla_config = json.loads((zoo_dir / "kk" / "cla" / "adapter_config.json").read_text())
     assert cla_config["config"]["non_linearity"] == "gelu"
 
@@ -151,7 +157,7 @@ def test_english_stays_bit_identical_with_the_default_distilled_cla(tiny_backbon
     """add-language-e5's default shape on the tiny backbone: a bare English pivot, then uz with an SE
     and a CLA distilled onto English, early-stopped on held-out parallel pairs. English vectors are
     the backbone's, bit for bit, before and after; the stage records its dev selection."""
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
     zoo = tmp_path / "zoo"
     run("en", fast_recipe(), zoo, backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w-en", stages=["none"])
@@ -173,9 +179,9 @@ def test_english_stays_bit_identical_with_the_default_distilled_cla(tiny_backbon
     assert (bare == before).all() and (after.encode(english, lang="en") == bare).all()
     assert after.encode(["Kutubxona yakshanba kunlari erta yopiladi."], lang="uz").shape == (1, 32)
     assert _hashes(zoo / "en") == en_files
-    cla = Zoo(zoo).read_manifest("uz")["stage_metrics"]["cla"]
+    cla = Zoo(zoo).read_manifest("uz").stage_metrics["cla"]
     assert cla["dev_evaluations"] == 2 and cla["dev_best_step"] in (2, 4) and "distill_loss" in cla
-    assert Zoo(zoo).read_manifest("uz")["data"]["counts"]["dev_parallel_pairs"] == 20
+    assert Zoo(zoo).read_manifest("uz").data["counts"]["dev_parallel_pairs"] == 20
 
 
 def test_resume_retrains_only_the_stages_whose_config_changed(tiny_backbone_dir, tmp_path) -> None:
@@ -187,7 +193,22 @@ def test_resume_retrains_only_the_stages_whose_config_changed(tiny_backbone_dir,
     for stage in ("vocab", "la", "se"):
         assert after[stage] == before[stage], stage
     assert after["cla"] != before["cla"]
-    assert Zoo(tmp_path / "zoo").read_manifest("uz")["cla_variant"] == "pp"
+    assert Zoo(tmp_path / "zoo").read_manifest("uz").cla_variant == "pp"
+
+
+def test_the_manifest_records_the_training_precision_the_recipe_set(tiny_backbone_dir, tmp_path) -> None:
+    run(
+        "en",
+        fast_recipe(**{"training.precision": "fp32"}),
+        tmp_path / "zoo",
+        backbone_dir=tiny_backbone_dir,
+        work_dir=tmp_path / "w-en",
+    )
+    manifest = Zoo(tmp_path / "zoo").read_manifest("en")
+    assert manifest.stages == ["se"] and manifest.precision == "fp32"
+    assert manifest.stage_metrics["se"]["precision"] == "fp32"
+    on_disk = json.loads((tmp_path / "zoo" / "en" / "modsenc_bundle.json").read_text())
+    assert on_disk["precision"] == "fp32"
 
 
 SCRIPT = """
@@ -285,12 +306,13 @@ def test_a_module_less_pivot_and_per_language_stages(tiny_backbone_dir, tmp_path
     zoo_dir = tmp_path / "zoo"
     run("en", recipe, zoo_dir, backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w-en")
     en = Zoo(zoo_dir).read_manifest("en")
-    assert en["stages"] == [] and en["modules"] == {} and en["is_pivot"]
+    assert en.stages == [] and en.modules == {} and en.is_pivot
+    assert en.precision is None  # nothing trained
     assert sorted(p.name for p in (zoo_dir / "en").iterdir()) == ["langid.json", "modsenc_bundle.json"]
     run("uz", recipe, zoo_dir, work_dir=tmp_path / "w-uz")
     uz = Zoo(zoo_dir).read_manifest("uz")
-    assert uz["stages"] == ["se", "cla"] and sorted(uz["modules"]) == ["cla", "se"]
-    assert uz["orthography"]["name"] == "uz" and uz["orthography"]["scripts"] == ["Latn", "Cyrl"]
+    assert uz.stages == ["se", "cla"] and sorted(uz.modules) == ["cla", "se"]
+    assert uz.orthography["name"] == "uz" and uz.orthography["scripts"] == ["Latn", "Cyrl"]
     se_before = _hashes(tmp_path / "w-uz" / "se" / "module")
     cla_key = json.loads((tmp_path / "w-uz" / "cla" / "done.json").read_text())["key"]
     # the same module-less pivot again: the CLA's targets are unchanged, so it is reused

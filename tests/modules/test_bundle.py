@@ -10,6 +10,7 @@ import pytest
 
 from modsenc.modules import bundle as bundle_module
 from modsenc.modules.bundle import Zoo, check_language_code, detect_script
+from modsenc.modules.manifest import BundleIntegrityError, BundleManifest, stages_precision
 
 
 @pytest.mark.parametrize("code", ["uz", "en", "kk"])
@@ -62,7 +63,7 @@ def test_a_crash_while_writing_a_bundle_keeps_the_old_one(tmp_path: Path, monkey
     zoo.write_bundle(
         "uz",
         {"a.bin": src / "a.bin", "b.bin": src / "b.bin"},
-        {"format": "modsenc-bundle/1", "language": "uz", "modules": {"se": {}}},
+        BundleManifest(language="uz", modules={"se": {}}),
     )
     (src / "a.bin").write_text("new a")
     (src / "b.bin").write_text("new b")
@@ -81,11 +82,11 @@ def test_a_crash_while_writing_a_bundle_keeps_the_old_one(tmp_path: Path, monkey
         zoo.write_bundle(
             "uz",
             {"a.bin": src / "a.bin", "b.bin": src / "b.bin"},
-            {"format": "modsenc-bundle/1", "language": "uz", "modules": {"la": {}}},
+            BundleManifest(language="uz", modules={"la": {}}),
         )
     bundle = zoo.bundle_dir("uz")
     assert (bundle / "a.bin").read_text() == "old a" and (bundle / "b.bin").read_text() == "old b"
-    assert zoo.read_manifest("uz")["modules"] == {"se": {}}
+    assert zoo.read_manifest("uz").modules == {"se": {}}
     assert zoo.read_index()["languages"]["uz"]["modules"] == ["se"]
     assert sorted(p.name for p in zoo.root.iterdir()) == [".lock", "index.json", "uz"]  # no leftovers
 
@@ -98,3 +99,55 @@ def test_missing_and_corrupt_manifests_name_the_fix(tmp_path: Path) -> None:
     (tmp_path / "kk" / "modsenc_bundle.json").write_text("{broken")
     with pytest.raises(ValueError, match="corrupt"):
         zoo.read_manifest("kk")
+
+
+# A manifest as modsenc wrote it before orthographies and precision were recorded.
+OLD_MANIFEST = {
+    "format": "modsenc-bundle/1",
+    "router": {"langid": "langid.json", "kind": "char-ngram-naive-bayes"},
+    "language": "kk",
+    "script": "Cyrl",
+    "pivot": "en",
+    "is_pivot": False,
+    "backbone": {"fingerprint": "ab" * 32, "parameters": 1000},
+    "modules": {"la": {"path": "la", "parameters": 50, "percent_of_backbone": 5.0}},
+    "stages": ["la"],
+    "cla_variant": None,
+    "data": {"files": {"mono": [{"path": "kk.txt", "count": 3}]}, "counts": {"mono_sentences": 3}},
+    "stage_metrics": {"la": {"loss": 2.5}},
+    "dev_metrics": {"la": {"paraphrase_p@1": 50.0}},
+    "wall_seconds": 12.0,
+    "versions": {"torch": "2.0"},
+    "created": "2025-01-01T00:00:00Z",
+    "file_sha256": {"la/adapter_model.safetensors": "cd" * 32},
+}
+
+
+def test_a_manifest_from_before_precision_loads_with_its_defaults(tmp_path: Path) -> None:
+    (tmp_path / "kk").mkdir()
+    (tmp_path / "kk" / "modsenc_bundle.json").write_text(json.dumps(OLD_MANIFEST))
+    manifest = Zoo(tmp_path).read_manifest("kk")
+    assert manifest.precision is None and manifest.orthography is None
+    assert manifest.orthography_name == "none" and manifest.backbone_fingerprint == "ab" * 32
+    assert manifest.file_sha256 == {"la/adapter_model.safetensors": "cd" * 32}
+    info = manifest.describe().splitlines()
+    assert info[:3] == ["language kk (Cyrl), pivot en", "stages: la", "training precision: unknown"]
+    assert "  mono       kk.txt: 3 rows" in info
+    # written back, it is the same object with the new fields at their defaults, in field order
+    manifest.write(tmp_path / "kk")
+    again = json.loads((tmp_path / "kk" / "modsenc_bundle.json").read_text())
+    assert {k: v for k, v in again.items() if k in OLD_MANIFEST} == OLD_MANIFEST
+    assert again["precision"] is None and list(again).index("precision") == list(again).index("stages") + 1
+
+
+def test_a_manifest_field_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "kk").mkdir()
+    (tmp_path / "kk" / "modsenc_bundle.json").write_text(json.dumps({**OLD_MANIFEST, "stages": "la"}))
+    with pytest.raises(BundleIntegrityError, match="stages must be a list, not str"):
+        Zoo(tmp_path).read_manifest("kk")
+
+
+def test_stages_precision() -> None:
+    assert stages_precision({"vocab": {"vocab_size": 300.0}, "la": {"precision": "bf16"}}) == "bf16"
+    assert stages_precision({"la": {"precision": "fp32"}, "se": {"precision": "bf16"}}) == "fp32+bf16"
+    assert stages_precision({"vocab": {"vocab_size": 300.0}}) is None and stages_precision({}) is None

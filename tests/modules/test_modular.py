@@ -214,17 +214,21 @@ def test_save_bundle_installs_the_saved_modules_and_load_bundle_reads_them_back(
         "script": "Latn",
         "router": {"langid": "langid.json"},
         "router_files": {"langid.json": langid},
-        "record": {"note": "as given"},
+        "record": {"precision": "bf16", "cla_variant": "pp"},
     }
     with pytest.raises(FileNotFoundError, match=r"modules \['cla', 'se'\] are loaded but not saved"):
         modular.save_bundle(zoo, "uz", [first], **common)
+    with pytest.raises(ValueError, match=r"record: \['language', 'note'\] are not training fields"):
+        modular.save_bundle(zoo, "uz", [first, second], **{**common, "record": {"note": 1, "language": "kk"}})
     target = modular.save_bundle(zoo, "uz", [first, second], **common)
     manifest = zoo.read_manifest("uz")
-    assert manifest["format"] == "modsenc-bundle/1" and manifest["note"] == "as given"
-    assert sorted(manifest["modules"]) == ["cla", "la", "se", "vocab"] and not manifest["is_pivot"]
-    assert manifest["modules"]["vocab"]["path"] == "embeddings.safetensors"
-    assert set(manifest["file_sha256"]) >= {"langid.json", "embeddings.safetensors", "la/adapter_config.json"}
-    assert {"peft", "adapters", "torch"} <= set(manifest["versions"])
+    assert manifest.format == "modsenc-bundle/1" and manifest.language == "uz" and manifest.pivot == "en"
+    assert manifest.precision == "bf16" and manifest.cla_variant == "pp"
+    assert manifest.stages == common["stages"]
+    assert sorted(manifest.modules) == ["cla", "la", "se", "vocab"] and not manifest.is_pivot
+    assert manifest.modules["vocab"]["path"] == "embeddings.safetensors"
+    assert set(manifest.file_sha256) >= {"langid.json", "embeddings.safetensors", "la/adapter_config.json"}
+    assert {"peft", "adapters", "torch"} <= set(manifest.versions)
     assert zoo.languages() == ["uz"]
 
     fresh = ModularBackbone(Backbone.from_pretrained(tiny_backbone_dir, attention="sdpa")).eval()

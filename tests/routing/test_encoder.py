@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from modsenc.routing.encoder import ModularEncoder
+from modsenc.encoder import ModularEncoder
 from tests._zoo import HELD_OUT
 
 pytestmark = pytest.mark.slow

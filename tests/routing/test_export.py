@@ -9,9 +9,9 @@ import pytest
 import torch
 from sentence_transformers import SentenceTransformer
 
+from modsenc.encoder import ModularEncoder
 from modsenc.modules.export import export_sentence_transformer
 from modsenc.modules.modular import ModularBackbone
-from modsenc.routing.encoder import ModularEncoder
 from modsenc.utils.outputs import OutputError
 from tests._zoo import HELD_OUT
 

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from modsenc.backbone import Backbone
 from modsenc.backbone.quantization import check_quantization, is_quantized, quantize_linears
 from modsenc.cli import main
+from modsenc.encoder import ModularEncoder
 from modsenc.eval.sts import row_cosines
-from modsenc.routing.encoder import ModularEncoder
 from modsenc.serving.app import ServeConfig
 from tests._zoo import HELD_OUT, write_sts
 

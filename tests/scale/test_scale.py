@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from modsenc.cli import main
 from modsenc.data.demo import demo_path
 from modsenc.data.readers import read_parallel_tsv
+from modsenc.encoder import ModularEncoder
 from modsenc.eval.mining import mine
-from modsenc.routing.encoder import ModularEncoder
 from modsenc.scale import encode as scale_encode
 from modsenc.scale.encode import encode_corpus, shard_path, write_embeddings
 from modsenc.scale.mine import mine_corpus

@@ -9,16 +9,22 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from modsenc.routing.encoder import ModularEncoder
+from modsenc.backbone import Backbone
+from modsenc.data.orthography import get_orthography
+from modsenc.encoder import ModularEncoder
 from modsenc.serving.app import ServeConfig, create_app
-from tests._zoo import HELD_OUT
+from modsenc.training.add_language import run
+from tests._zoo import HELD_OUT, fast_recipe
 
 pytestmark = pytest.mark.slow
+
+UZ = get_orthography("uz")
 
 MIXED = [HELD_OUT["kk"][0], HELD_OUT["en"][0], HELD_OUT["uz"][0], HELD_OUT["de"][0], HELD_OUT["uz"][1]]
 MIXED_LANGS = ["kk", "en", "uz", "de", "uz"]
@@ -59,10 +65,63 @@ def metric(client, name: str, labels: str = "") -> float:
 
 
 def token_count(encoder: ModularEncoder, text: str, lang: str) -> int:
+    """The tokens of ``text`` counted by hand: the language's orthography, then the backbone's
+    prefix, then the language's own tokenizer (its vocabulary module's, or the backbone's)."""
     encoder.load_language(lang)
     modular = encoder.modular
     tokenizer = modular.tokenizers[lang] if "vocab" in modular.modules_of(lang) else modular.base_tokenizer
-    return len(tokenizer(text)["input_ids"])
+    orthography = modular.orthographies.get(lang)
+    if orthography is not None:
+        text = orthography.normalize(text)
+    return len(tokenizer(modular.backbone.prefix + text)["input_ids"])
+
+
+@pytest.fixture(scope="module")
+def e5_like_zoo(tiny_backbone_dir, tmp_path_factory) -> Path:
+    """A zoo on the tiny backbone given e5's conventions (mean pooling, the ``query: `` prefix):
+    English bare (the pivot), Uzbek with its SE adapter and the uz orthography (Cyrillic to Latin)."""
+    root = tmp_path_factory.mktemp("e5_like")
+    backbone = Backbone.from_pretrained(tiny_backbone_dir, attention="sdpa", pooling="mean", prefix="query: ")
+    backbone.save_pretrained(root / "backbone")
+    zoo = root / "zoo"
+    run("en", fast_recipe(), zoo, backbone_dir=root / "backbone", work_dir=root / "w-en", stages=["none"])
+    run("uz", fast_recipe(), zoo, work_dir=root / "w-uz", stages=["se"])
+    return zoo
+
+
+def test_usage_counts_the_tokens_encoded_with_the_prefix_and_the_orthography(e5_like_zoo) -> None:
+    latin = [t for t in HELD_OUT["uz"] if "ʻ" in t]  # an apostrophe the orthography rewrites
+    cyrillic = [UZ.script_variants(t)[1] for t in HELD_OUT["uz"]]
+    texts = [*latin, *cyrillic, HELD_OUT["en"][0]]
+    langs = ["uz"] * (len(latin) + len(cyrillic)) + ["en"]
+    assert latin and all(any("а" <= ch <= "я" for ch in t) for t in cyrillic)
+    with serving(e5_like_zoo) as client:
+        encoder = client.app.state.modsenc.service.encoder
+        backbone = encoder.modular.backbone
+        assert backbone.prefix == "query: " and backbone.pooling == "mean"
+        assert encoder.modular.orthographies.get("uz") is None  # loaded by the request
+        encoded: list[int] = []  # the length of every sequence the model runs on
+        forward = backbone.forward
+        backbone.forward = lambda batch: encoded.extend(batch.seqlens) or forward(batch)
+        response = client.post("/v1/embeddings", json={"input": texts, "lang": langs})
+        assert response.status_code == 200, response.text
+        usage = response.json()["usage"]
+        assert usage["prompt_tokens"] == usage["total_tokens"] == sum(encoded)
+        counted = [len(encoder.tokenize([t], code).ids[0]) for t, code in zip(texts, langs)]
+        assert sorted(encoded) == sorted(counted)
+        # by hand: uz's orthography (Cyrillic to Latin, one apostrophe), then "query: ", then the tokenizer
+        tokenizer = encoder.modular.base_tokenizer  # neither language has its own vocabulary
+        uz = encoder.modular.orthographies["uz"]
+        assert uz.name == "uz"
+        by_hand = [len(tokenizer("query: " + uz.normalize(t))["input_ids"]) for t in texts[:-1]]
+        by_hand.append(len(tokenizer("query: " + texts[-1])["input_ids"]))
+        assert sorted(encoded) == sorted(by_hand)
+        # the count the server used to report (the raw text through the tokenizer) is not that
+        assert sum(len(tokenizer(t)["input_ids"]) for t in texts) != sum(by_hand)
+        for text, lang in zip(texts, langs):  # per text too, TEI's /embed with its token header
+            response = client.post("/embed", json={"inputs": text, "lang": lang})
+            assert response.status_code == 200, response.text
+            assert int(response.headers["x-modsenc-tokens"]) == token_count(encoder, text, lang)
 
 
 def test_openai_embeddings_equal_encode_routed_and_in_order(zoo_dir, reference) -> None:

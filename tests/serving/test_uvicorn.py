@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from modsenc.cli import main
-from modsenc.routing.encoder import ModularEncoder
+from modsenc.encoder import ModularEncoder
 from tests._zoo import HELD_OUT
 from tests.training.conftest import free_port
 

@@ -8,23 +8,32 @@ A mixed batch is grouped by language, every group runs through its own modules, 
 come back in input order. Bundles load on first use (or eagerly for ``languages=[...]``); with
 ``max_languages`` or ``max_memory_mb`` the least recently used language is unloaded to make room.
 One lock serialises module switching and forward passes, so several threads may call ``encode``.
+
+``encode_file`` is ``modsenc encode``: a text file (or stdin) through the encoder into .npy or .jsonl.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import shutil
+import sys
+import tempfile
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.encoder import Backbone, Tokenized
 from modsenc.backbone.manifest import verify_backbone as verify_backbone_files
 from modsenc.backbone.precision import check_precision, resolve_precision
 from modsenc.backbone.quantization import check_quantization, no_merge_warning, quantize_linears
-from modsenc.modules.bundle import Zoo, check_language_code
+from modsenc.data.readers import count_lines, iter_lines
+from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.modules.modular import ModularBackbone
 from modsenc.routing.langid import (
     LANGID_FILE,
@@ -34,6 +43,9 @@ from modsenc.routing.langid import (
     LanguageRouter,
     ProfileDetector,
 )
+from modsenc.utils.io import atomic_file
+from modsenc.utils.logs import progress
+from modsenc.utils.outputs import check_output_file
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +57,43 @@ def _check_limits(max_languages: int | None, max_memory_mb: float | None) -> Non
         raise ValueError(f"max_languages must be at least 1 (or None for no limit), got {max_languages!r}")
     if max_memory_mb is not None and not max_memory_mb > 0:
         raise ValueError(f"max_memory_mb must be positive (or None for no limit), got {max_memory_mb!r}")
+
+
+def _languages_to_load(zoo: Zoo, languages: str | Sequence[str] | None) -> list[str]:
+    """``from_pretrained``'s ``languages``, checked to be installed in a zoo that has a backbone."""
+    if not zoo.backbone_dir.is_dir():
+        raise FileNotFoundError(
+            f"{zoo.root} is not a modsenc zoo: no backbone/ (build one with `modsenc add-language`)"
+        )
+    installed = zoo.languages()
+    if not installed:
+        raise FileNotFoundError(f"no languages installed in {zoo.root}; run `modsenc add-language LANG`")
+    if isinstance(languages, str):  # one code, not its letters
+        languages = [c.strip() for c in languages.split(",") if c.strip()]
+    wanted = [check_language_code(lang) for lang in (languages or [])]
+    for lang in wanted:
+        if lang not in installed:
+            raise KeyError(
+                f"language {lang!r} is not installed in {zoo.root} (installed: {', '.join(installed)})"
+            )
+    return wanted
+
+
+def _router(
+    zoo: Zoo, fallback: str | None, detector: Detector | None, min_confidence: float, unsure: str
+) -> LanguageRouter:
+    """The router in front of the zoo: ``detector``, or the bundles' own language profiles."""
+    installed = zoo.languages()
+    pivots = zoo.pivots()  # from the bundles' manifests, checked against the index
+    fallback = check_language_code(fallback) if fallback else (pivots[0] if pivots else installed[0])
+    if detector is None:
+        profiles = {}
+        for lang in installed:
+            profile_path = zoo.bundle_dir(lang) / LANGID_FILE
+            if profile_path.exists():
+                profiles[lang] = CharNgramProfile.load(profile_path)
+        detector = ProfileDetector(profiles)
+    return LanguageRouter(detector, installed, fallback, min_confidence, unsure)
 
 
 class ModularEncoder:
@@ -111,33 +160,10 @@ class ModularEncoder:
         quantize = check_quantization(quantize)
         check_precision(dtype)
         zoo = Zoo(path)
-        if not zoo.backbone_dir.is_dir():
-            raise FileNotFoundError(
-                f"{path} is not a modsenc zoo: no backbone/ (build one with `modsenc add-language`)"
-            )
-        installed = zoo.languages()
-        if not installed:
-            raise FileNotFoundError(f"no languages installed in {path}; run `modsenc add-language LANG`")
-        if isinstance(languages, str):  # one code, not its letters
-            languages = [c.strip() for c in languages.split(",") if c.strip()]
-        wanted = [check_language_code(lang) for lang in (languages or [])]
-        for lang in wanted:
-            if lang not in installed:
-                raise KeyError(
-                    f"language {lang!r} is not installed in {path} (installed: {', '.join(installed)})"
-                )
+        wanted = _languages_to_load(zoo, languages)
         if verify if verify_backbone is None else verify_backbone:
             verify_backbone_files(zoo.backbone_dir)
-        pivots = zoo.pivots()  # from the bundles' manifests, checked against the index
-        fallback = check_language_code(fallback) if fallback else (pivots[0] if pivots else installed[0])
-        if detector is None:
-            profiles = {}
-            for lang in installed:
-                profile_path = zoo.bundle_dir(lang) / LANGID_FILE
-                if profile_path.exists():
-                    profiles[lang] = CharNgramProfile.load(profile_path)
-            detector = ProfileDetector(profiles)
-        router = LanguageRouter(detector, installed, fallback, min_confidence, unsure)
+        router = _router(zoo, fallback, detector, min_confidence, unsure)
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         backbone = Backbone.from_pretrained(zoo.backbone_dir, attention=attention, max_length=max_length).to(
             device
@@ -259,11 +285,10 @@ class ModularEncoder:
         for code, index in groups.items():
             with self._lock:
                 self.load_language(code)
-                kinds = self.modular.modules_of(code) - ({"cla"} if mode == "mono" else set())
                 vectors = self.modular.encode(
                     [texts[i] for i in index],
                     code,
-                    kinds,
+                    self._kinds(code, mode),
                     batch_size=batch_size,
                     show_progress_bar=show_progress_bar,
                     normalize_embeddings=normalize_embeddings,
@@ -286,5 +311,142 @@ class ModularEncoder:
             return result, (languages[0] if single else languages)
         return result
 
+    def _kinds(self, lang: str, mode: str) -> set[str]:
+        """The modules of a loaded language that ``mode`` runs: all, or all but the CLA (mono)."""
+        return self.modular.modules_of(lang) - ({"cla"} if mode == "mono" else set())
+
+    def tokenize(self, sentences: Sequence[str], lang: str, mode: str = "cross") -> Tokenized:
+        """The tokens ``encode(sentences, lang=lang, mode=mode)`` runs the model on, and which
+        sentences were cut to the maximum length: the language's orthography, the backbone's
+        prefix (e5's ``query: ``) and the language's tokenizer (``ModularBackbone.tokenized``).
+        Loads the language if needed."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        lang = check_language_code(lang)
+        with self._lock:
+            self.load_language(lang)
+            return self.modular.tokenized(lang, list(sentences), self._kinds(lang, mode))
+
     def get_sentence_embedding_dimension(self) -> int:
         return self.modular.backbone.hidden_size
+
+
+# --------------------------------------------------------------------------------- modsenc encode
+def _chunks(path: Path, size: int, name: str) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for _, line in iter_lines(path, name=name):
+        chunk.append(line)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _check_encode_paths(
+    zoo_dir: str | os.PathLike, input_path: str, output_path: Path, lang: str, overwrite: bool
+) -> None:
+    """Everything ``encode_file`` checks before reading a line or loading the model."""
+    if output_path.suffix not in (".npy", ".jsonl"):
+        raise ValueError(f"--output must end in .npy or .jsonl, got {output_path}")
+    if output_path.is_dir():
+        raise ValueError(f"--output {output_path} is a folder; give a file name ending in .npy or .jsonl")
+    if input_path != "-" and Path(input_path).is_dir():
+        raise ValueError(f"--input {input_path} is a folder; give a text file (one sentence per line)")
+    if lang != "auto":
+        check_language_code(lang)
+    check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
+    check_output_file(output_path, "--output", inputs=[input_path], overwrite=overwrite)
+
+
+def _write_npy(tmp: Path, chunks: Iterable[list[str]], total: int, encode: Any, bar: Any) -> int:
+    """Rows into a float32 .npy memory map of ``total`` rows, one chunk at a time."""
+    matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(total, encode.dimension))
+    written = 0
+    for chunk in chunks:
+        matrix[written : written + len(chunk)] = encode(chunk)
+        written += len(chunk)
+        bar.update(len(chunk))
+    matrix.flush()
+    del matrix
+    return written
+
+
+def _write_jsonl(tmp: Path, chunks: Iterable[list[str]], encode: Any, bar: Any) -> int:
+    """One JSON object per line: the text, its language and its vector."""
+    written = 0
+    with tmp.open("w", encoding="utf-8") as out:
+        for chunk in chunks:
+            vectors, langs = encode(chunk, return_languages=True)
+            for text, code, vector in zip(chunk, langs, vectors):
+                out.write(json.dumps({"text": text, "lang": code, "embedding": vector.tolist()}) + "\n")
+            written += len(chunk)
+            bar.update(len(chunk))
+    return written
+
+
+class _ChunkEncoder:
+    """``ModularEncoder.encode`` with the command's options bound, for one chunk of lines."""
+
+    def __init__(self, encoder: ModularEncoder, **options: Any) -> None:
+        self.encoder, self.options = encoder, options
+        self.dimension = encoder.get_sentence_embedding_dimension()
+
+    def __call__(self, chunk: list[str], return_languages: bool = False) -> Any:
+        return self.encoder.encode(chunk, return_languages=return_languages, **self.options)
+
+
+def encode_file(
+    zoo_dir: str | os.PathLike,
+    input_path: str,
+    output_path: str | os.PathLike,
+    lang: str = "auto",
+    mode: str = "cross",
+    batch_size: int = 32,
+    chunk_size: int = 10000,
+    normalize: bool = False,
+    device: str | None = None,
+    verify: bool = True,
+    quantize: str | None = None,
+    dtype: str = "auto",
+    overwrite: bool = False,
+) -> int:
+    """Encode ``input_path`` ('-': stdin) line by line into ``output_path`` (.npy or .jsonl).
+
+    It streams: ``chunk_size`` lines at a time, so memory holds one chunk of text and one of
+    vectors whatever the input size. Row ``i`` of the output is line ``i`` of the input (empty
+    lines included: they are encoded as empty text). The output appears atomically when done.
+    ``verify=False`` skips re-hashing the backbone and bundles, ``quantize="int8"`` runs the backbone
+    in int8, ``dtype`` chooses fp32 or bf16 (see ``ModularEncoder.from_pretrained``); an existing
+    output is replaced only with ``overwrite`` (``modsenc.utils.outputs``).
+    """
+    output_path = Path(output_path)
+    _check_encode_paths(zoo_dir, input_path, output_path, lang, overwrite)
+    # Errors name what the user gave, not the spooled copy of stdin.
+    shown = "standard input" if input_path == "-" else input_path
+    with tempfile.TemporaryDirectory() as scratch:
+        if input_path == "-":
+            source = Path(scratch) / "stdin.txt"
+            with source.open("wb") as spool:
+                shutil.copyfileobj(sys.stdin.buffer, spool)
+        else:
+            source = Path(input_path)
+            if not source.is_file():
+                raise FileNotFoundError(f"{input_path}: no such input file")
+        total = count_lines(source)
+        encoder = ModularEncoder.from_pretrained(
+            zoo_dir, device=device, verify=verify, quantize=quantize, dtype=dtype
+        )
+        encode = _ChunkEncoder(
+            encoder, lang=lang, batch_size=batch_size, normalize_embeddings=normalize, mode=mode
+        )
+        chunks = _chunks(source, chunk_size, shown)
+        bar = progress(total=total, desc="encode", unit="sent", enabled=total >= 1000)
+        # A temporary unique to this run: two runs writing one path each finish a complete file.
+        with atomic_file(output_path) as tmp:
+            try:
+                if output_path.suffix == ".npy":
+                    return _write_npy(tmp, chunks, total, encode, bar)
+                return _write_jsonl(tmp, chunks, encode, bar)
+            finally:
+                bar.close()
