@@ -198,7 +198,7 @@ def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tuple[list[Arm], str]:
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
     lang = args.lang if args.route == "given" else "auto"
     settings = {
@@ -384,8 +384,8 @@ def versions() -> str:
 
 def side_by_side(args: argparse.Namespace, texts: list[str], calib: list[str]) -> str:
     """Run the arms interleaved and return the markdown report."""
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
     from modsenc.modules.export import export_sentence_transformer  # noqa: PLC0415
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
 
     wanted = [a.strip() for a in args.arms.split(",")] if args.arms else list(ARMS)
     unknown = sorted(set(wanted) - set(ARMS))

@@ -58,7 +58,7 @@ def english_identical(backbone: Path, zoo: Path, sts: Path) -> bool:
     import numpy as np  # noqa: PLC0415
 
     from modsenc.backbone.encoder import Backbone  # noqa: PLC0415
-    from modsenc.routing.encoder import ModularEncoder  # noqa: PLC0415
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
     _, rows = paper_tables.read_tsv(sts)
     texts = sorted({r[2] for r in rows if r[0] == "en"} | {r[3] for r in rows if r[1] == "en"})[:200]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from transformers import AutoConfig, AutoModel, AutoTokenizer, PretrainedConfig, PreTrainedModel
+from transformers import AutoConfig, AutoModel, PretrainedConfig, PreTrainedModel
 
 from modsenc.backbone.attention import AttentionBackend, get_attention_backend
 from modsenc.backbone.manifest import (
@@ -33,21 +32,13 @@ from modsenc.backbone.manifest import (
 )
 from modsenc.backbone.packing import PackedBatch
 from modsenc.backbone.precision import autocast, resolve_precision
-from modsenc.utils.hub import check_model_source
+from modsenc.utils.hub import check_model_source, load_tokenizer
 from modsenc.utils.logs import progress
 from modsenc.utils.outputs import owned_directory, record_owned_files
 
 SUPPORTED_MODEL_TYPES = ("bert", "xlm-roberta", "roberta", "camembert")
 
 
-class _NoMistralRegexWarning(logging.Filter):
-    # transformers 4.57.3+ takes every local directory saved by 4.57.3+ for a Mistral tokenizer and
-    # warns about a Mistral-only regex; nothing is changed in the tokenizer, the warning is noise.
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "fix_mistral_regex" not in record.getMessage()
-
-
-logging.getLogger("transformers.tokenization_utils_base").addFilter(_NoMistralRegexWarning())
 POOLINGS = ("cls", "mean")
 
 
@@ -434,7 +425,7 @@ def _load_model_files(name_or_path: str, hf_kwargs: dict[str, Any]) -> tuple[Pre
     """transformers' model and tokenizer; a local folder's unreadable file is one line naming it."""
     if not os.path.isdir(name_or_path):
         model = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, **hf_kwargs)
-        return model, AutoTokenizer.from_pretrained(name_or_path)
+        return model, load_tokenizer(name_or_path)
     for name in ("config.json", "tokenizer_config.json", "tokenizer.json"):
         path = Path(name_or_path) / name
         if path.is_file():
@@ -445,7 +436,7 @@ def _load_model_files(name_or_path: str, hf_kwargs: dict[str, Any]) -> tuple[Pre
                 raise BackboneIntegrityError(message) from err
     try:
         model = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, **hf_kwargs)
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+        tokenizer = load_tokenizer(name_or_path)
     except Exception as err:  # safetensors' and tokenizers' own error classes are not OSError/ValueError
         weights = sorted(Path(name_or_path).glob("*.safetensors"))
         what = ", ".join(str(w) for w in weights) or name_or_path

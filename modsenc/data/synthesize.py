@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from modsenc.data.readers import ParaphrasePair, read_paraphrase_tsv
+from modsenc.utils.hub import load_tokenizer
 from modsenc.utils.io import atomic_write_json, atomic_write_text, fsync_dir
 
 log = logging.getLogger(__name__)
@@ -335,12 +336,12 @@ class HFTranslator:
         source_lang: str = "en",
     ) -> None:
         import torch  # noqa: PLC0415
-        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer  # noqa: PLC0415
+        from transformers import AutoModelForSeq2SeqLM  # noqa: PLC0415
 
         self.name = model
         self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
-        self.tokenizer = AutoTokenizer.from_pretrained(model)
+        self.tokenizer = load_tokenizer(model)
         self.model = AutoModelForSeq2SeqLM.from_pretrained(model, dtype=dtype).to(self.device).eval()
         # Neither the source nor the output may outgrow the model's position table.
         positions = getattr(self.model.config, "max_position_embeddings", None) or max_length

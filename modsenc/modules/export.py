@@ -17,6 +17,7 @@ pooling (CLS or mean) and its input prefix as the default prompt (e5's ``query: 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 from pathlib import Path
@@ -32,6 +33,7 @@ from transformers.activations import get_activation
 from modsenc.backbone.encoder import Backbone
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.modules.modular import ModularBackbone, module_name
+from modsenc.utils.hub import NOT_MISTRAL
 from modsenc.utils.outputs import check_output_folder, owned_directory, record_owned_files
 
 # Written into every export: proves the folder is modsenc's, so a later export may replace it.
@@ -160,7 +162,10 @@ def _save_sentence_transformer(
     hf_dir = folder / "hf"
     plain.save_pretrained(hf_dir, safe_serialization=True)
     tokenizer.save_pretrained(hf_dir)
-    transformer = Transformer(str(hf_dir), max_seq_length=backbone.max_length)
+    # NOT_MISTRAL: no false "incorrect regex pattern" warning on loading (see utils/hub.py)
+    transformer = Transformer(
+        str(hf_dir), max_seq_length=backbone.max_length, processor_kwargs=dict(NOT_MISTRAL)
+    )
     # include_prompt: the prefix tokens count in the mean, as in modsenc (and e5's own engine).
     pooling = Pooling(plain.config.hidden_size, pooling_mode=backbone.pooling, include_prompt=True)
     prompts = {"query": backbone.prefix} if backbone.prefix else None
@@ -175,3 +180,9 @@ def _save_sentence_transformer(
         item.rename(folder / item.name)
     (folder / "model").rmdir()
     shutil.rmtree(hf_dir)
+    # sentence-transformers keeps no processor_kwargs of its own: store the flag where its loader
+    # reads them, so that a plain SentenceTransformer(folder) loads quietly too.
+    st_config = folder / "sentence_bert_config.json"
+    config = json.loads(st_config.read_text(encoding="utf-8"))
+    config["processor_kwargs"] = dict(NOT_MISTRAL)
+    st_config.write_text(json.dumps(config, indent=4) + "\n", encoding="utf-8")

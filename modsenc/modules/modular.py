@@ -34,7 +34,6 @@ from adapters import ParBnConfig
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file, save_file
 from torch import nn
-from transformers import AutoTokenizer
 
 from modsenc.backbone.encoder import Backbone, Tokenized, tokenize_texts
 from modsenc.backbone.manifest import library_versions
@@ -50,6 +49,7 @@ from modsenc.modules.bundle import (
     verify_bundle,
 )
 from modsenc.modules.manifest import BundleManifest
+from modsenc.utils.hub import load_tokenizer
 
 LORA_KINDS = ("la", "se")
 MODULE_LIBRARIES = ("peft", "adapters", "sentence-transformers")  # their versions go into manifests
@@ -304,7 +304,7 @@ class ModularBackbone(nn.Module):
         directory = Path(directory)
         source = directory / module_files(kind)[0]
         if kind == "vocab":
-            tokenizer = AutoTokenizer.from_pretrained(directory / TOKENIZER_DIR)
+            tokenizer = load_tokenizer(directory / TOKENIZER_DIR)
             self.add_vocabulary(lang, tokenizer, load_file(source)["weight"])
         elif kind in LORA_KINDS:
             self.load_lora(lang, kind, source)

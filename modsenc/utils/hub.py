@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 HUB_TIMEOUT_S = 5.0
 _TRUE = {"1", "ON", "YES", "TRUE"}
@@ -69,3 +71,18 @@ def check_model_source(name: str, kind: str = "model") -> None:
     problem = _ask_hub(kind, name)
     if problem is not None:
         raise OSError(f"{name}: {problem}")
+
+
+# transformers 4.57.3 to 4.57.6 take any local tokenizer of over 100K pieces whose config.json they
+# wrote themselves (e5's, NLLB's, every backbone modsenc saves) for a Mistral one, since the check
+# reads only config.json's transformers_version, and warn that it has "an incorrect regex pattern
+# ... will lead to incorrect tokenization". Passing the flag as False says it is not one: the
+# tokenizer loads exactly as saved, without the false warning.
+NOT_MISTRAL = MappingProxyType({"fix_mistral_regex": False})  # read-only: callers copy it
+
+
+def load_tokenizer(name_or_path: str | Path) -> Any:
+    """``AutoTokenizer.from_pretrained(name_or_path)`` without the false Mistral warning."""
+    from transformers import AutoTokenizer  # noqa: PLC0415 - transformers loads on first use
+
+    return AutoTokenizer.from_pretrained(name_or_path, **NOT_MISTRAL)

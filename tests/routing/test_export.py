@@ -120,3 +120,54 @@ def test_export_marker_model_card_truncation_and_replacing_an_earlier_export(zoo
         export_sentence_transformer(zoo_dir, "uz", out, mode="mono")
     export_sentence_transformer(zoo_dir, "uz", out, mode="mono", overwrite=True)
     assert json.loads((out / "modsenc_export.json").read_text())["language"] == "uz"
+
+
+def _big_vocab_xlmr(folder) -> tuple:
+    """A tiny XLM-R model with a 100,010-piece Unigram tokenizer: transformers 4.57.6 runs its
+    Mistral regex check only on tokenizers over 100K pieces, as e5's (250K)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers  # noqa: PLC0415
+    from transformers import XLMRobertaConfig, XLMRobertaModel, XLMRobertaTokenizerFast  # noqa: PLC0415
+
+    specials = ["<s>", "<pad>", "</s>", "<unk>"]
+    pieces = [(p, 0.0) for p in specials] + [(c, -5.0) for c in "▁abcdefghijklmnopqrstuvwxyz"]
+    pieces += [(f"▁w{i}", -10.0) for i in range(100_010 - len(pieces) - 1)] + [("<mask>", 0.0)]
+    backend = Tokenizer(models.Unigram(pieces, unk_id=3))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace()
+    backend.decoder = decoders.Metaspace()
+    tokenizer = XLMRobertaTokenizerFast(tokenizer_object=backend)
+    config = XLMRobertaConfig(
+        vocab_size=len(pieces),
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=16,
+        max_position_embeddings=40,
+    )
+    return XLMRobertaModel(config).eval(), tokenizer
+
+
+def test_an_export_loads_without_the_mistral_regex_warning(tmp_path, caplog) -> None:
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from transformers import AutoTokenizer  # noqa: PLC0415
+
+    from modsenc.modules.export import _save_sentence_transformer  # noqa: PLC0415
+
+    plain, tokenizer = _big_vocab_xlmr(tmp_path)
+    # Without the flag, transformers 4.57.6 warns on its own save of this tokenizer: the check the
+    # export answers is real (if a later transformers drops it, this line says so).
+    plain.config.save_pretrained(tmp_path / "raw")
+    tokenizer.save_pretrained(tmp_path / "raw")
+    caplog.clear()
+    AutoTokenizer.from_pretrained(tmp_path / "raw")
+    assert "incorrect regex pattern" in caplog.text
+
+    backbone = SimpleNamespace(max_length=16, pooling="mean", prefix="query: ")
+    (tmp_path / "model").mkdir()
+    _save_sentence_transformer(tmp_path / "model", plain, tokenizer, backbone, "tiny")
+    caplog.clear()
+    st = SentenceTransformer(str(tmp_path / "model"), device="cpu")
+    assert "regex" not in caplog.text
+    # the tokenizer is the one saved: same ids as the original (the prompt "query: " included)
+    ids = st.tokenize(["query: abc w7"])["input_ids"][0].tolist()
+    assert ids == tokenizer("query: abc w7")["input_ids"]

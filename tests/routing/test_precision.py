@@ -15,8 +15,8 @@ import torch
 from modsenc.backbone.precision import cpu_has_native_bf16
 from modsenc.data.demo import demo_path
 from modsenc.data.readers import read_parallel_tsv
+from modsenc.encoder import ModularEncoder
 from modsenc.eval.sts import row_cosines
-from modsenc.routing.encoder import ModularEncoder
 from tests._zoo import HELD_OUT
 
 pytestmark = pytest.mark.slow
@@ -77,7 +77,7 @@ def test_auto_encodes_in_bf16_only_on_a_cpu_with_native_bf16(
     two_zoo, texts, reference, cpu, caplog, native, expected
 ) -> None:
     cpu(native)
-    with caplog.at_level(logging.INFO, logger="modsenc.routing.encoder"):
+    with caplog.at_level(logging.INFO, logger="modsenc.encoder"):
         encoder = ModularEncoder.from_pretrained(two_zoo, device="cpu", languages=LANGUAGES)  # dtype auto
     assert encoder.precision == expected
     assert f"encoding in {expected} (asked: auto) on cpu" in caplog.messages
