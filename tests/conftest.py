@@ -7,8 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from modsenc.backbone import Backbone
+from modsenc.backbone.precision import cpu_has_native_bf16
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.demo import demo_path
 from modsenc.data.readers import read_parallel_tsv
@@ -57,3 +59,17 @@ def zoo_dir(request, tmp_path_factory) -> Path:
     if cached:
         (root / "complete").touch()
     return zoo
+
+
+@pytest.fixture()
+def cpu_reports_bf16(monkeypatch):
+    """``cpu_reports_bf16(True)``: torch's probes say the CPU has AMX and AVX512_BF16 (False: neither),
+    so ``auto`` precision can be tested on any machine."""
+
+    def report(native: bool) -> None:
+        cpu_has_native_bf16.cache_clear()
+        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: native)
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native)
+
+    yield report
+    cpu_has_native_bf16.cache_clear()

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
-from modsenc.backbone.precision import cpu_has_native_bf16
 from modsenc.data.demo import demo_path
 from modsenc.data.readers import read_parallel_tsv
 from modsenc.encoder import ModularEncoder
@@ -61,22 +59,11 @@ def reference(two_zoo, texts) -> dict[str, np.ndarray]:
     return out
 
 
-@pytest.fixture()
-def cpu(monkeypatch):
-    def report(native: bool) -> None:
-        cpu_has_native_bf16.cache_clear()
-        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: native)
-        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native)
-
-    yield report
-    cpu_has_native_bf16.cache_clear()
-
-
 @pytest.mark.parametrize(("native", "expected"), [(True, "bf16"), (False, "fp32")])
 def test_auto_encodes_in_bf16_only_on_a_cpu_with_native_bf16(
-    two_zoo, texts, reference, cpu, caplog, native, expected
+    two_zoo, texts, reference, cpu_reports_bf16, caplog, native, expected
 ) -> None:
-    cpu(native)
+    cpu_reports_bf16(native)
     with caplog.at_level(logging.INFO, logger="modsenc.encoder"):
         encoder = ModularEncoder.from_pretrained(two_zoo, device="cpu", languages=LANGUAGES)  # dtype auto
     assert encoder.precision == expected

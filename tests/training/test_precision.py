@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from modsenc.backbone.precision import cpu_has_native_bf16, resolve_precision
+from modsenc.backbone.precision import resolve_precision
 from modsenc.training.train_backbone import run
 from tests.training.conftest import tiny_recipe, write_tiny_parallel
 
@@ -28,17 +28,6 @@ def _train(data: Path, out: Path, precision: str) -> dict[str, torch.Tensor]:
     recipe = tiny_recipe(data, max_steps=3, checkpoint_every=3, num_threads=None, precision=precision)
     run(recipe, out)
     return load_file(out / "backbone" / "model.safetensors")
-
-
-@pytest.fixture()
-def cpu(monkeypatch):
-    def report(native: bool) -> None:
-        cpu_has_native_bf16.cache_clear()
-        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: native)
-        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native)
-
-    yield report
-    cpu_has_native_bf16.cache_clear()
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +47,9 @@ def explicit(tmp_path_factory, data) -> dict[str, dict[str, torch.Tensor]]:
 
 @pytest.mark.parametrize(("native", "expected"), [(True, "bf16"), (False, "fp32")])
 def test_auto_trains_in_bf16_only_on_a_cpu_with_native_bf16(
-    tmp_path, data, explicit, cpu, caplog, native, expected
+    tmp_path, data, explicit, cpu_reports_bf16, caplog, native, expected
 ) -> None:
-    cpu(native)
+    cpu_reports_bf16(native)
     with caplog.at_level(logging.INFO, logger="modsenc.training.loop"):
         weights = _train(data, tmp_path / "auto", "auto")
     assert f"training precision: {expected} (asked: auto)" in caplog.messages
