@@ -171,23 +171,25 @@ def table(results: dict[str, dict], zoo: Path, baselines: dict[str, Path], ident
     lines += [
         "**English and cost**",
         "",
-        "| model | STS en-en | steps | training wall time |",
-        "|---|---|---|---|",
+        "| model | STS en-en | training pairs | steps | training wall time |",
+        "|---|---|---|---|---|",
     ]
-    lines.append(f"| {E5} | {cell(_sts(results[f'{E5}|cross'], 'en-en'))} | – | – |")
+    lines.append(f"| {E5} | {cell(_sts(results[f'{E5}|cross'], 'en-en'))} | – | – | – |")
     lines.append(
         f"| {MOD} | {cell(_sts(results[f'{MOD}|cross'], 'en-en'))} (vectors {same}) | per language, below | "
-        "per language, below |"
+        "per language, below | per language, below |"
     )
     for name, path in baselines.items():
-        steps, minutes = _baseline_cost(path)
+        steps, minutes, pairs = _baseline_cost(path)
         lines.append(
-            f"| {name} | {cell(_sts(results[f'{name}|cross'], 'en-en'))} | {steps} | {minutes:.1f} min |"
+            f"| {name} | {cell(_sts(results[f'{name}|cross'], 'en-en'))} | {pairs} | {steps} | "
+            f"{minutes:.1f} min |"
         )
     lines += [
         "",
-        "| language | stages | steps (SE / CLA, CLA best at) | training wall time |",
-        "|---|---|---|---|",
+        "| language | stages | training pairs (SE / CLA) | steps (SE / CLA, CLA best at) "
+        "| training wall time |",
+        "|---|---|---|---|---|",
     ]
     for lang in LANGS:
         manifest = json.loads((zoo / lang / "modsenc_bundle.json").read_text())
