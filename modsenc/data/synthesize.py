@@ -259,12 +259,7 @@ def synthesize(
         for lang, pending in todo:
             for start in range(0, len(pending), batch_size):
                 batch = pending[start : start + batch_size]
-                texts = translator.translate(batch, lang)
-                if len(texts) != len(batch):
-                    raise RuntimeError(
-                        f"the translator returned {len(texts)} texts for {len(batch)} sentences"
-                    )
-                cache.add(translator.name, lang, batch, [_clean(t) for t in texts])
+                _translate_batch(translator, cache, batch, lang)
                 reports[lang].translated += len(batch)
                 done += len(batch)
                 bar.update(len(batch))
@@ -278,40 +273,66 @@ def synthesize(
     for p in pairs:
         rows.append((p.pair_id, "en", _clean(p.anchor), _clean(p.positive), _clean(p.negative or "")))
     for lang in languages:
-        report = reports[lang]
-        for p in pairs:
-            sides = {
-                k: cache.get(translator.name, lang, s)
+        rows.extend(_language_rows(pairs, lang, translator.name, cache, filters, reports[lang]))
+    _write_outputs(output, rows, translator.name, reports)
+    return reports
+
+
+def _translate_batch(translator: Translator, cache: TranslationCache, batch: list[str], lang: str) -> None:
+    """Translate one batch into ``lang`` and append the cleaned translations to the cache."""
+    texts = translator.translate(batch, lang)
+    if len(texts) != len(batch):
+        raise RuntimeError(f"the translator returned {len(texts)} texts for {len(batch)} sentences")
+    cache.add(translator.name, lang, batch, [_clean(t) for t in texts])
+
+
+def _language_rows(
+    pairs: Sequence[ParaphrasePair],
+    lang: str,
+    model: str,
+    cache: TranslationCache,
+    filters: Filters,
+    report: LanguageReport,
+) -> list[tuple[str, str, str, str, str]]:
+    """``lang``'s TSV rows: each pair whose anchor and positive translations pass ``filters``, with
+    its negative where that one passes too; what is dropped is counted in ``report``."""
+    rows = []
+    for p in pairs:
+        sides = {k: cache.get(model, lang, s) for k, s in (("anchor", p.anchor), ("positive", p.positive))}
+        reason = next(
+            (
+                r
                 for k, s in (("anchor", p.anchor), ("positive", p.positive))
-            }
-            reason = next(
-                (
-                    r
-                    for k, s in (("anchor", p.anchor), ("positive", p.positive))
-                    if (r := filters.reason(s, sides[k], lang))
-                ),
-                None,
-            )
-            if reason:
-                report.dropped[reason] += 1
-                continue
-            negative = ""
-            if p.negative:
-                candidate = cache.get(translator.name, lang, p.negative)
-                if filters.reason(p.negative, candidate, lang):
-                    report.negatives_dropped += 1
-                else:
-                    negative = candidate
-            rows.append((p.pair_id, lang, sides["anchor"], sides["positive"], negative))
-            report.pairs_kept += 1
+                if (r := filters.reason(s, sides[k], lang))
+            ),
+            None,
+        )
+        if reason:
+            report.dropped[reason] += 1
+            continue
+        negative = ""
+        if p.negative:
+            candidate = cache.get(model, lang, p.negative)
+            if filters.reason(p.negative, candidate, lang):
+                report.negatives_dropped += 1
+            else:
+                negative = candidate
+        rows.append((p.pair_id, lang, sides["anchor"], sides["positive"], negative))
+        report.pairs_kept += 1
+    return rows
+
+
+def _write_outputs(
+    output: Path, rows: list[tuple[str, ...]], model: str, reports: dict[str, LanguageReport]
+) -> None:
+    """Write the TSV and its ``.report.json`` beside it, each atomically."""
     text = "\t".join(TSV_COLUMNS) + "\n" + "".join("\t".join(r) + "\n" for r in rows)
     output.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(output, text)
     atomic_write_json(
         output.with_name(output.name + ".report.json"),
-        {"model": translator.name, "languages": {lang: vars(r) for lang, r in reports.items()}},
+        {"model": model, "languages": {lang: vars(r) for lang, r in reports.items()}},
     )
-    return reports
 
 
 def _log_estimate(seconds: float, sentences: int) -> None:

@@ -275,6 +275,58 @@ def _means(sims: np.ndarray, ids: np.ndarray, chunk_rows: int) -> np.ndarray:
     return out
 
 
+def _open_pair(src_dir: str | os.PathLike, tgt_dir: str | os.PathLike) -> tuple[Embeddings, Embeddings]:
+    """The two ``scale encode`` outputs to mine, checked to come from one model (same dimension)."""
+    src, tgt = Embeddings.open(src_dir, "SRC"), Embeddings.open(tgt_dir, "TGT")
+    if src.dim != tgt.dim:
+        raise ValueError(
+            f"SRC {src_dir} has {src.dim}-dimensional vectors, TGT {tgt_dir} {tgt.dim}: not one model"
+        )
+    return src, tgt
+
+
+def _prepare_output(output: str | os.PathLike) -> Path:
+    """The pairs file's path, refused when it is a folder, with its parent folder created."""
+    output = Path(output)
+    if output.is_dir():
+        raise ValueError(f"--output {output} is a folder; give a file name for the pairs (TSV)")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    return output
+
+
+def _knn_lists(scratch: Path, name: str, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Memory-mapped (n x k) similarity and id arrays for one direction's k-NN lists."""
+    sims = np.lib.format.open_memmap(scratch / f"{name}-sims.npy", "w+", np.float32, (n, k))
+    ids = np.lib.format.open_memmap(scratch / f"{name}-ids.npy", "w+", np.int64, (n, k))
+    return sims, ids
+
+
+def _margin_candidates(
+    fwd_sims: np.ndarray,
+    fwd_ids: np.ndarray,
+    bwd_sims: np.ndarray,
+    bwd_ids: np.ndarray,
+    chunk_rows: int,
+    threshold: float | None,
+) -> np.ndarray:
+    """Every row's best neighbour by ratio margin, both directions, as (score, src, tgt) rows,
+    scored a chunk at a time from the k-NN lists."""
+    src_mean, tgt_mean = _means(fwd_sims, fwd_ids, chunk_rows), _means(bwd_sims, bwd_ids, chunk_rows)
+    candidates = []
+    for sims, ids, own, other, forward in (
+        (fwd_sims, fwd_ids, src_mean, tgt_mean, True),
+        (bwd_sims, bwd_ids, tgt_mean, src_mean, False),
+    ):
+        for start in range(0, len(sims), chunk_rows):
+            rows = slice(start, start + chunk_rows)
+            best, score = best_by_margin(sims[rows], ids[rows], own[rows], other)
+            here = np.arange(start, start + len(best))
+            block = np.stack([score, here, best] if forward else [score, best, here], axis=1)
+            # Below the threshold a candidate can never be selected: drop it now to bound memory.
+            candidates.append(block if threshold is None else block[block[:, 0] >= threshold])
+    return np.concatenate(candidates)
+
+
 def mine_corpus(
     src_dir: str | os.PathLike,
     tgt_dir: str | os.PathLike,
@@ -297,26 +349,13 @@ def mine_corpus(
     resident memory of the search actors (for ``bench/scale.py``)."""
     if workers < 1 or part_rows < 1 or chunk_rows < 1 or k < 1:
         raise ValueError("--workers, --part-rows, --chunk-rows and --k must be at least 1")
-    src, tgt = Embeddings.open(src_dir, "SRC"), Embeddings.open(tgt_dir, "TGT")
-    if src.dim != tgt.dim:
-        raise ValueError(
-            f"SRC {src_dir} has {src.dim}-dimensional vectors, TGT {tgt_dir} {tgt.dim}: not one model"
-        )
-    output = Path(output)
-    if output.is_dir():
-        raise ValueError(f"--output {output} is a folder; give a file name for the pairs (TSV)")
-    output.parent.mkdir(parents=True, exist_ok=True)
+    src, tgt = _open_pair(src_dir, tgt_dir)
+    output = _prepare_output(output)
     k = min(k, src.total, tgt.total)
     # The k-NN lists are memory-mapped in a scratch folder next to the output, removed at the end.
     with tempfile.TemporaryDirectory(prefix=".modsenc-mine-", dir=output.parent) as scratch:
-
-        def lists(name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
-            sims = np.lib.format.open_memmap(Path(scratch) / f"{name}-sims.npy", "w+", np.float32, (n, k))
-            ids = np.lib.format.open_memmap(Path(scratch) / f"{name}-ids.npy", "w+", np.int64, (n, k))
-            return sims, ids
-
-        fwd_sims, fwd_ids = lists("fwd", src.total)
-        bwd_sims, bwd_ids = lists("bwd", tgt.total)
+        fwd_sims, fwd_ids = _knn_lists(Path(scratch), "fwd", src.total, k)
+        bwd_sims, bwd_ids = _knn_lists(Path(scratch), "bwd", tgt.total, k)
         options = {
             "part_rows": part_rows,
             "chunk_rows": chunk_rows,
@@ -349,20 +388,8 @@ def mine_corpus(
             finally:
                 for actor in actors:
                     ray.kill(actor)
-        src_mean, tgt_mean = _means(fwd_sims, fwd_ids, chunk_rows), _means(bwd_sims, bwd_ids, chunk_rows)
-        candidates = []
-        for sims, ids, own, other, forward in (
-            (fwd_sims, fwd_ids, src_mean, tgt_mean, True),
-            (bwd_sims, bwd_ids, tgt_mean, src_mean, False),
-        ):
-            for start in range(0, len(sims), chunk_rows):
-                rows = slice(start, start + chunk_rows)
-                best, score = best_by_margin(sims[rows], ids[rows], own[rows], other)
-                here = np.arange(start, start + len(best))
-                block = np.stack([score, here, best] if forward else [score, best, here], axis=1)
-                # Below the threshold a candidate can never be selected: drop it now to bound memory.
-                candidates.append(block if threshold is None else block[block[:, 0] >= threshold])
-        pairs = select_pairs(np.concatenate(candidates), src.total, tgt.total, threshold)
+        candidates = _margin_candidates(fwd_sims, fwd_ids, bwd_sims, bwd_ids, chunk_rows, threshold)
+        pairs = select_pairs(candidates, src.total, tgt.total, threshold)
         if stats is not None:
             stats["fwd_ids"] = np.array(fwd_ids[:, 0])  # top-1 neighbours, for recall against exact search
     src_texts = src.texts({p.src for p in pairs})

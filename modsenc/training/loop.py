@@ -8,7 +8,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.precision import autocast, resolve_precision
-from modsenc.data.batching import BatchStream
+from modsenc.data.batching import BatchStream, StreamItem
 from modsenc.objectives.base import Objective, ObjectiveOutput, TokenizedPair
 from modsenc.training.checkpoint import (
     latest_checkpoint,
@@ -176,6 +176,212 @@ def _load_model_state(module: nn.Module, state: dict[str, torch.Tensor], trainab
     module.load_state_dict(state, strict=False)
 
 
+def _prepare_run(
+    config: LoopConfig, run_dir: Path, device: torch.device, dist: DistContext
+) -> tuple[str, MetricsLog]:
+    """The precision the loop trains in and its metrics log, with the run folder created."""
+    # Resolved once: bf16 autocast for the GEMMs where the device computes bf16 natively; weights,
+    # optimiser state and checkpoints stay fp32, so a resumed run continues exactly.
+    precision = resolve_precision(config.precision, device)
+    if dist.is_main:
+        log.info("training precision: %s (asked: %s)", precision, config.precision)
+    if dist.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    return precision, MetricsLog(run_dir / "metrics.jsonl", enabled=dist.is_main)
+
+
+def _load_latest_checkpoint(
+    run_dir: Path, module: TrainModule, trainable_only: bool
+) -> tuple[Path, int, dict[str, Any]]:
+    """Load the run's latest checkpoint into ``module``: (its path, its step, the rest of its state)."""
+    checkpoint = latest_checkpoint(run_dir)
+    if checkpoint is None:
+        raise FileNotFoundError(
+            f"--resume: no checkpoint under {run_dir / 'checkpoints'}; start without --resume"
+        )
+    step, model_state, state = load_checkpoint(checkpoint)
+    _load_model_state(module, model_state, trainable_only)
+    return checkpoint, step, state
+
+
+def _restore_training_state(
+    state: dict[str, Any],
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    stream: BatchStream,
+    stopper: EarlyStopping | None,
+) -> BatchStream:
+    """Put back a checkpoint's optimiser, schedule, RNG and early-stopping state; returns the
+    batch stream positioned where the checkpointed run would have read next."""
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    set_rng_state(state["rng"])
+    stream = BatchStream.from_state(stream.sampler, state["data"])
+    if stopper is not None and state.get("early_stopping") is not None:
+        stopper.load_state_dict(state["early_stopping"])
+    return stream
+
+
+def _micro_batches(
+    module: TrainModule,
+    examples: Sequence[TokenizedPair],
+    iterator: Iterator[StreamItem],
+    config: LoopConfig,
+    step: int,
+    dist: DistContext,
+) -> Iterator[tuple[StreamItem, Any]]:
+    """The ``grad_accum`` micro-batches of optimizer step ``step``, each drawn from the stream and
+    collated on the model's device only when the previous one is done: (stream item, batch)."""
+    for micro in range(config.grad_accum):
+        item = next(iterator)
+        rng = np.random.default_rng([config.seed, step, micro])  # masks independent of resume point
+        batch = module.objective.collate(
+            [examples[i] for i in item.indices], rng, module.backbone, dist.rank, dist.world_size
+        ).to(module.backbone.device)
+        yield item, batch
+
+
+def _forward_backward(
+    ddp_module: nn.Module,
+    batches: Iterator[tuple[StreamItem, Any]],
+    config: LoopConfig,
+    device: torch.device,
+    precision: str,
+    dist: DistContext,
+) -> tuple[dict[str, float], int, int]:
+    """Accumulate one optimizer step's gradients over its micro-batches (DDP syncs on the last
+    only): (the step's metrics, averaged over micro-batches; its tokens; the last batch's epoch)."""
+    step_metrics: dict[str, float] = {}
+    tokens = 0
+    for micro, (item, batch) in enumerate(batches):
+        epoch = item.epoch
+        sync = micro == config.grad_accum - 1 or not dist.is_distributed
+        with (
+            contextlib.nullcontext() if sync else ddp_module.no_sync(),
+            autocast(device, precision),
+        ):
+            out = ddp_module(batch)
+            (out.loss / config.grad_accum).backward()
+        tokens += out.num_tokens
+        for key, value in out.metrics.items():
+            step_metrics[key] = step_metrics.get(key, 0.0) + value / config.grad_accum
+    return step_metrics, tokens, epoch
+
+
+def _optimizer_step(
+    module: TrainModule,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    max_grad_norm: float | None,
+    step_metrics: dict[str, float],
+    step: int,
+) -> torch.Tensor:
+    """Refuse a non-finite loss, then clip the gradients, step the optimiser and the schedule and
+    clear the gradients; returns the gradient norm before clipping (0 without clipping)."""
+    if not all(math.isfinite(v) for v in step_metrics.values()):
+        raise FloatingPointError(
+            f"non-finite loss at step {step + 1}: {step_metrics}; lower the learning rate"
+        )
+    grad_norm = (
+        torch.nn.utils.clip_grad_norm_(module.parameters(), max_grad_norm)
+        if max_grad_norm
+        else torch.tensor(0.0)
+    )
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return grad_norm
+
+
+def _add_to_window(sums: dict[str, float], counts: dict[str, int], step_metrics: dict[str, float]) -> None:
+    """Add one step's metrics to the log window's per-metric sums and step counts."""
+    for key, value in step_metrics.items():
+        sums[key] = sums.get(key, 0.0) + value
+        counts[key] = counts.get(key, 0) + 1
+
+
+def _tokens_per_second(
+    window_tokens: int, window_start: float, device: torch.device, dist: DistContext
+) -> float:
+    """Input tokens per second since ``window_start``, summed over the processes."""
+    elapsed = time.perf_counter() - window_start
+    tokens = float(dist.all_reduce_sum(torch.tensor(float(window_tokens), device=device)))
+    return tokens / max(elapsed, 1e-9)
+
+
+def _progress_fields(
+    step: int,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    grad_norm: torch.Tensor,
+    tokens_per_s: float,
+    epoch: int,
+    precision: str,
+) -> dict[str, Any]:
+    """A log record's fields after the metrics: where training stands at ``step``."""
+    return {
+        "step": step,
+        "lr": scheduler.get_last_lr()[0],
+        "grad_norm": float(grad_norm),
+        "tokens_per_s": tokens_per_s,
+        "epoch": epoch,
+        "precision": precision,
+    }
+
+
+def _checkpoint_state(
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    iterator: BatchStream,
+    stopper: EarlyStopping | None,
+) -> dict[str, Any]:
+    """Everything besides the model that a resumed run needs to continue exactly."""
+    return {
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "rng": rng_state(),
+        "data": iterator.state_dict(),
+        "early_stopping": stopper.state_dict() if stopper is not None else None,
+    }
+
+
+def _save_checkpoint(
+    run_dir: Path, step: int, module: TrainModule, state: dict[str, Any], config: LoopConfig
+) -> None:
+    """Write a checkpoint of ``module`` and ``state`` at ``step``, keeping the latest few."""
+    saved = save_checkpoint(
+        run_dir,
+        step,
+        _model_state(module, config.trainable_only),
+        state,
+        keep=config.keep_checkpoints,
+    )
+    log.debug("checkpoint written to %s", saved)
+
+
+def _restore_best_weights(
+    module: TrainModule,
+    stopper: EarlyStopping | None,
+    last: dict[str, float],
+    step: int,
+    dist: DistContext,
+) -> dict[str, float]:
+    """Put back the weights of the best dev score, when early stopping kept some; returns the
+    last metrics with the stopper's summary added."""
+    if stopper is None or stopper.best_state is None:
+        return last
+    module.load_state_dict(stopper.best_state, strict=False)  # the best dev score's weights
+    last = {**last, **stopper.summary()}
+    if dist.is_main:
+        log.info(
+            "dev score: best %.4f at step %d of %d%s",
+            stopper.best_score,
+            stopper.best_step,
+            step,
+            " (stopped early)" if stopper.stopped else "",
+        )
+    return last
+
+
 def train_loop(
     module: TrainModule,
     ddp_module: nn.Module,
@@ -193,29 +399,11 @@ def train_loop(
     """Train until ``config.max_steps`` optimizer steps, or until ``stopper`` says the dev score
     stopped improving (its best weights are then put back); returns the last logged metrics."""
     device = module.backbone.device
-    # Resolved once: bf16 autocast for the GEMMs where the device computes bf16 natively; weights,
-    # optimiser state and checkpoints stay fp32, so a resumed run continues exactly.
-    precision = resolve_precision(config.precision, device)
-    if dist.is_main:
-        log.info("training precision: %s (asked: %s)", precision, config.precision)
-    if dist.is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    metrics_log = MetricsLog(run_dir / "metrics.jsonl", enabled=dist.is_main)
+    precision, metrics_log = _prepare_run(config, run_dir, device, dist)
     step = 0
     if resume:
-        checkpoint = latest_checkpoint(run_dir)
-        if checkpoint is None:
-            raise FileNotFoundError(
-                f"--resume: no checkpoint under {run_dir / 'checkpoints'}; start without --resume"
-            )
-        step, model_state, state = load_checkpoint(checkpoint)
-        _load_model_state(module, model_state, config.trainable_only)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        set_rng_state(state["rng"])
-        stream = BatchStream.from_state(stream.sampler, state["data"])
-        if stopper is not None and state.get("early_stopping") is not None:
-            stopper.load_state_dict(state["early_stopping"])
+        checkpoint, step, state = _load_latest_checkpoint(run_dir, module, config.trainable_only)
+        stream = _restore_training_state(state, optimizer, scheduler, stream, stopper)
         metrics_log.truncate_after(step)
         if dist.is_main:
             log.info("resumed from %s at step %d", checkpoint, step)
@@ -238,56 +426,21 @@ def train_loop(
         # Dropout's generator is re-seeded from (seed, step, rank) every step, so a resumed run
         # (and every rank of a data-parallel one) replays exactly the randomness it would have used.
         torch.manual_seed(int(np.random.SeedSequence([config.seed, step, dist.rank]).generate_state(1)[0]))
-        step_metrics: dict[str, float] = {}
-        for micro in range(config.grad_accum):
-            item = next(iterator)
-            rng = np.random.default_rng([config.seed, step, micro])  # masks independent of resume point
-            batch = module.objective.collate(
-                [examples[i] for i in item.indices], rng, module.backbone, dist.rank, dist.world_size
-            ).to(device)
-            sync = micro == config.grad_accum - 1 or not dist.is_distributed
-            with (
-                contextlib.nullcontext() if sync else ddp_module.no_sync(),
-                autocast(device, precision),
-            ):
-                out = ddp_module(batch)
-                (out.loss / config.grad_accum).backward()
-            window_tokens += out.num_tokens
-            for key, value in out.metrics.items():
-                step_metrics[key] = step_metrics.get(key, 0.0) + value / config.grad_accum
-        if not all(math.isfinite(v) for v in step_metrics.values()):
-            raise FloatingPointError(
-                f"non-finite loss at step {step + 1}: {step_metrics}; lower the learning rate"
-            )
-        grad_norm = (
-            torch.nn.utils.clip_grad_norm_(module.parameters(), config.max_grad_norm)
-            if config.max_grad_norm
-            else torch.tensor(0.0)
-        )
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+        batches = _micro_batches(module, examples, iterator, config, step, dist)
+        step_metrics, tokens, epoch = _forward_backward(ddp_module, batches, config, device, precision, dist)
+        window_tokens += tokens
+        grad_norm = _optimizer_step(module, optimizer, scheduler, config.max_grad_norm, step_metrics, step)
         step += 1
-        for key, value in step_metrics.items():
-            sums[key] = sums.get(key, 0.0) + value
-            counts[key] = counts.get(key, 0) + 1
+        _add_to_window(sums, counts, step_metrics)
         bar.update(1)
 
         dev_score = None
         if stopper is not None and stopper.due(step, config.max_steps):
             dev_score, stopped = _evaluate(module, stopper, step, device, precision, config.trainable_only)
         if step % config.log_every == 0 or step == config.max_steps or dev_score is not None:
-            elapsed = time.perf_counter() - window_start
-            tokens = float(dist.all_reduce_sum(torch.tensor(float(window_tokens), device=device)))
+            tokens_per_s = _tokens_per_second(window_tokens, window_start, device, dist)
             last = {key: value / counts[key] for key, value in sums.items()}
-            last.update(
-                step=step,
-                lr=scheduler.get_last_lr()[0],
-                grad_norm=float(grad_norm),
-                tokens_per_s=tokens / max(elapsed, 1e-9),
-                epoch=item.epoch,
-                precision=precision,
-            )
+            last.update(_progress_fields(step, scheduler, grad_norm, tokens_per_s, epoch, precision))
             if dev_score is not None:
                 last["dev_score"] = dev_score
             metrics_log.write(last)
@@ -300,37 +453,14 @@ def train_loop(
 
         if step % config.checkpoint_every == 0 or step == config.max_steps or stopped:
             if dist.is_main:
-                saved = save_checkpoint(
-                    run_dir,
-                    step,
-                    _model_state(module, config.trainable_only),
-                    {
-                        "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(),
-                        "rng": rng_state(),
-                        "data": iterator.state_dict(),
-                        "early_stopping": stopper.state_dict() if stopper is not None else None,
-                    },
-                    keep=config.keep_checkpoints,
-                )
-                log.debug("checkpoint written to %s", saved)
+                state = _checkpoint_state(optimizer, scheduler, iterator, stopper)
+                _save_checkpoint(run_dir, step, module, state, config)
             if dist.is_distributed:
                 torch.distributed.barrier()
         for callback in callbacks:
             callback(step, step_metrics)
     bar.close()
-    if stopper is not None and stopper.best_state is not None:
-        module.load_state_dict(stopper.best_state, strict=False)  # the best dev score's weights
-        last = {**last, **stopper.summary()}
-        if dist.is_main:
-            log.info(
-                "dev score: best %.4f at step %d of %d%s",
-                stopper.best_score,
-                stopper.best_step,
-                step,
-                " (stopped early)" if stopper.stopped else "",
-            )
-    return last
+    return _restore_best_weights(module, stopper, last, step, dist)
 
 
 def _evaluate(

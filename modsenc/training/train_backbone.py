@@ -27,13 +27,14 @@ from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import BatchStream, LengthBucketBatchSampler
 from modsenc.data.readers import (
     ParallelCorpus,
+    TranslationPair,
     english_centric_pairs,
     load_monolingual,
     load_parallel,
     load_paraphrases,
 )
 from modsenc.data.specs import file_record, resolve_data_spec
-from modsenc.objectives.base import ObjectiveData
+from modsenc.objectives.base import Objective, ObjectiveData
 from modsenc.objectives.registry import NON_PARALLEL_OBJECTIVES, build_objective
 from modsenc.training.checkpoint import latest_checkpoint
 from modsenc.training.distributed import DistContext, init_distributed
@@ -116,6 +117,149 @@ def resolve_pretrained(name: str) -> str:
     return os.path.expanduser(name)
 
 
+def _check_outputs(run_dir: Path, final_dir: Path, resume: bool, overwrite: bool) -> None:
+    """Refuse an output that a run would clobber: checkpoints without --resume, a folder that is
+    not a backbone modsenc wrote, or an ``init`` folder modsenc did not write."""
+    # Fail now, not after training, on a user's folder or a zoo/backbone named as --output; a run
+    # that was killed is the likeliest reason the folder is there, so that is said first.
+    if not resume and latest_checkpoint(run_dir) is not None:
+        raise FileExistsError(
+            f"{run_dir} already holds checkpoints: pass --resume to continue, or choose another --output"
+        )
+    check_output_folder(
+        final_dir, "--output", MANIFEST_NAME, overwrite=overwrite or resume, own_kind="backbone"
+    )
+    check_replaceable(run_dir / "init", MANIFEST_NAME)
+
+
+def _check_batch_size(batch_size: int, dist: DistContext) -> None:
+    """A global batch needs two pairs at least, and one per process."""
+    if batch_size < max(2, dist.world_size):
+        raise ValueError(
+            f"training.batch_size={batch_size}: a global batch needs at least 2 pairs (KoLeo and "
+            f"in-batch terms compare sentences) and one pair per process ({dist.world_size})"
+        )
+
+
+def _load_pairs(
+    data_cfg: dict[str, Any], pivot: str, recipe_path: str | None
+) -> tuple[list[Any], list[ParallelCorpus], list[TranslationPair]]:
+    """The recipe's parallel data: resolved specs, their corpora and the pivot-centric pairs."""
+    specs = [resolve_data_spec(s, recipe_path) for s in data_cfg["parallel"]]
+    corpora = [load_parallel(s) for s in specs]
+    pairs = english_centric_pairs(corpora, pivot=pivot, languages=data_cfg.get("languages"))
+    if not pairs:
+        raise ValueError(f"no {pivot}-centric translation pairs in {[str(s) for s in specs]}")
+    return specs, corpora, pairs
+
+
+def _prepare_backbone(
+    recipe: dict[str, Any], corpora: list[ParallelCorpus], run_dir: Path, resume: bool, dist: DistContext
+) -> tuple[Backbone, torch.device]:
+    """The starting backbone (built once into ``run/init``, reused on resume) loaded on the
+    training device, and that device."""
+    train_cfg = recipe["training"]
+    init_dir = run_dir / "init"
+    if dist.is_main and not (resume and (init_dir / "config.json").exists()):
+        build_initial_backbone(recipe, corpora, run_dir).save_pretrained(init_dir)
+    if dist.is_distributed:
+        torch.distributed.barrier()
+    device = pick_device(train_cfg.get("device", "auto"), dist)
+    backbone = Backbone.from_pretrained(
+        init_dir,
+        attention=recipe["model"].get("attention", "auto"),
+        max_length=recipe["model"].get("max_length"),
+    ).to(device)
+    backbone.set_attention(recipe["model"].get("attention", "auto"))
+
+    if train_cfg.get("freeze_embeddings"):
+        # e5's 250K x 384 matrix is 96M of its 118M parameters: its dense gradient and AdamW state
+        # dominate a CPU step, while a short continuation touches a fraction of its rows.
+        backbone.word_embeddings.weight.requires_grad_(False)
+    return backbone, device
+
+
+def _prepare_objective(
+    recipe: dict[str, Any],
+    backbone: Backbone,
+    pairs: list[TranslationPair],
+    device: torch.device,
+    seed: int,
+) -> tuple[Objective, ObjectiveData]:
+    """The recipe's objective on ``device``, and the data it was built with."""
+    objective_cfg = dict(recipe.get("objective", {}))
+    objective_name = objective_cfg.pop("name", "mexma")
+    objective_data = ObjectiveData(
+        languages=sorted({p.lang_a for p in pairs} | {p.lang_b for p in pairs}),
+        non_parallel=(
+            load_non_parallel(recipe["data"], recipe.get("_recipe_path"))
+            if objective_name in NON_PARALLEL_OBJECTIVES
+            else []
+        ),
+    )
+    torch.manual_seed(seed + 1)  # the head's initialisation does not depend on the backbone's
+    objective = build_objective(objective_name, backbone, objective_cfg, objective_data).to(device)
+    return objective, objective_data
+
+
+def _build_optimization(
+    module: TrainModule, train_cfg: dict[str, Any], max_steps: int
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+    """The optimiser and learning-rate schedule of the recipe's ``training`` section."""
+    optimizer = build_optimizer(
+        module, lr=float(train_cfg["lr"]), weight_decay=float(train_cfg.get("weight_decay", 0.01))
+    )
+    scheduler = build_scheduler(
+        optimizer,
+        train_cfg.get("scheduler", "linear"),
+        int(train_cfg.get("warmup_steps", 0)),
+        max_steps,
+    )
+    return optimizer, scheduler
+
+
+def _log_start(
+    pairs: list[TranslationPair],
+    pivot: str,
+    batches_per_epoch: int,
+    backbone: Backbone,
+    device: torch.device,
+    world_size: int,
+) -> None:
+    """One line on what is about to be trained, and where."""
+    log.info(
+        "modsenc train-backbone: %d %s-centric pairs, %d batches/epoch, %.1fM backbone parameters, "
+        "attention=%s, device=%s, world_size=%d",
+        len(pairs),
+        pivot,
+        batches_per_epoch,
+        sum(p.numel() for p in backbone.parameters()) / 1e6,
+        backbone.attention.name,
+        device,
+        world_size,
+    )
+
+
+def _data_record(
+    pivot: str, pairs: list[TranslationPair], specs: list[Any], objective_data: ObjectiveData
+) -> dict[str, Any]:
+    """The manifest's account of the training data: languages, pair counts and files."""
+    languages = sorted({p.lang_b for p in pairs})
+    return {
+        "pivot": pivot,
+        "languages": [pivot, *languages],
+        "pairs": len(pairs),
+        "pairs_per_language": {lang: sum(p.lang_b == lang for p in pairs) for lang in languages},
+        "files": [
+            file_record(Path(s)) if isinstance(s, Path) else {**s, **file_record(s["path"])}
+            for s in specs
+            if isinstance(s, Path) or isinstance(s, dict) and isinstance(s.get("path"), Path)
+        ],
+        # (query, key) items of data.monolingual / data.paraphrase, for objectives using them
+        "non_parallel_items": len(objective_data.non_parallel),
+    }
+
+
 def run(
     recipe: dict[str, Any],
     output_dir: str | os.PathLike,
@@ -137,88 +281,25 @@ def run(
     recipe["seed"] = seed
     if train_cfg.get("num_threads"):
         torch.set_num_threads(int(train_cfg["num_threads"]))
-    # Fail now, not after training, on a user's folder or a zoo/backbone named as --output; a run
-    # that was killed is the likeliest reason the folder is there, so that is said first.
-    if not resume and latest_checkpoint(run_dir) is not None:
-        raise FileExistsError(
-            f"{run_dir} already holds checkpoints: pass --resume to continue, or choose another --output"
-        )
-    check_output_folder(
-        final_dir, "--output", MANIFEST_NAME, overwrite=overwrite or resume, own_kind="backbone"
-    )
-    check_replaceable(run_dir / "init", MANIFEST_NAME)
+    _check_outputs(run_dir, final_dir, resume, overwrite)
     batch_size = int(train_cfg["batch_size"])
-    if batch_size < max(2, dist.world_size):
-        raise ValueError(
-            f"training.batch_size={batch_size}: a global batch needs at least 2 pairs (KoLeo and "
-            f"in-batch terms compare sentences) and one pair per process ({dist.world_size})"
-        )
+    _check_batch_size(batch_size, dist)
     seed_everything(seed)
 
     data_cfg = recipe["data"]
     pivot = data_cfg.get("pivot", "en")
-    specs = [resolve_data_spec(s, recipe.get("_recipe_path")) for s in data_cfg["parallel"]]
-    corpora = [load_parallel(s) for s in specs]
-    pairs = english_centric_pairs(corpora, pivot=pivot, languages=data_cfg.get("languages"))
-    if not pairs:
-        raise ValueError(f"no {pivot}-centric translation pairs in {[str(s) for s in specs]}")
-
-    init_dir = run_dir / "init"
-    if dist.is_main and not (resume and (init_dir / "config.json").exists()):
-        build_initial_backbone(recipe, corpora, run_dir).save_pretrained(init_dir)
-    if dist.is_distributed:
-        torch.distributed.barrier()
-    device = pick_device(train_cfg.get("device", "auto"), dist)
-    backbone = Backbone.from_pretrained(
-        init_dir,
-        attention=recipe["model"].get("attention", "auto"),
-        max_length=recipe["model"].get("max_length"),
-    ).to(device)
-    backbone.set_attention(recipe["model"].get("attention", "auto"))
-
-    if train_cfg.get("freeze_embeddings"):
-        # e5's 250K x 384 matrix is 96M of its 118M parameters: its dense gradient and AdamW state
-        # dominate a CPU step, while a short continuation touches a fraction of its rows.
-        backbone.word_embeddings.weight.requires_grad_(False)
-    objective_cfg = dict(recipe.get("objective", {}))
-    objective_name = objective_cfg.pop("name", "mexma")
-    objective_data = ObjectiveData(
-        languages=sorted({p.lang_a for p in pairs} | {p.lang_b for p in pairs}),
-        non_parallel=(
-            load_non_parallel(data_cfg, recipe.get("_recipe_path"))
-            if objective_name in NON_PARALLEL_OBJECTIVES
-            else []
-        ),
-    )
-    torch.manual_seed(seed + 1)  # the head's initialisation does not depend on the backbone's
-    objective = build_objective(objective_name, backbone, objective_cfg, objective_data).to(device)
+    specs, corpora, pairs = _load_pairs(data_cfg, pivot, recipe.get("_recipe_path"))
+    backbone, device = _prepare_backbone(recipe, corpora, run_dir, resume, dist)
+    objective, objective_data = _prepare_objective(recipe, backbone, pairs, device, seed)
     module = TrainModule(backbone, objective, dist)
     ddp_module = DistributedDataParallel(module) if dist.is_distributed else module
 
     examples = objective.prepare(pairs, backbone, backbone.max_length)
     sampler = LengthBucketBatchSampler([ex.length for ex in examples], batch_size, seed=seed, drop_last=True)
     loop_cfg = LoopConfig.from_section(train_cfg, int(train_cfg["max_steps"]), seed)
-    optimizer = build_optimizer(
-        module, lr=float(train_cfg["lr"]), weight_decay=float(train_cfg.get("weight_decay", 0.01))
-    )
-    scheduler = build_scheduler(
-        optimizer,
-        train_cfg.get("scheduler", "linear"),
-        int(train_cfg.get("warmup_steps", 0)),
-        loop_cfg.max_steps,
-    )
+    optimizer, scheduler = _build_optimization(module, train_cfg, loop_cfg.max_steps)
     if dist.is_main:
-        log.info(
-            "modsenc train-backbone: %d %s-centric pairs, %d batches/epoch, %.1fM backbone parameters, "
-            "attention=%s, device=%s, world_size=%d",
-            len(pairs),
-            pivot,
-            len(sampler),
-            sum(p.numel() for p in backbone.parameters()) / 1e6,
-            backbone.attention.name,
-            device,
-            dist.world_size,
-        )
+        _log_start(pairs, pivot, len(sampler), backbone, device, dist.world_size)
     last = train_loop(
         module,
         ddp_module,
@@ -233,26 +314,13 @@ def run(
         callbacks=callbacks,
     )
     if dist.is_main:
-        languages = sorted({p.lang_b for p in pairs})
         backbone.save_pretrained(
             final_dir,
             manifest_extra={
                 "recipe": {k: v for k, v in recipe.items() if not k.startswith("_")},
                 "recipe_path": recipe.get("_recipe_path"),
                 "objective": {"name": objective.name, **objective.config_dict()},
-                "data": {
-                    "pivot": pivot,
-                    "languages": [pivot, *languages],
-                    "pairs": len(pairs),
-                    "pairs_per_language": {lang: sum(p.lang_b == lang for p in pairs) for lang in languages},
-                    "files": [
-                        file_record(Path(s)) if isinstance(s, Path) else {**s, **file_record(s["path"])}
-                        for s in specs
-                        if isinstance(s, Path) or isinstance(s, dict) and isinstance(s.get("path"), Path)
-                    ],
-                    # (query, key) items of data.monolingual / data.paraphrase, for objectives using them
-                    "non_parallel_items": len(objective_data.non_parallel),
-                },
+                "data": _data_record(pivot, pairs, specs, objective_data),
                 "steps": loop_cfg.max_steps,
                 "final_metrics": last,
                 "world_size": dist.world_size,
