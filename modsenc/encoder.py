@@ -59,7 +59,7 @@ def _check_limits(max_languages: int | None, max_memory_mb: float | None) -> Non
         raise ValueError(f"max_memory_mb must be positive (or None for no limit), got {max_memory_mb!r}")
 
 
-def _languages_to_load(zoo: Zoo, languages: str | Sequence[str] | None) -> list[str]:
+def languages_to_load(zoo: Zoo, languages: str | Sequence[str] | None) -> list[str]:
     """``from_pretrained``'s ``languages``, checked to be installed in a zoo that has a backbone."""
     if not zoo.backbone_dir.is_dir():
         raise FileNotFoundError(
@@ -160,7 +160,7 @@ class ModularEncoder:
         quantize = check_quantization(quantize)
         check_precision(dtype)
         zoo = Zoo(path)
-        wanted = _languages_to_load(zoo, languages)
+        wanted = languages_to_load(zoo, languages)
         if verify if verify_backbone is None else verify_backbone:
             verify_backbone_files(zoo.backbone_dir)
         router = _router(zoo, fallback, detector, min_confidence, unsure)

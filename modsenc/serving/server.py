@@ -7,25 +7,17 @@ import socket
 
 import uvicorn
 
-from modsenc.modules.bundle import Zoo, check_language_code
+from modsenc.encoder import languages_to_load
+from modsenc.modules.bundle import Zoo
 from modsenc.serving.app import ServeConfig, create_app
 
 
 def check_zoo(config: ServeConfig) -> None:
     """Fail before binding a port when the zoo or ``--languages`` is wrong (the model loads later)."""
-    zoo = Zoo(config.zoo)
-    if not zoo.backbone_dir.is_dir():
-        raise FileNotFoundError(
-            f"{config.zoo} is not a modsenc zoo: no backbone/ (see `modsenc add-language`)"
-        )
-    installed = zoo.languages()
-    if not installed:
-        raise FileNotFoundError(f"no languages installed in {config.zoo}; run `modsenc add-language LANG`")
-    for code in config.languages:
-        if check_language_code(code) not in installed:
-            raise KeyError(
-                f"--languages: {code!r} is not installed in {config.zoo} (installed: {', '.join(installed)})"
-            )
+    try:
+        languages_to_load(Zoo(config.zoo), config.languages)
+    except KeyError as err:  # name the option the language came from
+        raise KeyError(f"--languages: {err.args[0]}") from err
     config.check()
 
 

@@ -98,7 +98,7 @@ def test_serve_refuses_a_bad_zoo_or_language_before_binding(zoo_dir, tmp_path) -
     result = runner.invoke(main, ["serve", "--zoo", str(zoo_dir), "--languages", "en,fr"])
     assert result.exit_code == 1
     assert (
-        "--languages: 'fr' is not installed" in result.output
+        "--languages: language 'fr' is not installed" in result.output
         and "(installed: de, en, kk, uz)" in result.output
     )
     result = runner.invoke(main, ["serve", "--zoo", str(zoo_dir), "--max-inputs", "64", "--max-queue", "8"])
