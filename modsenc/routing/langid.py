@@ -26,12 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from modsenc.data.orthography import APOSTROPHES
 from modsenc.utils.io import atomic_write_json
 
 LANGID_FILE = "langid.json"
 ORDERS = (1, 2, 3, 4, 5)
-# Uzbek (and Turkic Latin orthographies) write the same apostrophe with five different characters.
-_APOSTROPHES = re.compile("[\u02bb\u02bc\u2018\u2019`']")
+# Uzbek (and Turkic Latin orthographies) write the same apostrophe with several characters: the
+# orthographies' one set, here unified anywhere in the text (not only between letters).
+_APOSTROPHES = re.compile(f"[{re.escape(APOSTROPHES)}]")
 _DIGITS = re.compile(r"\d+")
 
 
