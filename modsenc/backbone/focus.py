@@ -63,6 +63,7 @@ def focus_embeddings(
     fuzzy_match: bool = True,
     seed: int = 42,
     processes: int = 1,
+    keep_fasttext_model: bool = False,
 ) -> torch.Tensor:
     """Embeddings (len(target_tokenizer), dim) for ``target_tokenizer``.
 
@@ -71,7 +72,8 @@ def focus_embeddings(
     word-boundary marker (``▁word`` vs ``word``, ``##ing``), which is what lets a cased SentencePiece
     vocabulary reuse an uncased WordPiece model's vectors. ``processes`` is also fastText's thread
     count: with more than one thread fastText is not deterministic, so the default of 1 keeps a
-    rerun (and a resumed ``add-language``) bit-identical.
+    rerun (and a resumed ``add-language``) bit-identical. The fastText model trained here is deleted
+    once the embeddings exist unless ``keep_fasttext_model`` (it is 800 MB whatever the corpus).
     """
     from deepfocus import FOCUS  # noqa: PLC0415 - heavy import, only needed here
 
@@ -80,6 +82,7 @@ def focus_embeddings(
         raise ValueError(f"FOCUS reads .txt/.json/.jsonl target text, got {target_text_path}")
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
+    models_before = set(_fasttext_models_in(cache_dir))
     explain = _explain_focus_failure(target_text_path, len(target_tokenizer), fasttext_min_count)
     with _cache_in(cache_dir), explain:
         embeddings = FOCUS(
@@ -101,7 +104,17 @@ def focus_embeddings(
         raise RuntimeError(
             f"FOCUS returned {embeddings.shape[0]} rows for a {len(target_tokenizer)}-token vocabulary"
         )
+    # fastText saves its 2M hashed n-gram buckets: 800 MB at dim 100, whatever the corpus size, and
+    # deepfocus offers no `bucket` argument. The embeddings are the product; the model it trained
+    # here is scratch (a model that was already in the folder is the user's and stays).
+    if not keep_fasttext_model:
+        for trained_here in set(_fasttext_models_in(cache_dir)) - models_before:
+            trained_here.unlink()
     return embeddings
+
+
+def _fasttext_models_in(cache_dir: Path) -> list[Path]:
+    return list((cache_dir / "fasttext").glob("*.bin"))
 
 
 def focus_from_texts(

@@ -66,6 +66,7 @@ def focused(minilm: Backbone, demo_text, tmp_path_factory):
         tmp / "cache",
         fasttext_min_count=2,
         seed=SEED,
+        keep_fasttext_model=True,  # the row-by-row test below reads it
     )
     return target, tmp / "cache", embeddings, default_cache
 
@@ -93,7 +94,8 @@ def test_focus_copies_overlapping_tokens_and_fills_the_rest(minilm: Backbone, fo
     assert embeddings[new_rows].norm(dim=1).min() > 0
 
     # deepfocus's caches landed in the run's folder and its module default is restored.
-    assert any(p.is_file() for p in cache.rglob("*"))
+    assert any((cache / "data").iterdir())
+    assert len(list((cache / "fasttext").glob("*.bin"))) == 1
     assert fasttext_embs.CACHE_DIR == default_cache
 
 
@@ -167,6 +169,9 @@ def test_replace_vocabulary_gives_a_working_savable_backbone(
     text_path, sentences = demo_text
     target = train_sentencepiece(sentences, tmp_path / "tok", vocab_size=600)
     backbone = Backbone.from_pretrained(MINILM)
+    # A fastText model the user already had in the cache folder (another corpus's) must stay.
+    (tmp_path / "c" / "fasttext").mkdir(parents=True)
+    (tmp_path / "c" / "fasttext" / "users_own.bin").write_bytes(b"not ours")
     embeddings = focus_embeddings(
         backbone.tokenizer,
         backbone.word_embeddings.weight,
@@ -175,6 +180,9 @@ def test_replace_vocabulary_gives_a_working_savable_backbone(
         tmp_path / "c",
         fasttext_min_count=2,
     )
+    # The 800 MB fastText model FOCUS trained is gone once the embeddings exist; the user's stays.
+    assert [p.name for p in (tmp_path / "c" / "fasttext").iterdir()] == ["users_own.bin"]
+    assert (tmp_path / "c" / "fasttext" / "users_own.bin").read_bytes() == b"not ours"
     backbone.replace_vocabulary(target, embeddings)
     assert backbone.word_embeddings.num_embeddings == len(target)
     assert backbone.config.pad_token_id == target.pad_token_id == 1
