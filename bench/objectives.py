@@ -44,6 +44,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from modsenc.backbone.encoder import Backbone  # noqa: E402
 from modsenc.data.readers import load_parallel  # noqa: E402
 from modsenc.data.specs import resolve_data_spec  # noqa: E402
+from modsenc.training.configs import TrainBackboneRecipe  # noqa: E402
 from modsenc.training.recipe import load_recipe  # noqa: E402
 from modsenc.training.train_backbone import build_initial_backbone, run  # noqa: E402
 
@@ -99,7 +100,8 @@ def initial_backbone(base: dict[str, Any], work: Path) -> Path:
         corpora = [
             load_parallel(resolve_data_spec(s, base.get("_recipe_path"))) for s in base["data"]["parallel"]
         ]
-        build_initial_backbone(base, corpora, work / "init-build").save_pretrained(init_dir)
+        config = TrainBackboneRecipe.from_dict(base)
+        build_initial_backbone(config, corpora, work / "init-build").save_pretrained(init_dir)
     return init_dir
 
 
@@ -315,7 +317,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("docs/results.md"))
     args = parser.parse_args()
 
-    base = load_recipe(args.recipe, args.overrides)
+    base = load_recipe(args.recipe, args.overrides, schema=TrainBackboneRecipe)
     seed = int(base.get("seed", 0))
     args.work.mkdir(parents=True, exist_ok=True)
     init_dir = initial_backbone(base, args.work)

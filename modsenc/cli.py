@@ -130,7 +130,8 @@ def train_backbone(
     Runs on CPU or GPU; for several processes launch it with torchrun, e.g.
     `torchrun --nproc-per-node 2 -m modsenc.cli train-backbone --recipe cpu-small`.
     """
-    from modsenc.training.recipe import load_recipe  # noqa: PLC0415 - keep `--help` fast
+    from modsenc.training.configs import TrainBackboneRecipe  # noqa: PLC0415 - keep `--help` fast
+    from modsenc.training.recipe import load_recipe  # noqa: PLC0415
     from modsenc.training.train_backbone import run  # noqa: PLC0415
 
     extra = list(overrides)
@@ -144,7 +145,7 @@ def train_backbone(
         if value is not None:
             extra.append(f"{key}={value}")
     try:
-        config = load_recipe(recipe, extra)
+        config = load_recipe(recipe, extra, schema=TrainBackboneRecipe)
         final = run(config, output_dir, resume=resume, overwrite=overwrite)
     except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
         raise _fail(err) from err

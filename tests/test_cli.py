@@ -43,7 +43,7 @@ def test_unknown_override_key_is_an_error(runner: CliRunner, tmp_path: Path) -> 
         main, ["train-backbone", "--output", str(tmp_path), "--set", "training.max_stepz=3"]
     )
     assert result.exit_code == 1
-    assert "unknown key 'training.max_stepz'" in result.output
+    assert "unknown recipe key 'training.max_stepz'; training takes: " in result.output
     assert "max_steps" in result.output  # the keys that do exist are listed
 
 

@@ -10,10 +10,23 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from modsenc.utils.config import Section
+
+
+@dataclass
+class FocusConfig(Section):
+    """FOCUS's auxiliary fastText embeddings, trained on the target text (recipe keys)."""
+
+    fasttext_dim: int = 100
+    fasttext_epochs: int = 3
+    # tokens seen fewer times get no fastText vector (FOCUS then draws them at random)
+    fasttext_min_count: int = 10
 
 
 @contextlib.contextmanager
@@ -57,9 +70,9 @@ def focus_embeddings(
     target_tokenizer: Any,
     target_text_path: str | os.PathLike,
     cache_dir: str | os.PathLike,
-    fasttext_dim: int = 100,
-    fasttext_epochs: int = 3,
-    fasttext_min_count: int = 10,
+    fasttext_dim: int = FocusConfig.fasttext_dim,
+    fasttext_epochs: int = FocusConfig.fasttext_epochs,
+    fasttext_min_count: int = FocusConfig.fasttext_min_count,
     fuzzy_match: bool = True,
     seed: int = 42,
     processes: int = 1,
@@ -84,32 +97,35 @@ def focus_embeddings(
     cache_dir.mkdir(parents=True, exist_ok=True)
     models_before = set(_fasttext_models_in(cache_dir))
     explain = _explain_focus_failure(target_text_path, len(target_tokenizer), fasttext_min_count)
-    with _cache_in(cache_dir), explain:
-        embeddings = FOCUS(
-            target_tokenizer=target_tokenizer,
-            source_tokenizer=source_tokenizer,
-            source_embeddings=source_embeddings.detach().float().cpu(),
-            auxiliary_embedding_mode="fasttext-tokenlevel",
-            target_training_data_path=str(target_text_path),
-            fasttext_model_dim=fasttext_dim,
-            fasttext_model_epochs=fasttext_epochs,
-            fasttext_model_min_count=fasttext_min_count,
-            exact_match_all=True,
-            fuzzy_match_all=fuzzy_match,
-            seed=seed,
-            processes=processes,
-            verbosity="silent",
-        )
+    # fastText saves its 2M hashed n-gram buckets: 800 MB at dim 100, whatever the corpus size, and
+    # deepfocus offers no `bucket` argument. The embeddings are the product; the model trained
+    # here is scratch, deleted whether FOCUS succeeds or fails (a model that was already in the
+    # folder is the user's and stays).
+    try:
+        with _cache_in(cache_dir), explain:
+            embeddings = FOCUS(
+                target_tokenizer=target_tokenizer,
+                source_tokenizer=source_tokenizer,
+                source_embeddings=source_embeddings.detach().float().cpu(),
+                auxiliary_embedding_mode="fasttext-tokenlevel",
+                target_training_data_path=str(target_text_path),
+                fasttext_model_dim=fasttext_dim,
+                fasttext_model_epochs=fasttext_epochs,
+                fasttext_model_min_count=fasttext_min_count,
+                exact_match_all=True,
+                fuzzy_match_all=fuzzy_match,
+                seed=seed,
+                processes=processes,
+                verbosity="silent",
+            )
+    finally:
+        if not keep_fasttext_model:
+            for trained_here in set(_fasttext_models_in(cache_dir)) - models_before:
+                trained_here.unlink()
     if embeddings.shape[0] != len(target_tokenizer):
         raise RuntimeError(
             f"FOCUS returned {embeddings.shape[0]} rows for a {len(target_tokenizer)}-token vocabulary"
         )
-    # fastText saves its 2M hashed n-gram buckets: 800 MB at dim 100, whatever the corpus size, and
-    # deepfocus offers no `bucket` argument. The embeddings are the product; the model it trained
-    # here is scratch (a model that was already in the folder is the user's and stays).
-    if not keep_fasttext_model:
-        for trained_here in set(_fasttext_models_in(cache_dir)) - models_before:
-            trained_here.unlink()
     return embeddings
 
 
@@ -123,12 +139,12 @@ def focus_from_texts(
     target_tokenizer: Any,
     texts: list[str],
     work_dir: str | os.PathLike,
-    options: dict[str, Any] | None = None,
+    fasttext: FocusConfig | None = None,
     seed: int = 42,
 ) -> torch.Tensor:
     """FOCUS on in-memory ``texts``: writes ``work_dir/corpus.txt`` (deepfocus reads a file) and keeps
-    the caches in ``work_dir/cache``. ``options``: fasttext_dim / fasttext_epochs / fasttext_min_count."""
-    options = options or {}
+    the caches in ``work_dir/cache``."""
+    fasttext = fasttext or FocusConfig()
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     text_path = work_dir / "corpus.txt"
@@ -139,8 +155,8 @@ def focus_from_texts(
         target_tokenizer,
         text_path,
         cache_dir=work_dir / "cache",
-        fasttext_dim=int(options.get("fasttext_dim", 100)),
-        fasttext_epochs=int(options.get("fasttext_epochs", 3)),
-        fasttext_min_count=int(options.get("fasttext_min_count", 10)),
+        fasttext_dim=fasttext.fasttext_dim,
+        fasttext_epochs=fasttext.fasttext_epochs,
+        fasttext_min_count=fasttext.fasttext_min_count,
         seed=seed,
     )

@@ -10,11 +10,12 @@ from modsenc.backbone.encoder import Backbone
 from modsenc.objectives.base import ObjectiveOutput
 from modsenc.objectives.losses.additive_margin import AdditiveMarginSoftmaxLoss
 from modsenc.objectives.pairs import PairBatch, PairObjective
+from modsenc.utils.config import Section
 from modsenc.utils.distributed import DistContext
 
 
 @dataclass
-class ContrastiveConfig:
+class ContrastiveConfig(Section):
     margin: float = 0.3
     scale: float = 20.0  # sentence-transformers' default, i.e. temperature 0.05
 

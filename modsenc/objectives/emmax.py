@@ -23,6 +23,7 @@ import copy
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -37,6 +38,7 @@ from modsenc.objectives.losses.gmm_relation import GaussianMixtureRelation
 from modsenc.objectives.losses.infonce_alignment import InfoNCEAlignmentLoss
 from modsenc.objectives.losses.rank_infonce import RankInfoNCELoss
 from modsenc.objectives.pairs import PairBatch, collate_pairs, tokenize_pairs
+from modsenc.utils.config import Section
 from modsenc.utils.distributed import DistContext
 
 NON_PARALLEL_KEYS = (
@@ -53,7 +55,7 @@ def mixup_rank(lam: float, ranks: int) -> int:
 
 
 @dataclass
-class EMMAXConfig:
+class EMMAXConfig(Section):
     ranks: int = 4  # N semantic ranks
     temperature: float = 0.05  # phase-1 InfoNCE
     rank_temperatures: list[float] | None = None  # τ_1 < … < τ_N; default 0.05 · 2^(r−1)
@@ -64,6 +66,8 @@ class EMMAXConfig:
     phase1_steps: int = 100  # warm-up batches of phase 1 only
     phase2_every: int = 2  # afterwards every k-th batch is phase 2 (1: phase 2 only; 0: never)
     gmm_weight: float = 1.0  # the GMM's loss is added to the encoder's; they share no parameters
+
+    zero_allowed: ClassVar[tuple[str, ...]] = ("phase2_every",)
 
     def __post_init__(self) -> None:
         if self.ranks < 2:

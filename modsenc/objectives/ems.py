@@ -29,13 +29,14 @@ from modsenc.objectives.losses.additive_margin import AdditiveMarginSoftmaxLoss
 from modsenc.objectives.losses.projection_contrastive import ProjectionContrastiveLoss
 from modsenc.objectives.losses.xtr import XTRHead, XTRLoss, bag_of_tokens
 from modsenc.objectives.pairs import PairBatch, PairObjective, language_index, tokenize_pairs
+from modsenc.utils.config import Section
 from modsenc.utils.distributed import DistContext
 
 CONTRASTIVE = ("mlp", "ams", "none")
 
 
 @dataclass
-class EMSConfig:
+class EMSConfig(Section):
     xtr: bool = True  # ablation: False drops the token-level reconstruction
     language_embedding: bool = True  # ablation: False feeds the XTR head u alone (d-dimensional)
     language_dim: int = 128  # d_la

@@ -33,11 +33,12 @@ from modsenc.objectives.losses.infonce_alignment import InfoNCEAlignmentLoss
 from modsenc.objectives.losses.koleo import KoLeoLoss
 from modsenc.objectives.losses.mse_alignment import MSEAlignmentLoss
 from modsenc.objectives.masking import mask_sequence
+from modsenc.utils.config import Section
 from modsenc.utils.distributed import DistContext
 
 
 @dataclass
-class MEXMAConfig:
+class MEXMAConfig(Section):
     alpha: float = 1.0  # alignment weight
     beta: float = 0.5  # cross-unmasking weight (on CE_A + CE_B)
     gamma: float = 0.005  # KoLeo weight (on KoLeo_A + KoLeo_B)

@@ -16,8 +16,7 @@ Flat keys that belong to another objective are left to it; a key no objective kn
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from modsenc.backbone.encoder import Backbone
@@ -26,8 +25,9 @@ from modsenc.objectives.contrastive import ContrastiveConfig, ContrastiveObjecti
 from modsenc.objectives.emmax import EMMAXConfig, EMMAXObjective
 from modsenc.objectives.ems import EMSConfig, EMSObjective
 from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
+from modsenc.utils.config import RecipeError, Section
 
-CONFIGS: dict[str, type] = {
+CONFIGS: dict[str, type[Section]] = {
     "mexma": MEXMAConfig,
     "ems": EMSConfig,
     "emmax": EMMAXConfig,
@@ -44,16 +44,12 @@ _BUILDERS: dict[str, Callable[[Backbone, Any, ObjectiveData], Objective]] = {
 NON_PARALLEL_OBJECTIVES = frozenset({"emmax"})
 
 
-def _fields(name: str) -> set[str]:
-    return {f.name for f in dataclasses.fields(CONFIGS[name])}
-
-
-def objective_options(name: str, section: dict[str, Any]) -> dict[str, Any]:
+def objective_options(name: str, section: Mapping[str, Any]) -> dict[str, Any]:
     """The options of objective ``name`` in a recipe's ``objective`` section (without ``name``)."""
     if name not in CONFIGS:
         raise ValueError(f"unknown objective.name {name!r}; available: {', '.join(CONFIGS)}")
-    own = _fields(name)
-    others = set().union(*(_fields(n) for n in CONFIGS if n != name))
+    own = set(CONFIGS[name].keys())
+    others = set().union(*(set(CONFIGS[n].keys()) for n in CONFIGS if n != name))
     options: dict[str, Any] = {}
     for key, value in section.items():
         if key == "name" or (key in CONFIGS and key != name and isinstance(value, dict)):
@@ -76,13 +72,28 @@ def objective_options(name: str, section: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+def objective_config(name: str, section: Mapping[str, Any], where: str = "objective") -> Section:
+    """The typed config of objective ``name`` from a recipe's ``objective`` section: its keys
+    checked (``objective_options``), its values converted to the declared types, its cross-key
+    checks run; every error a one-line RecipeError naming the key."""
+    options = objective_options(name, dict(section))
+    try:
+        return CONFIGS[name].from_dict(options, where)
+    except RecipeError:
+        raise
+    except ValueError as err:  # a config's own __post_init__ check
+        raise RecipeError(str(err)) from err
+
+
 def build_objective(
-    name: str, backbone: Backbone, options: dict[str, Any] | None = None, data: ObjectiveData | None = None
+    name: str,
+    backbone: Backbone,
+    options: Mapping[str, Any] | Section | None = None,
+    data: ObjectiveData | None = None,
 ) -> Objective:
-    """The objective ``name`` with the options of a recipe's ``objective`` section (see the module doc)."""
-    config = CONFIGS.get(name)
-    if config is None:
+    """The objective ``name`` with ``options``: its typed config, or the options of a recipe's
+    ``objective`` section (see the module doc)."""
+    if name not in CONFIGS:
         raise ValueError(f"unknown objective.name {name!r}; available: {', '.join(CONFIGS)}")
-    return _BUILDERS[name](
-        backbone, config(**objective_options(name, dict(options or {}))), data or ObjectiveData()
-    )
+    config = options if isinstance(options, CONFIGS[name]) else objective_config(name, options or {})
+    return _BUILDERS[name](backbone, config, data or ObjectiveData())

@@ -311,7 +311,7 @@ class AddLanguage:
             tokenizer,
             self.data.mono,
             self.work / "vocab" / "focus",
-            options=cfg.to_dict(),
+            fasttext=cfg,
             seed=self.seed,
         )
         self.modular.add_vocabulary(self.lang, tokenizer, weight)

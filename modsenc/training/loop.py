@@ -55,24 +55,6 @@ class LoopConfig:
     trainable_only: bool = False
 
     @classmethod
-    def from_section(
-        cls, training: dict[str, Any], max_steps: int, seed: int, trainable_only: bool = False
-    ) -> LoopConfig:
-        """From a recipe's ``training`` section as a mapping (train-backbone's, which holds more
-        keys than the loop's); missing keys take the defaults."""
-        return cls(
-            max_steps=max_steps,
-            grad_accum=int(training.get("grad_accum", cls.grad_accum)),
-            max_grad_norm=training.get("max_grad_norm", cls.max_grad_norm),
-            log_every=int(training.get("log_every", cls.log_every)),
-            checkpoint_every=int(training.get("checkpoint_every", cls.checkpoint_every)),
-            keep_checkpoints=int(training.get("keep_checkpoints", cls.keep_checkpoints)),
-            seed=seed,
-            precision=str(training.get("precision", cls.precision)),
-            trainable_only=trainable_only,
-        )
-
-    @classmethod
     def from_training(
         cls, training: TrainingConfig, max_steps: int, seed: int, trainable_only: bool = False
     ) -> LoopConfig:

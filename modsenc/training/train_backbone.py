@@ -37,6 +37,7 @@ from modsenc.data.specs import file_record, resolve_data_spec
 from modsenc.objectives.base import Objective, ObjectiveData
 from modsenc.objectives.registry import NON_PARALLEL_OBJECTIVES, build_objective
 from modsenc.training.checkpoint import latest_checkpoint
+from modsenc.training.configs import BackboneDataConfig, BackboneTrainingConfig, TrainBackboneRecipe
 from modsenc.training.distributed import DistContext, init_distributed
 from modsenc.training.loop import LoopConfig, TrainModule, train_loop
 from modsenc.training.optim import build_optimizer, build_scheduler
@@ -46,13 +47,13 @@ from modsenc.utils.outputs import check_output_folder
 log = logging.getLogger(__name__)
 
 
-def load_non_parallel(data_cfg: dict[str, Any], recipe_path: str | None = None) -> list[tuple[str, str]]:
+def load_non_parallel(data_cfg: BackboneDataConfig, recipe_path: str | None = None) -> list[tuple[str, str]]:
     """(query, key) texts of ``data.monolingual`` (key = the sentence itself) and ``data.paraphrase``
     (key = the paraphrase), for objectives that train on text without translations (EMMA-X)."""
     items: list[tuple[str, str]] = []
-    for spec in data_cfg.get("monolingual") or []:
+    for spec in data_cfg.monolingual:
         items.extend((s, s) for s in load_monolingual(resolve_data_spec(spec, recipe_path)))
-    for spec in data_cfg.get("paraphrase") or []:
+    for spec in data_cfg.paraphrase:
         items.extend((p.anchor, p.positive) for p in load_paraphrases(resolve_data_spec(spec, recipe_path)))
     return items
 
@@ -63,34 +64,31 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_initial_backbone(recipe: dict[str, Any], corpora: list[ParallelCorpus], work_dir: Path) -> Backbone:
+def build_initial_backbone(
+    recipe: TrainBackboneRecipe, corpora: list[ParallelCorpus], work_dir: Path
+) -> Backbone:
     """A backbone from scratch (new SentencePiece vocabulary, random weights) or from a checkpoint,
     optionally moved to a new vocabulary trained on the corpus with FOCUS-initialised embeddings."""
-    model_cfg, tok_cfg = recipe["model"], recipe.get("tokenizer", {})
-    attention = model_cfg.get("attention", "auto")
+    model_cfg, tok_cfg = recipe.model, recipe.tokenizer
     sentences = [s for corpus in corpora for column in corpus.columns.values() for s in column if s]
     new_tokenizer = None
-    if tok_cfg.get("train", model_cfg["init"] == "scratch"):
-        new_tokenizer = train_sentencepiece(
-            sentences, work_dir / "tokenizer", vocab_size=int(tok_cfg.get("vocab_size", 8000))
-        )
-    if model_cfg["init"] == "scratch":
-        if new_tokenizer is None:
-            raise ValueError("model.init: scratch needs tokenizer.train: true")
+    if recipe.trains_tokenizer:
+        new_tokenizer = train_sentencepiece(sentences, work_dir / "tokenizer", vocab_size=tok_cfg.vocab_size)
+    if model_cfg.init == "scratch":
+        assert new_tokenizer is not None  # TrainBackboneRecipe.validate
         backbone = Backbone.from_config(
-            dict(model_cfg["config"]), new_tokenizer, attention=attention, seed=recipe["seed"]
+            dict(model_cfg.config or {}), new_tokenizer, attention=model_cfg.attention, seed=recipe.seed
         )
-        backbone.pooling = model_cfg.get("pooling") or "cls"
-        backbone.prefix = model_cfg.get("prefix") or ""
+        backbone.pooling = model_cfg.pooling or "cls"
+        backbone.prefix = model_cfg.prefix or ""
         return backbone
-    if model_cfg["init"] != "pretrained":
-        raise ValueError(f"model.init must be 'scratch' or 'pretrained', got {model_cfg['init']!r}")
     # pooling/prefix: null keeps the model's own (mean + "query: " for e5, CLS for XLM-R/LaBSE)
+    assert model_cfg.name_or_path is not None  # ModelConfig.validate
     backbone, _source = load_source(
-        resolve_pretrained(model_cfg["name_or_path"]),
-        attention=attention,
-        pooling=model_cfg.get("pooling"),
-        prefix=model_cfg.get("prefix"),
+        resolve_pretrained(model_cfg.name_or_path),
+        attention=model_cfg.attention,
+        pooling=model_cfg.pooling,
+        prefix=model_cfg.prefix,
     )
     if new_tokenizer is not None:
         embeddings = focus_from_texts(
@@ -99,8 +97,8 @@ def build_initial_backbone(recipe: dict[str, Any], corpora: list[ParallelCorpus]
             new_tokenizer,
             sentences,
             work_dir / "focus",
-            options=tok_cfg.get("focus"),
-            seed=recipe["seed"],
+            fasttext=tok_cfg.focus,
+            seed=recipe.seed,
         )
         backbone.replace_vocabulary(new_tokenizer, embeddings)
     return backbone
@@ -142,37 +140,34 @@ def _check_batch_size(batch_size: int, dist: DistContext) -> None:
 
 
 def _load_pairs(
-    data_cfg: dict[str, Any], pivot: str, recipe_path: str | None
+    data_cfg: BackboneDataConfig, recipe_path: str | None
 ) -> tuple[list[Any], list[ParallelCorpus], list[TranslationPair]]:
     """The recipe's parallel data: resolved specs, their corpora and the pivot-centric pairs."""
-    specs = [resolve_data_spec(s, recipe_path) for s in data_cfg["parallel"]]
+    specs = [resolve_data_spec(s, recipe_path) for s in data_cfg.parallel]
     corpora = [load_parallel(s) for s in specs]
-    pairs = english_centric_pairs(corpora, pivot=pivot, languages=data_cfg.get("languages"))
+    pairs = english_centric_pairs(corpora, pivot=data_cfg.pivot, languages=data_cfg.languages)
     if not pairs:
-        raise ValueError(f"no {pivot}-centric translation pairs in {[str(s) for s in specs]}")
+        raise ValueError(f"no {data_cfg.pivot}-centric translation pairs in {[str(s) for s in specs]}")
     return specs, corpora, pairs
 
 
 def _prepare_backbone(
-    recipe: dict[str, Any], corpora: list[ParallelCorpus], run_dir: Path, resume: bool, dist: DistContext
+    recipe: TrainBackboneRecipe, corpora: list[ParallelCorpus], run_dir: Path, resume: bool, dist: DistContext
 ) -> tuple[Backbone, torch.device]:
     """The starting backbone (built once into ``run/init``, reused on resume) loaded on the
     training device, and that device."""
-    train_cfg = recipe["training"]
     init_dir = run_dir / "init"
     if dist.is_main and not (resume and (init_dir / "config.json").exists()):
         build_initial_backbone(recipe, corpora, run_dir).save_pretrained(init_dir)
     if dist.is_distributed:
         torch.distributed.barrier()
-    device = pick_device(train_cfg.get("device", "auto"), dist)
+    device = pick_device(recipe.training.device, dist)
     backbone = Backbone.from_pretrained(
-        init_dir,
-        attention=recipe["model"].get("attention", "auto"),
-        max_length=recipe["model"].get("max_length"),
+        init_dir, attention=recipe.model.attention, max_length=recipe.model.max_length
     ).to(device)
-    backbone.set_attention(recipe["model"].get("attention", "auto"))
+    backbone.set_attention(recipe.model.attention)
 
-    if train_cfg.get("freeze_embeddings"):
+    if recipe.training.freeze_embeddings:
         # e5's 250K x 384 matrix is 96M of its 118M parameters: its dense gradient and AdamW state
         # dominate a CPU step, while a short continuation touches a fraction of its rows.
         backbone.word_embeddings.weight.requires_grad_(False)
@@ -180,41 +175,29 @@ def _prepare_backbone(
 
 
 def _prepare_objective(
-    recipe: dict[str, Any],
+    recipe: TrainBackboneRecipe,
     backbone: Backbone,
     pairs: list[TranslationPair],
     device: torch.device,
-    seed: int,
+    recipe_path: str | None,
 ) -> tuple[Objective, ObjectiveData]:
     """The recipe's objective on ``device``, and the data it was built with."""
-    objective_cfg = dict(recipe.get("objective", {}))
-    objective_name = objective_cfg.pop("name", "mexma")
+    name = recipe.objective.name
     objective_data = ObjectiveData(
         languages=sorted({p.lang_a for p in pairs} | {p.lang_b for p in pairs}),
-        non_parallel=(
-            load_non_parallel(recipe["data"], recipe.get("_recipe_path"))
-            if objective_name in NON_PARALLEL_OBJECTIVES
-            else []
-        ),
+        non_parallel=load_non_parallel(recipe.data, recipe_path) if name in NON_PARALLEL_OBJECTIVES else [],
     )
-    torch.manual_seed(seed + 1)  # the head's initialisation does not depend on the backbone's
-    objective = build_objective(objective_name, backbone, objective_cfg, objective_data).to(device)
+    torch.manual_seed(recipe.seed + 1)  # the head's initialisation does not depend on the backbone's
+    objective = build_objective(name, backbone, recipe.objective.options, objective_data).to(device)
     return objective, objective_data
 
 
 def _build_optimization(
-    module: TrainModule, train_cfg: dict[str, Any], max_steps: int
+    module: TrainModule, train_cfg: BackboneTrainingConfig
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
     """The optimiser and learning-rate schedule of the recipe's ``training`` section."""
-    optimizer = build_optimizer(
-        module, lr=float(train_cfg["lr"]), weight_decay=float(train_cfg.get("weight_decay", 0.01))
-    )
-    scheduler = build_scheduler(
-        optimizer,
-        train_cfg.get("scheduler", "linear"),
-        int(train_cfg.get("warmup_steps", 0)),
-        max_steps,
-    )
+    optimizer = build_optimizer(module, lr=train_cfg.lr, weight_decay=train_cfg.weight_decay)
+    scheduler = build_scheduler(optimizer, train_cfg.scheduler, train_cfg.warmup_steps, train_cfg.max_steps)
     return optimizer, scheduler
 
 
@@ -267,7 +250,8 @@ def run(
     callbacks: tuple = (),
     overwrite: bool = False,
 ) -> Path:
-    """Train a backbone as the recipe says; returns the final backbone directory.
+    """Train a backbone as ``recipe`` (a mapping, as ``load_recipe`` returns it; checked against
+    ``TrainBackboneRecipe``) says; returns the final backbone directory.
 
     An existing ``OUTPUT/backbone`` is replaced only with ``overwrite`` (or ``resume``, which
     finishes the run that wrote it), and then only the files modsenc wrote there.
@@ -276,28 +260,27 @@ def run(
     dist = init_distributed()
     output_dir = Path(output_dir)
     run_dir, final_dir = output_dir / "run", output_dir / "backbone"
-    train_cfg = recipe["training"]
-    seed = int(recipe.get("seed", 0))
-    recipe["seed"] = seed
-    if train_cfg.get("num_threads"):
-        torch.set_num_threads(int(train_cfg["num_threads"]))
+    config = TrainBackboneRecipe.from_dict(recipe)
+    recipe_path = recipe.get("_recipe_path")
+    train_cfg, seed, pivot = config.training, config.seed, config.data.pivot
+    if train_cfg.num_threads:
+        torch.set_num_threads(train_cfg.num_threads)
     _check_outputs(run_dir, final_dir, resume, overwrite)
-    batch_size = int(train_cfg["batch_size"])
-    _check_batch_size(batch_size, dist)
+    _check_batch_size(train_cfg.batch_size, dist)
     seed_everything(seed)
 
-    data_cfg = recipe["data"]
-    pivot = data_cfg.get("pivot", "en")
-    specs, corpora, pairs = _load_pairs(data_cfg, pivot, recipe.get("_recipe_path"))
-    backbone, device = _prepare_backbone(recipe, corpora, run_dir, resume, dist)
-    objective, objective_data = _prepare_objective(recipe, backbone, pairs, device, seed)
+    specs, corpora, pairs = _load_pairs(config.data, recipe_path)
+    backbone, device = _prepare_backbone(config, corpora, run_dir, resume, dist)
+    objective, objective_data = _prepare_objective(config, backbone, pairs, device, recipe_path)
     module = TrainModule(backbone, objective, dist)
     ddp_module = DistributedDataParallel(module) if dist.is_distributed else module
 
     examples = objective.prepare(pairs, backbone, backbone.max_length)
-    sampler = LengthBucketBatchSampler([ex.length for ex in examples], batch_size, seed=seed, drop_last=True)
-    loop_cfg = LoopConfig.from_section(train_cfg, int(train_cfg["max_steps"]), seed)
-    optimizer, scheduler = _build_optimization(module, train_cfg, loop_cfg.max_steps)
+    sampler = LengthBucketBatchSampler(
+        [ex.length for ex in examples], train_cfg.batch_size, seed=seed, drop_last=True
+    )
+    loop_cfg = LoopConfig.from_training(train_cfg, train_cfg.max_steps, seed)
+    optimizer, scheduler = _build_optimization(module, train_cfg)
     if dist.is_main:
         _log_start(pairs, pivot, len(sampler), backbone, device, dist.world_size)
     last = train_loop(
@@ -318,7 +301,7 @@ def run(
             final_dir,
             manifest_extra={
                 "recipe": {k: v for k, v in recipe.items() if not k.startswith("_")},
-                "recipe_path": recipe.get("_recipe_path"),
+                "recipe_path": recipe_path,
                 "objective": {"name": objective.name, **objective.config_dict()},
                 "data": _data_record(pivot, pairs, specs, objective_data),
                 "steps": loop_cfg.max_steps,

@@ -25,7 +25,7 @@ import functools
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, TypeVar, Union
+from typing import Any, ClassVar, TypeVar, Union
 
 S = TypeVar("S", bound="Section")
 
@@ -37,13 +37,18 @@ class RecipeError(ValueError):
 class Section:
     """Base of a dataclass recipe section (subclasses are ``@dataclass``es, every field with a default)."""
 
+    # Counts (``*_every``) for which 0 is meaningful ("never"), exempt from the positivity check.
+    zero_allowed: ClassVar[tuple[str, ...]] = ()
+
     @classmethod
     def keys(cls) -> list[str]:
         return [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
 
     @classmethod
     def field_types(cls) -> dict[str, Any]:
-        return _hints(cls)
+        """The declared type of each key (ClassVars such as ``zero_allowed`` are not keys)."""
+        hints = _hints(cls)
+        return {f.name: hints[f.name] for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
 
     @classmethod
     def from_dict(cls: type[S], mapping: Mapping[str, Any] | None, where: str = "") -> S:
@@ -64,7 +69,10 @@ class Section:
             if key not in hints:
                 raise unknown_key(cls, _join(where, str(key)), where)
             values[key] = coerce(value, hints[key], _join(where, key))
-        check_budgets(values, where)
+        for key, tp in hints.items():  # a section the recipe leaves out is checked too, as defaults
+            if key not in values and isinstance(tp, type) and issubclass(tp, Section):
+                values[key] = tp.from_dict(None, _join(where, key))
+        check_budgets(values, where, cls.zero_allowed)
         section = cls(**_one_budget(cls, values, where))
         section.validate(where)
         return section
@@ -82,15 +90,17 @@ _POSITIVE = ("max_steps", "epochs")
 _POSITIVE_SUFFIXES = ("batch_size", "_every")
 
 
-def check_budgets(values: Mapping[str, Any], where: str) -> None:
-    """Refuse non-positive step counts, epochs and batch sizes among a section's given ``values``."""
+def check_budgets(values: Mapping[str, Any], where: str, zero_allowed: tuple[str, ...] = ()) -> None:
+    """Refuse non-positive step counts, epochs and batch sizes among a section's given ``values``
+    (those named in ``zero_allowed`` may be 0)."""
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
-        if name in _POSITIVE or name.endswith(_POSITIVE_SUFFIXES):
+        positive = name in _POSITIVE or name.endswith(_POSITIVE_SUFFIXES)
+        if positive and name not in zero_allowed:
             if not value > 0:  # NaN fails too
                 raise RecipeError(f"recipe key '{_join(where, name)}' must be positive, got {value!r}")
-        elif name.endswith("steps") and not value >= 0:
+        elif (positive or name.endswith("steps")) and not value >= 0:
             raise RecipeError(f"recipe key '{_join(where, name)}' must be zero or more, got {value!r}")
 
 

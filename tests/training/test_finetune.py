@@ -10,6 +10,7 @@ from transformers import AutoTokenizer
 
 from modsenc.data.demo import demo_path
 from modsenc.data.language_data import load_language_data
+from modsenc.training.configs import FinetuneRecipe
 from modsenc.training.finetune import load_pairs, run
 from modsenc.training.recipe import load_recipe
 
@@ -27,7 +28,7 @@ def _recipe(**extra: str) -> dict:
         "cross.max_steps": "2",
         "cross.batch_size": "8",
     } | extra
-    return load_recipe("full-finetune-cpu", [f"{k}={v}" for k, v in overrides.items()])
+    return load_recipe("full-finetune-cpu", [f"{k}={v}" for k, v in overrides.items()], schema=FinetuneRecipe)
 
 
 def _weights(backbone_dir) -> dict:

