@@ -168,3 +168,35 @@ def test_every_command_resolves_the_default_zoo_the_same_way(monkeypatch, tmp_pa
         for path, command in with_zoo.items():  # parsed, not run: the defaults resolve as at run time
             context = command.make_context(path, list(required.get(path, [])))
             assert context.params["zoo_dir"] == expected, path
+
+
+def test_the_cli_choices_are_the_librarys_own() -> None:
+    """cli.py spells its choices out (importing torch-heavy modules would slow `--help`); they must
+    stay the lists the library accepts."""
+    import click
+
+    from modsenc.backbone.attention import ATTENTION_CHOICES
+    from modsenc.backbone.encoder import POOLINGS
+    from modsenc.backbone.precision import PRECISIONS
+    from modsenc.backbone.quantization import QUANTIZATIONS
+    from modsenc.encoder import MODES
+    from modsenc.scale.encode import DTYPES
+
+    declared = {
+        "--attention": ATTENTION_CHOICES,
+        "--pooling": POOLINGS,
+        "--dtype": PRECISIONS,
+        "--quantize": QUANTIZATIONS,
+        "--mode": MODES,
+        "--vector-dtype": DTYPES,
+    }
+    seen: dict[str, set[tuple[str, ...]]] = {}
+    commands = [main] + [c for c in main.commands.values()]
+    commands += [
+        sub for c in main.commands.values() if isinstance(c, click.Group) for sub in c.commands.values()
+    ]
+    for command in commands:
+        for param in command.params:
+            if isinstance(param.type, click.Choice) and param.opts[0] in declared:
+                seen.setdefault(param.opts[0], set()).add(tuple(param.type.choices))
+    assert seen == {option: {tuple(choices)} for option, choices in declared.items()}

@@ -95,6 +95,10 @@ def xformers_available() -> bool:
     return True
 
 
+# What a recipe's `attention` key and `--attention` take ("auto": xformers on CUDA when installed).
+ATTENTION_CHOICES = ("auto", "sdpa", "xformers")
+
+
 def available_backends() -> list[str]:
     return ["sdpa"] + (["xformers"] if xformers_available() else [])
 

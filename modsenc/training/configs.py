@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from modsenc.backbone.attention import ATTENTION_CHOICES
 from modsenc.backbone.focus import FocusConfig
 from modsenc.backbone.precision import PRECISIONS
 from modsenc.data.language_data import DataConfig
@@ -223,7 +224,6 @@ class FinetuneRecipe(Section):
 
 # ---------------------------------------------------------------------------------- train-backbone
 MODEL_INITS = ("pretrained", "scratch")
-ATTENTIONS = ("auto", "sdpa", "xformers")
 
 
 @dataclass
@@ -242,8 +242,8 @@ class ModelConfig(Section):
     def validate(self, where: str) -> None:
         if self.init not in MODEL_INITS:
             raise RecipeError(f"{where}.init must be one of {MODEL_INITS}, got {self.init!r}")
-        if self.attention not in ATTENTIONS:
-            raise RecipeError(f"{where}.attention must be one of {ATTENTIONS}, got {self.attention!r}")
+        if self.attention not in ATTENTION_CHOICES:
+            raise RecipeError(f"{where}.attention must be one of {ATTENTION_CHOICES}, got {self.attention!r}")
         if self.init == "pretrained" and not self.name_or_path:
             raise RecipeError(f"{where}.init: pretrained needs {where}.name_or_path (a hub name or folder)")
         if self.init == "scratch" and not self.config:
