@@ -326,8 +326,13 @@ def main() -> None:
     if args.repeat:
         arms.append((f"{args.repeat}-repeat", args.repeat, seed + 1))
     # Every arm is timed before any trains, so the probes all see the same (idle) machine and the
-    # step counts do not depend on what else ran while earlier arms trained.
-    speeds = {name: probe_arm(args, base, init_dir, name, arm, arm_seed) for name, arm, arm_seed in arms}
+    # step counts do not depend on what else ran while earlier arms trained. The repeat trains as
+    # many steps as its arm: only the seed differs, so the gap between the two is seed noise, not
+    # a second probe's timing noise.
+    probed = {
+        arm: probe_arm(args, base, init_dir, arm, arm, seed) for arm in dict.fromkeys(a for _, a, _ in arms)
+    }
+    speeds = {name: probed[arm] for name, arm, _ in arms}
     runs = {name: train_arm(args, base, init_dir, name, arm, s, speeds[name]) for name, arm, s in arms}
     files = eval_files(args)
     table = {name: scores(evaluate(args, name, info["backbone"], files)) for name, info in runs.items()}
