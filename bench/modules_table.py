@@ -137,7 +137,7 @@ def module_pairs(lang: str) -> tuple[int, int]:
     from modsenc.training.configs import AddLanguageRecipe  # noqa: PLC0415
     from modsenc.training.recipe import load_recipe  # noqa: PLC0415
 
-    raw = with_language_overrides(load_recipe("add-language-e5", schema=AddLanguageRecipe), lang)
+    raw = with_language_overrides(load_recipe("add-language-e5", [], schema=AddLanguageRecipe), lang)
     config = AddLanguageRecipe.from_dict(raw)
     data = load_language_data(lang, config.pivot, config.data, raw.get("_recipe_path"))
     wanted = config.se.transfer_languages

@@ -25,7 +25,7 @@ from modsenc.objectives.contrastive import ContrastiveConfig, ContrastiveObjecti
 from modsenc.objectives.emmax import EMMAXConfig, EMMAXObjective
 from modsenc.objectives.ems import EMSConfig, EMSObjective
 from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
-from modsenc.utils.config import RecipeError, Section
+from modsenc.utils.config import Section
 
 CONFIGS: dict[str, type[Section]] = {
     "mexma": MEXMAConfig,
@@ -52,10 +52,11 @@ def objective_options(name: str, section: Mapping[str, Any]) -> dict[str, Any]:
     others = set().union(*(set(CONFIGS[n].keys()) for n in CONFIGS if n != name))
     options: dict[str, Any] = {}
     for key, value in section.items():
-        if key == "name" or (key in CONFIGS and key != name and isinstance(value, dict)):
+        sub_section = key in CONFIGS and (value is None or isinstance(value, Mapping))
+        if key == "name" or (sub_section and key != name):
             continue
-        if key == name and isinstance(value, dict):
-            continue  # applied below, over the flat keys
+        if sub_section:
+            continue  # this objective's own, applied below over the flat keys
         if key in own:
             options[key] = value
         elif key not in others:
@@ -76,13 +77,7 @@ def objective_config(name: str, section: Mapping[str, Any], where: str = "object
     """The typed config of objective ``name`` from a recipe's ``objective`` section: its keys
     checked (``objective_options``), its values converted to the declared types, its cross-key
     checks run; every error a one-line RecipeError naming the key."""
-    options = objective_options(name, dict(section))
-    try:
-        return CONFIGS[name].from_dict(options, where)
-    except RecipeError:
-        raise
-    except ValueError as err:  # a config's own __post_init__ check
-        raise RecipeError(str(err)) from err
+    return CONFIGS[name].from_dict(objective_options(name, dict(section)), where)
 
 
 def build_objective(

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from modsenc.backbone.attention import ATTENTION_CHOICES
 from modsenc.backbone.focus import FocusConfig
 from modsenc.backbone.precision import PRECISIONS
@@ -276,9 +278,6 @@ class BackboneDataConfig(Section):
             raise RecipeError(f"{where}.parallel lists no files; train-backbone trains on translation pairs")
 
 
-DEVICES = ("auto", "cpu", "cuda")
-
-
 @dataclass
 class BackboneTrainingConfig(TrainingConfig):
     """``training`` of train-backbone: the loop's settings plus one budget and optimiser."""
@@ -294,8 +293,14 @@ class BackboneTrainingConfig(TrainingConfig):
 
     def validate(self, where: str) -> None:
         super().validate(where)
-        if self.device not in DEVICES and not self.device.startswith("cuda:"):
-            raise RecipeError(f"{where}.device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+        if self.device != "auto":
+            try:
+                torch.device(self.device)
+            except RuntimeError:
+                raise RecipeError(
+                    f"{where}.device must be auto or a torch device (cpu, cuda, cuda:N, mps, ...), "
+                    f"got {self.device!r}"
+                ) from None
 
 
 def _objective_key_types() -> dict[str, Any]:

@@ -53,17 +53,20 @@ def load_recipe(
         raise ValueError(f"{path}: invalid YAML: {err}") from err
     if not isinstance(recipe, dict):
         raise ValueError(f"{path}: a recipe must be a mapping of sections, got {type(recipe).__name__}")
+    # Checked once, with the overrides applied: they may complete a template (`name_or_path: null`
+    # with --set model.name_or_path=...). The error names the file and says when --set took part.
+    recipe = set_overrides(recipe, overrides or [], schema)
     try:
         schema.from_dict(recipe)
     except RecipeError as err:
-        raise RecipeError(f"{path}: {err}") from err
-    recipe = apply_overrides(recipe, overrides or [], schema)
+        raise RecipeError(f"{path}{' with the --set overrides' if overrides else ''}: {err}") from err
     recipe["_recipe_path"] = str(path)
     return recipe
 
 
-def apply_overrides(recipe: dict[str, Any], overrides: list[str], schema: type[Section]) -> dict[str, Any]:
-    """``training.max_steps=20`` sets a key (values parsed as YAML: ``20``, ``null``, ``[en, de]``).
+def set_overrides(recipe: dict[str, Any], overrides: list[str], schema: type[Section]) -> dict[str, Any]:
+    """A copy of ``recipe`` with ``training.max_steps=20``-style overrides set (values parsed as
+    YAML: ``20``, ``null``, ``[en, de]``); the caller checks the values (``schema.from_dict``).
 
     A key must be one ``schema`` declares (it may be missing from the file), so a typo never
     silently trains with the default; a free-form mapping takes new keys:
@@ -75,5 +78,4 @@ def apply_overrides(recipe: dict[str, Any], overrides: list[str], schema: type[S
             raise ValueError(f"override {item!r} must look like section.key=value")
         dotted, raw = item.split("=", 1)
         set_dotted(recipe, schema, dotted.strip(), yaml.safe_load(raw))
-    schema.from_dict(recipe)  # the values' types
     return recipe

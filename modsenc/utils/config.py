@@ -73,7 +73,12 @@ class Section:
             if key not in values and isinstance(tp, type) and issubclass(tp, Section):
                 values[key] = tp.from_dict(None, _join(where, key))
         check_budgets(values, where, cls.zero_allowed)
-        section = cls(**_one_budget(cls, values, where))
+        try:
+            section = cls(**_one_budget(cls, values, where))
+        except RecipeError:
+            raise
+        except ValueError as err:  # a section's own __post_init__ check (the objectives' configs)
+            raise RecipeError(str(err)) from err
         section.validate(where)
         return section
 
@@ -171,6 +176,9 @@ def coerce(value: Any, tp: Any, where: str) -> Any:
         alternatives = [a for a in args if a is not type(None)]
         if len(alternatives) == 1:  # ``X | None``: X's own error (an unknown key inside it, say)
             return coerce(value, alternatives[0], where)
+        sections = [a for a in alternatives if section_class(a) is not None]
+        if isinstance(value, Mapping) and len(sections) == 1:  # a mapping can only be the section
+            return coerce(value, sections[0], where)
         for arg in alternatives:
             try:
                 return coerce(value, arg, where)

