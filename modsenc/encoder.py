@@ -35,6 +35,7 @@ from modsenc.backbone.quantization import check_quantization, no_merge_warning, 
 from modsenc.data.readers import count_lines, iter_lines
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.modules.modular import ModularBackbone
+from modsenc.modules.openvino_runtime import CompiledLanguage, language_encoder, require_openvino
 from modsenc.routing.langid import (
     LANGID_FILE,
     CharNgramProfile,
@@ -50,6 +51,10 @@ from modsenc.utils.outputs import check_output_file
 log = logging.getLogger(__name__)
 
 MODES = ("cross", "mono")
+# Where the forward passes run: torch (the packed, padding-free backbone with the modules live; the
+# default, and the only one for training and GPUs) or openvino (each language's merged encoder
+# compiled by OpenVINO; CPU inference, modsenc.modules.openvino_runtime).
+RUNTIMES = ("torch", "openvino")
 
 
 def _check_limits(max_languages: int | None, max_memory_mb: float | None) -> None:
@@ -96,6 +101,22 @@ def _router(
     return LanguageRouter(detector, installed, fallback, min_confidence, unsure)
 
 
+def _check_runtime(runtime: str, quantize: str | None, device: torch.device) -> None:
+    if runtime not in RUNTIMES:
+        raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+    if runtime == "openvino":
+        if device.type != "cpu":
+            raise ValueError(
+                f"runtime='openvino' runs on the CPU; got device {device}: use runtime='torch' there"
+            )
+        if quantize is not None:
+            raise ValueError(
+                "quantize is the torch runtime's (torchao); runtime='openvino' computes in bf16 where "
+                "the CPU has it (dtype), which docs/benchmarks.md measures faster and closer to fp32"
+            )
+        require_openvino()
+
+
 class ModularEncoder:
     def __init__(
         self,
@@ -117,6 +138,9 @@ class ModularEncoder:
         self.installed = zoo.languages()
         self._sizes: OrderedDict[str, int] = OrderedDict()  # loaded languages, least recently used first
         self._lock = modular.lock
+        self.runtime = "torch"  # or "openvino" (from_pretrained's runtime)
+        # runtime="openvino": one compiled encoder per (language, modules), built on first use
+        self._compiled: dict[tuple[str, frozenset[str]], CompiledLanguage] = {}
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -137,6 +161,7 @@ class ModularEncoder:
         verify: bool = True,
         quantize: str | None = None,
         dtype: str = "auto",
+        runtime: str = "torch",
     ) -> ModularEncoder:
         """Open a zoo (``path``: a folder written by ``modsenc add-language``).
 
@@ -155,16 +180,21 @@ class ModularEncoder:
         ``dtype``: ``auto`` computes in bf16 where the device does so natively (CUDA; CPUs with AMX
         or AVX512_BF16; vectors at a cosine of about 0.99998 to fp32) and in fp32 elsewhere;
         ``fp32`` or ``bf16`` force one. ``encoder.precision`` says which was chosen.
+        ``runtime="openvino"`` (CPU) runs each language through its modules merged into one encoder
+        compiled by OpenVINO, built when the language is first encoded (``pip install
+        'modsenc[openvino]'``; ``modsenc.modules.openvino_runtime``); ``"torch"`` (default) runs the
+        backbone with the modules live.
         """
         _check_limits(max_languages, max_memory_mb)  # before the slow part
         quantize = check_quantization(quantize)
         check_precision(dtype)
+        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        _check_runtime(runtime, quantize, device)
         zoo = Zoo(path)
         wanted = languages_to_load(zoo, languages)
         if verify if verify_backbone is None else verify_backbone:
             verify_backbone_files(zoo.backbone_dir)
         router = _router(zoo, fallback, detector, min_confidence, unsure)
-        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         backbone = Backbone.from_pretrained(zoo.backbone_dir, attention=attention, max_length=max_length).to(
             device
         )
@@ -175,7 +205,8 @@ class ModularEncoder:
         encoder.verify = verify
         encoder.quantization = quantize
         encoder.precision = resolve_precision(dtype, device)
-        log.info("encoding in %s (asked: %s) on %s", encoder.precision, dtype, device)
+        encoder.runtime = runtime
+        log.info("encoding in %s (asked: %s) on %s with %s", encoder.precision, dtype, device, runtime)
         for lang in wanted:
             encoder.load_language(lang)
         return encoder
@@ -210,6 +241,8 @@ class ModularEncoder:
         with self._lock:
             if self._sizes.pop(lang, None) is not None:
                 self.modular.remove_language(lang)
+                for key in [k for k in self._compiled if k[0] == lang]:
+                    del self._compiled[key]
 
     def _make_room(self, incoming: int) -> None:
         while self._sizes:
@@ -285,17 +318,12 @@ class ModularEncoder:
         for code, index in groups.items():
             with self._lock:
                 self.load_language(code)
-                vectors = self.modular.encode(
-                    [texts[i] for i in index],
-                    code,
-                    self._kinds(code, mode),
-                    batch_size=batch_size,
-                    show_progress_bar=show_progress_bar,
-                    normalize_embeddings=normalize_embeddings,
-                    convert_to_tensor=True,
-                    precision=self.precision,
+                vectors = self._encode_group(
+                    [texts[i] for i in index], code, mode, batch_size, show_progress_bar
                 )
             vectors = vectors.float().cpu()
+            if normalize_embeddings:
+                vectors = torch.nn.functional.normalize(vectors, dim=-1)
             if not torch.isfinite(vectors).all():
                 # Never hand back NaN/inf: downstream search would silently rank garbage.
                 raise ValueError(
@@ -310,6 +338,43 @@ class ModularEncoder:
         if return_languages:
             return result, (languages[0] if single else languages)
         return result
+
+    def _encode_group(
+        self, texts: list[str], lang: str, mode: str, batch_size: int, show_progress_bar: bool | None
+    ) -> torch.Tensor:
+        """One language's sentences through its modules, on the encoder's runtime (lock held)."""
+        kinds = self._kinds(lang, mode)
+        if self.runtime == "openvino":
+            ids = self.modular.tokenize(lang, texts, kinds, warn_truncated=True)
+            return self._compiled_language(lang, kinds).encode_ids(ids, batch_size)
+        return self.modular.encode(
+            texts,
+            lang,
+            kinds,
+            batch_size=batch_size,
+            show_progress_bar=show_progress_bar,
+            convert_to_tensor=True,
+            precision=self.precision,
+        )
+
+    def _compiled_language(self, lang: str, kinds: set[str]) -> CompiledLanguage:
+        """``lang``'s ``kinds`` merged and compiled by OpenVINO, built once (lock held)."""
+        key = (lang, frozenset(kinds))
+        if key not in self._compiled:
+            log.info(
+                "compiling %s (%s) for OpenVINO in %s",
+                lang,
+                ", ".join(sorted(kinds)) or "backbone",
+                self.precision,
+            )
+            merged = language_encoder(self.modular, lang, kinds)
+            words = (
+                self.modular.language_embeddings[lang] if "vocab" in kinds else self.modular.base_embeddings
+            )
+            self._compiled[key] = CompiledLanguage(
+                merged, words, self.modular.backbone.pooling, self.precision, torch.get_num_threads()
+            )
+        return self._compiled[key]
 
     def _kinds(self, lang: str, mode: str) -> set[str]:
         """The modules of a loaded language that ``mode`` runs: all, or all but the CLA (mono)."""
@@ -410,6 +475,7 @@ def encode_file(
     quantize: str | None = None,
     dtype: str = "auto",
     overwrite: bool = False,
+    runtime: str = "torch",
 ) -> int:
     """Encode ``input_path`` ('-': stdin) line by line into ``output_path`` (.npy or .jsonl).
 
@@ -417,7 +483,8 @@ def encode_file(
     vectors whatever the input size. Row ``i`` of the output is line ``i`` of the input (empty
     lines included: they are encoded as empty text). The output appears atomically when done.
     ``verify=False`` skips re-hashing the backbone and bundles, ``quantize="int8"`` runs the backbone
-    in int8, ``dtype`` chooses fp32 or bf16 (see ``ModularEncoder.from_pretrained``); an existing
+    in int8, ``dtype`` chooses fp32 or bf16, ``runtime`` torch or openvino (see
+    ``ModularEncoder.from_pretrained``); an existing
     output is replaced only with ``overwrite`` (``modsenc.utils.outputs``).
     """
     output_path = Path(output_path)
@@ -435,7 +502,7 @@ def encode_file(
                 raise FileNotFoundError(f"{input_path}: no such input file")
         total = count_lines(source)
         encoder = ModularEncoder.from_pretrained(
-            zoo_dir, device=device, verify=verify, quantize=quantize, dtype=dtype
+            zoo_dir, device=device, verify=verify, quantize=quantize, dtype=dtype, runtime=runtime
         )
         encode = _ChunkEncoder(
             encoder, lang=lang, batch_size=batch_size, normalize_embeddings=normalize, mode=mode

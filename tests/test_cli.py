@@ -179,7 +179,7 @@ def test_the_cli_choices_are_the_librarys_own() -> None:
     from modsenc.backbone.encoder import POOLINGS
     from modsenc.backbone.precision import PRECISIONS
     from modsenc.backbone.quantization import QUANTIZATIONS
-    from modsenc.encoder import MODES
+    from modsenc.encoder import MODES, RUNTIMES
     from modsenc.scale.encode import DTYPES
 
     declared = {
@@ -189,6 +189,7 @@ def test_the_cli_choices_are_the_librarys_own() -> None:
         "--quantize": QUANTIZATIONS,
         "--mode": MODES,
         "--vector-dtype": DTYPES,
+        "--runtime": RUNTIMES,
     }
     seen: dict[str, set[tuple[str, ...]]] = {}
     commands = [main] + [c for c in main.commands.values()]

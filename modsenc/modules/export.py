@@ -1,7 +1,8 @@
 """Export one language as a standalone sentence-transformers model (modules merged into the weights).
 
 * the language's tokenizer and embedding matrix replace the backbone's;
-* the LA and SE LoRAs are merged by peft (``merge_and_unload``: W + B A scaled, for every active adapter);
+* the LA and SE LoRAs are merged as peft merges them (W + B A scaled, for every active adapter), into
+  a copy of the weights (``merged_model``: the live model is left as it was);
 * the CLA (mode ``cross``) is a parallel bottleneck beside each feed-forward block:
   ``FFN(x) + s * up(act(down(x)))``. adapters merges only LoRA-type adapters, so modsenc merges it
   itself, exactly, when ``act`` is the backbone's own FFN activation: the bottleneck then *is* ``r``
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from peft.tuners.lora import LoraLayer
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 from tokenizers import normalizers
@@ -32,12 +34,18 @@ from transformers.activations import get_activation
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
-from modsenc.modules.modular import ModularBackbone, module_name
+from modsenc.modules.modular import LORA_KINDS, ModularBackbone, module_name
 from modsenc.utils.hub import NOT_MISTRAL
 from modsenc.utils.outputs import check_output_folder, owned_directory, record_owned_files
 
 # Written into every export: proves the folder is modsenc's, so a later export may replace it.
 EXPORT_MARKER = "modsenc_export.json"
+
+
+def check_parallel_layout(adapter: torch.nn.Module) -> None:
+    """The CLA must be ParBnConfig's layout: ``LayerNorm(FFN(x) + s * up(act(down(x))) + x)``."""
+    if not (adapter.residual_before_ln and adapter.original_ln_after and not adapter.original_ln_before):
+        raise ValueError("only ParBnConfig's layout (added before the FFN's LayerNorm) can be merged")
 
 
 def _merge_parallel_adapter(layer: torch.nn.Module, adapter: torch.nn.Module, hidden_act: str) -> None:
@@ -46,8 +54,7 @@ def _merge_parallel_adapter(layer: torch.nn.Module, adapter: torch.nn.Module, hi
     up = adapter.adapter_up
     adapter_act = type(act.f).__name__
     ffn_act = type(get_activation(hidden_act)).__name__
-    if not (adapter.residual_before_ln and adapter.original_ln_after and not adapter.original_ln_before):
-        raise ValueError("only ParBnConfig's layout (added before the FFN's LayerNorm) can be merged")
+    check_parallel_layout(adapter)
     if adapter_act != ffn_act:
         raise ValueError(
             f"the CLA uses {adapter_act}, the backbone's FFN {ffn_act}: no exact merge exists. "
@@ -89,7 +96,7 @@ def export_sentence_transformer(
     if mode == "mono":
         kinds.discard("cla")
     tokenizer = _language_tokenizer(modular, lang, kinds)
-    plain = _merged_model(modular, lang, kinds)
+    plain = merged_model(modular, lang, kinds)
     with owned_directory(output_dir, EXPORT_MARKER) as tmp:
         _save_sentence_transformer(tmp, plain, tokenizer, backbone, f"modsenc-{lang}-{mode}")
         model_card = f"modsenc export: language {lang}, mode {mode}, modules {sorted(kinds)}"
@@ -120,38 +127,48 @@ def _language_tokenizer(modular: ModularBackbone, lang: str, kinds: set[str]) ->
     return tokenizer
 
 
-def _merged_model(modular: ModularBackbone, lang: str, kinds: set[str]) -> PreTrainedModel:
+def merged_model(
+    modular: ModularBackbone, lang: str, kinds: set[str], widen_cla: bool = True
+) -> PreTrainedModel:
     """A plain Hugging Face model (no adapter classes, no peft, standard parameter names) with
-    ``lang``'s ``kinds`` merged into its weights."""
+    ``lang``'s ``kinds`` merged into its weights. ``modular`` is left as it was: the LoRA deltas
+    (peft's ``get_delta_weight``: B A scaled, summed over the active LoRAs, as peft's own merge
+    does) are added to a copy of the weights, and the CLA is folded into the copy's FFN, so a
+    serving process can build one language's merged encoder beside the live backbone. With
+    ``widen_cla=False`` the CLA is left out (the caller runs it beside the FFN itself)."""
     modular.activate(lang, kinds)
     model = modular.backbone.model
     config = copy.deepcopy(model.config)
-    if modular.peft is not None and kinds & {"la", "se"}:
-        modular.peft.merge_and_unload()  # merges the active LoRAs into the linear weights
-    if "cla" in kinds:
-        name = module_name(lang, "cla")
-        for layer in model.encoder.layer:
-            _merge_parallel_adapter(layer, layer.output.adapters[name], config.hidden_act)
-        config.intermediate_size = model.encoder.layer[0].intermediate.dense.out_features
+    state = {
+        k.replace(".base_layer.", "."): v.detach().clone()
+        for k, v in model.state_dict().items()
+        # adapters' own bookkeeping (bottlenecks, a prompt-tuning reference to the embeddings)
+        if ".adapters." not in k and "lora_" not in k and not k.startswith("prompt_tuning.")
+    }
+    loras = [module_name(lang, kind) for kind in LORA_KINDS if kind in kinds]
+    for name, layer in model.named_modules():
+        if isinstance(layer, LoraLayer):
+            key = name.replace(".base_layer", "") + ".weight"
+            for adapter in (a for a in loras if a in layer.lora_A):
+                state[key] += layer.get_delta_weight(adapter).to(state[key].dtype)
     config.vocab_size = model.get_input_embeddings().weight.shape[0]
     config.pad_token_id = modular.tokenizer_of(lang, kinds).pad_token_id
     # With a (never used) pooler, sentence-transformers loads the model without a "newly
     # initialised weights" warning; CLS pooling reads the token states, not the pooler.
     torch.manual_seed(0)
     plain = AutoModel.from_config(config)
-    state = {
-        k.replace(".base_layer.", "."): v
-        for k, v in model.state_dict().items()
-        # adapters' own bookkeeping (bottlenecks, a prompt-tuning reference to the embeddings)
-        if ".adapters." not in k and "lora_" not in k and not k.startswith("prompt_tuning.")
-    }
     missing, unexpected = plain.load_state_dict(state, strict=False)
     missing = [k for k in missing if not k.startswith("pooler.")]
     if missing or unexpected:
         raise RuntimeError(
             f"export: parameters did not map onto {config.model_type}: {missing[:3]} {unexpected[:3]}"
         )
-    return plain
+    if "cla" in kinds and widen_cla:
+        name = module_name(lang, "cla")
+        for layer, live in zip(plain.encoder.layer, model.encoder.layer):
+            _merge_parallel_adapter(layer, live.output.adapters[name], config.hidden_act)
+        plain.config.intermediate_size = plain.encoder.layer[0].intermediate.dense.out_features
+    return plain.eval()
 
 
 def _save_sentence_transformer(

@@ -58,6 +58,7 @@ class ServeConfig:
     device: str | None = None
     quantize: str | None = None  # "int8": the backbone's linear layers in int8 (torchao)
     dtype: str = "auto"  # the GEMMs' precision: auto (bf16 where native), fp32 or bf16
+    runtime: str = "torch"  # or "openvino": each language merged and compiled by OpenVINO (CPU)
     model_name: str | None = None  # the `model` echoed in responses (default: the zoo folder's name)
 
     def check(self) -> None:
@@ -90,6 +91,7 @@ class ServeConfig:
             max_memory_mb=self.max_memory_mb,
             quantize=self.quantize,
             dtype=self.dtype,
+            runtime=self.runtime,
         )
 
 
@@ -548,6 +550,8 @@ def _info(state: ServerState) -> dict[str, Any]:
         "max_input_tokens": service.max_tokens,
         "device": str(backbone.device),
         "quantization": encoder.quantization,
+        "precision": encoder.precision,
+        "runtime": encoder.runtime,
         "backbone": {
             "fingerprint": encoder.zoo.backbone_fingerprint(),
             "model_type": backbone.model.config.model_type,

@@ -185,6 +185,20 @@ def test_quantize_int8_serves_the_int8_encoders_vectors(zoo_dir, reference) -> N
         assert client.get("/info").json()["quantization"] is None
 
 
+def test_the_openvino_runtime_serves_the_routed_vectors(zoo_dir) -> None:
+    pytest.importorskip("openvino")
+    fp32 = ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32", verify=False)
+    with serving(zoo_dir, runtime="openvino", dtype="fp32") as client:
+        info = client.get("/info").json()
+        assert (info["runtime"], info["precision"]) == ("openvino", "fp32")
+        response = client.post("/v1/embeddings", json={"input": MIXED})
+        assert response.status_code == 200, response.text
+        assert [d["lang"] for d in response.json()["data"]] == MIXED_LANGS
+        served = np.array([d["embedding"] for d in response.json()["data"]])
+        exact = fp32.encode(MIXED, normalize_embeddings=True)
+        assert (served * exact).sum(1).min() > 0.9999  # the same model, compiled: equal to rounding
+
+
 def test_tei_embed(zoo_dir, reference) -> None:
     with serving(zoo_dir) as client:
         response = client.post("/embed", json={"inputs": MIXED[0]})

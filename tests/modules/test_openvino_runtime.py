@@ -1,0 +1,79 @@
+"""runtime="openvino": each language's modules merged into one encoder compiled by OpenVINO give the
+torch runtime's vectors, routed per sentence, and leave the live model as it was."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from modsenc.encoder import ModularEncoder
+
+pytest.importorskip("openvino")
+
+TEXTS = {
+    "uz": ["Salom, dunyo!", "Bugun havo juda yaxshi.", "Men kitob o'qiyapman va choy ichaman."],
+    "kk": ["Сәлем, әлем!", "Бүгін ауа райы өте жақсы."],
+    "en": ["Hello, world!", "The weather is very nice today, so we went for a long walk."],
+}
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    return (a * b).sum(1)
+
+
+@pytest.fixture(scope="module")
+def encoders(zoo_dir):
+    torch_encoder = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", verify=False)
+    openvino_encoder = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", verify=False, runtime="openvino")
+    return torch_encoder, openvino_encoder
+
+
+@pytest.mark.parametrize("mode", ["cross", "mono"])
+def test_openvino_gives_the_torch_runtimes_vectors_routed_per_sentence(encoders, mode) -> None:
+    # uz: vocab + LA + SE + a GELU CLA; kk: vocab + LA + a ReLU CLA (no exact widening exists, so
+    # the CLA runs beside the FFN); en: SE only. One mixed call, interleaved languages.
+    torch_encoder, openvino_encoder = encoders
+    texts, langs = [], []
+    for i in range(3):
+        for lang, sentences in TEXTS.items():
+            if i < len(sentences):
+                texts.append(sentences[i])
+                langs.append(lang)
+    expected = torch_encoder.encode(texts, lang=langs, mode=mode)
+    got = openvino_encoder.encode(texts, lang=langs, mode=mode, batch_size=2)
+    assert got.shape == expected.shape == (len(texts), torch_encoder.get_sentence_embedding_dimension())
+    assert _cosines(got, expected).min() > 0.9999
+    np.testing.assert_allclose(got, expected, atol=1e-3 * np.abs(expected).max())
+    assert openvino_encoder.runtime == "openvino"
+    assert {key[0] for key in openvino_encoder._compiled} == {"uz", "kk", "en"}
+
+
+def test_compiling_a_language_leaves_the_live_model_unchanged(encoders) -> None:
+    torch_encoder, openvino_encoder = encoders
+    before = openvino_encoder.modular.encode(TEXTS["uz"], "uz", {"la", "se", "vocab", "cla"})
+    openvino_encoder.encode(TEXTS["uz"], lang="uz")  # compiles uz (cross) if not yet
+    after = openvino_encoder.modular.encode(TEXTS["uz"], "uz", {"la", "se", "vocab", "cla"})
+    np.testing.assert_array_equal(before, after)
+    np.testing.assert_array_equal(after, torch_encoder.encode(TEXTS["uz"], lang="uz"))
+
+
+def test_bf16_stays_close_to_fp32_and_unloading_drops_the_compiled_encoder(zoo_dir, encoders) -> None:
+    torch_encoder, _ = encoders
+    bf16 = ModularEncoder.from_pretrained(zoo_dir, dtype="bf16", verify=False, runtime="openvino")
+    got = bf16.encode(TEXTS["uz"] + TEXTS["en"], lang=["uz"] * 3 + ["en"] * 2)
+    expected = torch_encoder.encode(TEXTS["uz"] + TEXTS["en"], lang=["uz"] * 3 + ["en"] * 2)
+    assert _cosines(got, expected).min() > 0.99
+    assert sorted(key[0] for key in bf16._compiled) == ["en", "uz"]
+    bf16.unload_language("uz")
+    assert [key[0] for key in bf16._compiled] == ["en"]
+
+
+def test_the_runtime_is_checked_before_any_loading(zoo_dir) -> None:
+    with pytest.raises(ValueError, match="runtime must be one of torch, openvino, got 'onnx'"):
+        ModularEncoder.from_pretrained(zoo_dir, runtime="onnx")
+    with pytest.raises(ValueError, match="quantize is the torch runtime's"):
+        ModularEncoder.from_pretrained(zoo_dir, runtime="openvino", quantize="int8")
+    with pytest.raises(ValueError, match="runs on the CPU; got device cuda"):
+        ModularEncoder.from_pretrained(zoo_dir, runtime="openvino", device="cuda")
