@@ -79,10 +79,9 @@ def train(args: argparse.Namespace, run) -> tuple[Path, Path]:
     return backbone, zoo
 
 
-def evaluate(
-    args: argparse.Namespace, run, backbone: Path, zoo: Path, baselines: dict[str, Path]
-) -> dict[str, dict]:
-    work, data = Path(args.work), Path(args.data)
+def heldout_files(work: Path, data: Path) -> tuple[Path, list[str]]:
+    """The held-out evaluation files: Kardeş STS dev's en/uz/kk/az rows, and the ``--bitext`` specs
+    of NTREX-128 and the Kardeş bitext read off the STS file (both en, uz, kk, az)."""
     evaldata = work / "evaldata"
     evaldata.mkdir(parents=True, exist_ok=True)
     kardes = data / "eval-dev" / "sts" / "kardes-sts-dev.tsv"
@@ -91,6 +90,14 @@ def evaluate(
     langs = ", ".join(("en", *LANGS))
     bitexts = [f"{{path: {data / 'parallel' / 'ntrex.tsv'}, languages: [{langs}]}}"]
     bitexts += [f"{{path: {kbitext}, languages: [{langs}]}}"]
+    return sts, bitexts
+
+
+def evaluate(
+    args: argparse.Namespace, run, backbone: Path, zoo: Path, baselines: dict[str, Path]
+) -> dict[str, dict]:
+    work = Path(args.work)
+    sts, bitexts = heldout_files(work, Path(args.data))
     results = {}
     rows = [(E5, backbone, ("cross",)), (MOD, zoo, ("cross", "mono"))]
     rows += [(name, path, ("cross",)) for name, path in baselines.items()]
@@ -228,13 +235,7 @@ def main() -> None:
     intro = "Commands (each skipped when its output exists):"
     text_table = table(results, zoo, baselines, identical)
     body = f"{MARK_BEGIN}\n\n{text_table}\n\n{intro}\n\n{commands}\n\n{MARK_END}"
-    out = Path(args.out)
-    text = out.read_text(encoding="utf-8") if out.exists() else ""
-    if MARK_BEGIN in text:
-        text = text[: text.index(MARK_BEGIN)] + body + text[text.index(MARK_END) + len(MARK_END) :]
-    else:
-        text = body + "\n\n" + text
-    out.write_text(text, encoding="utf-8")
+    paper_tables.replace_section(Path(args.out), MARK_BEGIN, MARK_END, body, prepend=True)
     print(text_table)
 
 

@@ -82,6 +82,19 @@ class Runner:
         self.seconds[shown] = round(time.time() - started, 1)
 
 
+def replace_section(out: Path, begin: str, end: str, body: str, prepend: bool = False) -> None:
+    """Write ``body`` (which starts with ``begin`` and ends with ``end``) in place of that section
+    of ``out``, atomically, keeping the rest; a missing section is added at the end (or start)."""
+    old = out.read_text(encoding="utf-8") if out.exists() else ""
+    if begin in old and end in old:
+        new = old[: old.index(begin)] + body + old[old.index(end) + len(end) :]
+    elif prepend:
+        new = body + "\n\n" + old
+    else:
+        new = old.rstrip("\n") + ("\n\n" if old else "") + body + "\n"
+    atomic_write_text(out, new)
+
+
 # ----------------------------------------------------------------------------------------- data
 def read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
     lines = path.read_text(encoding="utf-8").splitlines()
