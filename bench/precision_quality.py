@@ -106,18 +106,24 @@ def language_table(results: dict, zoos: dict[str, Path], lang: str) -> list[str]
         for pair in (f"en-{lang}", f"{lang}-en"):
             columns.append((f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: xsim(r, f, p)))
     values = {p: [get(results[f"zoo-{p}|{mode}"]) for _, mode, get in columns] for p in PRECISIONS}
-    lines = [
-        "| add-language " + lang + " | " + " | ".join(c[0] for c in columns) + " | steps (SE / CLA) | wall |"
-    ]
-    lines.append("|---" * (len(columns) + 3) + "|")
+    head = " | ".join(c[0] for c in columns)
+    lines = [f"| add-language {lang} | {head} | steps (SE / CLA) | s per step (SE / CLA) | wall |"]
+    lines.append("|---" * (len(columns) + 4) + "|")
+    per_step = {}
     for precision in PRECISIONS:
         manifest = json.loads((zoos[precision] / lang / "modsenc_bundle.json").read_text())
-        metrics = manifest.get("stage_metrics", {})
-        steps = " / ".join(str(int(metrics.get(s, {}).get("step", 0))) for s in ("se", "cla"))
+        metrics, seconds = manifest.get("stage_metrics", {}), manifest.get("stage_seconds", {})
+        counts = [int(metrics.get(s, {}).get("step", 0)) for s in ("se", "cla")]
+        per_step[precision] = [seconds.get(s, 0) / n if n else 0.0 for s, n in zip(("se", "cla"), counts)]
         cells = " | ".join(_cell(v) for v in values[precision])
-        lines.append(f"| {precision} | {cells} | {steps} | {manifest.get('wall_seconds', 0) / 60:.1f} min |")
+        lines.append(
+            f"| {precision} | {cells} | {' / '.join(map(str, counts))} | "
+            f"{' / '.join(f'{t:.2f}' for t in per_step[precision])} | "
+            f"{manifest.get('wall_seconds', 0) / 60:.1f} min |"
+        )
     deltas = " | ".join(_delta(a, b) for a, b in zip(values["fp32"], values["bf16"]))
-    lines.append(f"| bf16 − fp32 | {deltas} | | |")
+    speed = " / ".join(f"{f / b:.2f}x" if b else "–" for f, b in zip(per_step["fp32"], per_step["bf16"]))
+    lines.append(f"| bf16 − fp32 | {deltas} | | bf16 at {speed} fp32's rate | |")
     return lines
 
 
@@ -140,21 +146,23 @@ def backbone_table(results: dict, backbones: dict[str, Path]) -> list[str]:
         ),
     ]
     values = {p: [get(results[f"backbone-{p}|cross"]) for _, get in columns] for p in PRECISIONS}
-    lines = [
-        "| train-backbone cpu-e5 | " + " | ".join(c[0] for c in columns) + " | steps | wall | final loss |"
-    ]
-    lines.append("|---" * (len(columns) + 4) + "|")
+    head = " | ".join(c[0] for c in columns)
+    lines = [f"| train-backbone cpu-e5 | {head} | steps | s per step | wall | final loss |"]
+    lines.append("|---" * (len(columns) + 5) + "|")
+    per_step = {}
     for precision in PRECISIONS:
         manifest = json.loads((backbones[precision] / "modsenc_backbone.json").read_text())
         loss = manifest.get("final_metrics", {}).get("loss")
+        steps, wall = manifest.get("steps") or 0, manifest.get("wall_seconds", 0)
+        per_step[precision] = wall / steps if steps else 0.0
         cells = " | ".join(_cell(v) for v in values[precision])
         lines.append(
-            f"| {precision} | {cells} | {manifest.get('steps')} | "
-            f"{manifest.get('wall_seconds', 0) / 60:.1f} min | "
+            f"| {precision} | {cells} | {steps} | {per_step[precision]:.2f} | {wall / 60:.1f} min | "
             f"{'–' if loss is None else f'{loss:.3f}'} |"
         )
     deltas = " | ".join(_delta(a, b) for a, b in zip(values["fp32"], values["bf16"]))
-    lines.append(f"| bf16 − fp32 | {deltas} | | | |")
+    speed = per_step["fp32"] / per_step["bf16"] if per_step["bf16"] else 0.0
+    lines.append(f"| bf16 − fp32 | {deltas} | | bf16 at {speed:.2f}x fp32's rate | | |")
     return lines
 
 

@@ -54,3 +54,22 @@ def test_random_and_grouped_baselines_compute_modsencs_loss(tiny_backbone_dir, p
         losses = bench.equivalence_check(arms, batch, seed=0)
         assert losses[0] > 0
         assert losses == pytest.approx([losses[0]] * 3, rel=1e-4)
+
+
+def test_bf16_arms_carry_their_precision_in_name_and_step(tiny_backbone_dir):
+    torch.manual_seed(0)
+    backbone = Backbone.from_pretrained(tiny_backbone_dir, attention="sdpa")
+    objective = MEXMAObjective(backbone, MEXMAConfig(head_layers=1, head_heads=2))
+    pairs = english_centric_pairs(read_parallel_tsv(demo_path("parallel.tsv")))[:16]
+    examples = objective.prepare(pairs, backbone, 32)
+    batches = [list(range(0, 8)), list(range(8, 16))]
+    a = argparse.Namespace(
+        seed=0, lr=1e-4, hidden=64, layers=2, head_layers=1, intermediate=128, head_intermediate=128
+    )
+    arms = [bench.ModsencArm(backbone, objective, examples, batches, a, "bf16")]
+    arms += [bench.BaselineArm(backbone, objective, "sdpa", "grouped", examples, batches, a, "bf16")]
+    assert [arm.stats.name for arm in arms] == ["modsenc-bf16", "hf-sdpa-grouped-bf16"]
+    for arm in arms:
+        arm.step(0, timed=False)
+        arm.step(1, timed=True)
+        assert len(arm.stats.times) == 1 and arm.stats.tokens[0] > 0
