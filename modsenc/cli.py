@@ -601,8 +601,21 @@ def export(zoo_dir, lang, output_dir, overwrite, mode) -> None:
 @_overwrite_option("--json, --markdown or --heatmap file")
 @_quantize_option("the model's")
 @_dtype_option()
+@_runtime_option()
 def eval_command(
-    model, bitext, sts, pivot, mode, route, json_path, markdown_path, heatmap_path, overwrite, quantize, dtype
+    model,
+    bitext,
+    sts,
+    pivot,
+    mode,
+    route,
+    json_path,
+    markdown_path,
+    heatmap_path,
+    overwrite,
+    quantize,
+    dtype,
+    runtime,
 ) -> None:
     """Evaluate MODEL: a zoo, a backbone directory, or a sentence-transformers model.
 
@@ -623,7 +636,15 @@ def eval_command(
             if path is not None:
                 check_output_file(path, option, inputs=inputs, overwrite=overwrite)
         results = evaluate(
-            model, bitext=bitext, sts=sts, pivot=pivot, mode=mode, route=route, quantize=quantize, dtype=dtype
+            model,
+            bitext=bitext,
+            sts=sts,
+            pivot=pivot,
+            mode=mode,
+            route=route,
+            quantize=quantize,
+            dtype=dtype,
+            runtime=runtime,
         )
         write_reports(results, json_path, markdown_path, heatmap_path)
     except (OSError, KeyError, ValueError, ImportError) as err:

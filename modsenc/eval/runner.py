@@ -44,9 +44,12 @@ class EncoderSet:
         route: str | None = None,
         quantize: str | None = None,
         dtype: str = "auto",
+        runtime: str = "torch",
     ) -> None:
         self.mode, self.batch_size = mode, batch_size
-        self.kind, self.model = self._load(model, check_quantization(quantize), check_precision(dtype))
+        self.kind, self.model = self._load(
+            model, check_quantization(quantize), check_precision(dtype), runtime
+        )
         # A zoo applies its precision itself; other models are autocast around their encode().
         device = getattr(self.model, "device", "cpu")
         self.device = device if isinstance(device, torch.device) else torch.device(str(device))
@@ -61,7 +64,9 @@ class EncoderSet:
         self.route = route
 
     @staticmethod
-    def _load(model: Any, quantize: str | None = None, dtype: str = "auto") -> tuple[str, Any]:
+    def _load(
+        model: Any, quantize: str | None = None, dtype: str = "auto", runtime: str = "torch"
+    ) -> tuple[str, Any]:
         if not isinstance(model, (str, os.PathLike)):
             if not hasattr(model, "encode"):
                 raise TypeError(f"{type(model).__name__} has no encode(); pass a path or an encoder")
@@ -72,7 +77,11 @@ class EncoderSet:
         if (path / "index.json").exists():
             from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
-            return "zoo", ModularEncoder.from_pretrained(path, quantize=quantize, dtype=dtype)
+            return "zoo", ModularEncoder.from_pretrained(
+                path, quantize=quantize, dtype=dtype, runtime=runtime
+            )
+        if runtime != "torch":
+            raise ValueError(f"runtime={runtime!r} is a zoo's option; {model} is not a zoo")
         if (path / "modsenc_backbone.json").exists():
             from modsenc.backbone import Backbone  # noqa: PLC0415
 
@@ -130,6 +139,7 @@ def evaluate(
     route: str | None = None,
     quantize: str | None = None,
     dtype: str = "auto",
+    runtime: str = "torch",
 ) -> dict[str, Any]:
     # Every input is read (and its errors reported) before the model loads.
     corpora = []
@@ -144,8 +154,9 @@ def evaluate(
             )
         corpora.append((Path(spec).name if isinstance(spec, (str, os.PathLike)) else corpus.path, corpus))
     sts_sets = [(path, read_sts_tsv(path)) for path in sts]
-    encoders = EncoderSet(model, mode=mode, route=route, quantize=quantize, dtype=dtype)
+    encoders = EncoderSet(model, mode=mode, route=route, quantize=quantize, dtype=dtype, runtime=runtime)
     results: dict[str, Any] = {"model": str(model), "mode": mode, "bitext": {}, "sts": {}}
+    results |= {"precision": encoders.precision, "runtime": runtime}
     if route is not None:
         results["route"] = route
     if quantize is not None:

@@ -77,3 +77,19 @@ def test_the_runtime_is_checked_before_any_loading(zoo_dir) -> None:
         ModularEncoder.from_pretrained(zoo_dir, runtime="openvino", quantize="int8")
     with pytest.raises(ValueError, match="runs on the CPU; got device cuda"):
         ModularEncoder.from_pretrained(zoo_dir, runtime="openvino", device="cuda")
+
+
+def test_eval_with_the_openvino_runtime_scores_as_the_torch_runtime(zoo_dir) -> None:
+    from modsenc.data.demo import demo_path
+    from modsenc.eval.runner import evaluate
+
+    bitext = [str(demo_path("parallel.tsv"))]
+    ours = evaluate(zoo_dir, bitext=bitext, runtime="openvino", dtype="fp32")
+    reference = evaluate(zoo_dir, bitext=bitext, dtype="fp32")
+    assert (ours["runtime"], ours["precision"], reference["runtime"]) == ("openvino", "fp32", "torch")
+    for pair, metrics in reference["bitext"]["parallel.tsv"].items():
+        assert ours["bitext"]["parallel.tsv"][pair]["xsim_error"] == pytest.approx(
+            metrics["xsim_error"], abs=0.5
+        )
+    with pytest.raises(ValueError, match="is a zoo's option"):
+        evaluate(demo_path("parallel.tsv").parent, bitext=bitext, runtime="openvino")
