@@ -63,7 +63,8 @@ def train(args: argparse.Namespace, run) -> tuple[Path, dict[str, Path], dict[st
             run("add-language", cmd, zoo / lang, work / "logs" / f"add-language-{precision}-{lang}.log")
         zoos[precision] = zoo
         out = work / f"backbone-{precision}"
-        cmd = ["train-backbone", "--recipe", "cpu-e5", "--output", str(out), "--resume"]
+        cmd = ["train-backbone", "--recipe", "cpu-e5", "--output", str(out)]
+        cmd += ["--resume"] if (out / "run" / "checkpoints").is_dir() else []  # a killed run continues
         cmd += ["--max-steps", str(args.backbone_steps), "--set", f"training.precision={precision}"]
         cmd += ["--set", f"model.name_or_path={e5}"]
         run("train-backbone", cmd, out / "backbone", work / "logs" / f"train-backbone-{precision}.log")
