@@ -15,6 +15,7 @@ through the same ``detect`` interface.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -25,6 +26,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+import numpy as np
 
 from modsenc.data.orthography import APOSTROPHES
 from modsenc.utils.io import atomic_write_json
@@ -224,6 +227,52 @@ def build_profile(
 TEMPERATURES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
+class _ScoringTable:
+    """Every (language, script) profile's log-probabilities as the rows of one matrix over the
+    n-grams any of them keeps, so a sentence costs one dictionary look-up per distinct n-gram
+    instead of one per n-gram, profile and script (routing was a third of the encoding time of
+    the openvino runtime: docs/benchmarks.md). Scores equal ``CharNgramProfile.log_likelihood``'s
+    up to the order of the floating-point sum."""
+
+    def __init__(self, profiles: Sequence[CharNgramProfile]) -> None:
+        self.rows = [(profile.lang, script) for profile in profiles for script in profile.scripts]
+        subprofiles = [profile.scripts[script] for profile in profiles for script in profile.scripts]
+        self.index: dict[str, int] = {}
+        for logp, _ in subprofiles:
+            for gram in logp:
+                self.index.setdefault(gram, len(self.index))
+        self.known = np.zeros((len(self.rows), len(self.index) + 1), dtype=bool)  # last: unknown everywhere
+        self.logp = np.zeros((len(self.rows), len(self.index) + 1))
+        orders = sorted({n for _, unseen in subprofiles for n in unseen})
+        self.unseen = np.zeros((len(self.rows), max(orders) + 1))
+        for row, (logp, unseen) in enumerate(subprofiles):
+            columns = np.fromiter((self.index[g] for g in logp), dtype=np.int64, count=len(logp))
+            self.logp[row, columns] = np.fromiter(logp.values(), dtype=np.float64, count=len(logp))
+            self.known[row, columns] = True
+            for n, value in unseen.items():
+                self.unseen[row, n] = value
+
+    def scores(self, grams: Sequence[str]) -> dict[str, tuple[float, float]]:
+        """``{lang: (log-likelihood, share of trigrams seen)}`` under each language's best script."""
+        counts = Counter(grams)
+        columns = np.fromiter(
+            map(self.index.get, counts, itertools.repeat(-1)), dtype=np.int64, count=len(counts)
+        )
+        weights = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+        orders = np.fromiter((len(g) for g in counts), dtype=np.int64, count=len(counts))
+        known = self.known[:, columns]
+        values = np.where(known, self.logp[:, columns], self.unseen[:, orders])
+        totals = values @ weights
+        trigram_weights = weights * (orders == 3)
+        trigrams = trigram_weights.sum()
+        coverage = (known @ trigram_weights) / trigrams if trigrams else np.zeros(len(self.rows))
+        best: dict[str, tuple[float, float]] = {}
+        for (lang, _), total, share in zip(self.rows, totals.tolist(), coverage.tolist()):
+            if lang not in best or total > best[lang][0]:
+                best[lang] = (total, share)
+        return best
+
+
 class ProfileDetector:
     """Naive Bayes over the installed languages' profiles (uniform prior), its confidence
     calibrated on the profiles' held-out samples.
@@ -244,10 +293,12 @@ class ProfileDetector:
         # A text of none of the installed languages shares few trigrams with any profile.
         self.min_coverage = min_coverage
         self.calibration: dict[str, object] = {}
+        self._tables: dict[tuple[str, ...], _ScoringTable] = {}  # per candidate set, built on first use
         self.temperature = temperature if temperature is not None else self.calibrate()
 
     def add(self, profile: CharNgramProfile) -> None:
         self.profiles[profile.lang] = profile
+        self._tables.clear()
         self.temperature = self.calibrate()
 
     def _scores(self, text: str, usable: Sequence[str]) -> dict[str, tuple[float, float]]:
@@ -255,7 +306,12 @@ class ProfileDetector:
         # older modsenc has 1-3-grams only), so their likelihoods stay comparable.
         orders = sorted(set.intersection(*(set(self.profiles[lang].orders) for lang in usable)))
         grams = list(ngrams(text, orders))
-        return {lang: self.profiles[lang].log_likelihood(grams) for lang in usable} if grams else {}
+        if not grams:
+            return {}
+        key = tuple(usable)
+        if key not in self._tables:
+            self._tables[key] = _ScoringTable([self.profiles[lang] for lang in usable])
+        return self._tables[key].scores(grams)
 
     def calibrate(self) -> float:
         """The temperature of lowest log-loss on the profiles' samples (1 without samples); the

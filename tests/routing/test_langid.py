@@ -175,3 +175,21 @@ def test_unsure_policies(profiles) -> None:
         refuse.route(texts)
     with pytest.raises(ValueError, match="unsure must be one of"):
         LanguageRouter(detector, LANGS, fallback="en", unsure="guess")
+
+
+def test_the_detectors_table_scores_as_each_profile_does(routed_profiles) -> None:
+    """ProfileDetector scores through one matrix of every profile's n-grams; the numbers are the
+    profiles' own log_likelihood (best script) and trigram coverage, sentence by sentence."""
+    from modsenc.routing.langid import ngrams
+
+    detector = ProfileDetector(dict(routed_profiles))
+    langs = ["en", "uz", "kk"]
+    texts = [t for group in ROUTED.values() for t in group] + ["Qwerty zzz 123", "a a a a a"]
+    for text in texts:
+        table = detector._scores(text, langs)
+        grams = list(ngrams(text))
+        for lang in langs:
+            total, coverage = routed_profiles[lang].log_likelihood(grams)
+            assert table[lang][0] == pytest.approx(total, rel=1e-12, abs=1e-9)
+            assert table[lang][1] == pytest.approx(coverage, abs=1e-12)
+    assert detector._scores("   ", langs) == {}
