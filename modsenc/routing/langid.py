@@ -234,9 +234,11 @@ class _ScoringTable:
     the openvino runtime: docs/benchmarks.md). Scores equal ``CharNgramProfile.log_likelihood``'s
     up to the order of the floating-point sum."""
 
-    def __init__(self, profiles: Sequence[CharNgramProfile]) -> None:
-        self.rows = [(profile.lang, script) for profile in profiles for script in profile.scripts]
-        subprofiles = [profile.scripts[script] for profile in profiles for script in profile.scripts]
+    def __init__(self, profiles: dict[str, CharNgramProfile]) -> None:
+        # Rows are named by the detector's key for the profile (the installed language), not by
+        # the name inside the profile file: a misfiled profile must not rename a candidate.
+        self.rows = [(lang, script) for lang, profile in profiles.items() for script in profile.scripts]
+        subprofiles = [profile.scripts[script] for profile in profiles.values() for script in profile.scripts]
         self.index: dict[str, int] = {}
         for logp, _ in subprofiles:
             for gram in logp:
@@ -310,7 +312,7 @@ class ProfileDetector:
             return {}
         key = tuple(usable)
         if key not in self._tables:
-            self._tables[key] = _ScoringTable([self.profiles[lang] for lang in usable])
+            self._tables[key] = _ScoringTable({lang: self.profiles[lang] for lang in usable})
         return self._tables[key].scores(grams)
 
     def calibrate(self) -> float:

@@ -67,7 +67,7 @@ def test_auto_encodes_in_bf16_only_on_a_cpu_with_native_bf16(
     with caplog.at_level(logging.INFO, logger="modsenc.encoder"):
         encoder = ModularEncoder.from_pretrained(two_zoo, device="cpu", languages=LANGUAGES)  # dtype auto
     assert encoder.precision == expected
-    assert f"encoding in {expected} (asked: auto) on cpu" in caplog.messages
+    assert f"encoding in {expected} (asked: auto) on cpu with torch" in caplog.messages
     # The choice acts: the routed vectors are exactly those of the explicit dtype.
     vectors, routed = encoder.encode(texts[0], return_languages=True)
     assert routed == texts[1]  # every sentence went to its own language's modules
