@@ -802,7 +802,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     results = {arm.stats.name: arm.stats.summary(peak) for arm in arms}
     for arm in arms:
         r = results[arm.stats.name]
-        r["padding_share"] = 0.0 if arm is arms[0] else padding_share(arm.stats.seqlens)
+        r["padding_share"] = 0.0 if isinstance(arm, ModsencArm) else padding_share(arm.stats.seqlens)
         r["mean_tokens_per_step"] = statistics.mean(arm.stats.tokens)
         r["mean_sentence_length"] = statistics.mean(n for lens in arm.stats.seqlens for n in lens)
     results["modsenc"]["padding_share_if_padded"] = padding_share(arms[0].stats.seqlens)
