@@ -368,9 +368,7 @@ class ModularEncoder:
                 self.precision,
             )
             merged = language_encoder(self.modular, lang, kinds)
-            words = (
-                self.modular.language_embeddings[lang] if "vocab" in kinds else self.modular.base_embeddings
-            )
+            words = self.modular.embeddings_of(lang, kinds)
             self._compiled[key] = CompiledLanguage(
                 merged, words, self.modular.backbone.pooling, self.precision, torch.get_num_threads()
             )

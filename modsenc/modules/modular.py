@@ -368,10 +368,7 @@ class ModularBackbone(nn.Module):
         model = self.backbone.model
         self.backbone.tokenizer = self.tokenizer_of(lang, wanted)
         self.backbone.normalize_text = self.normalizer_of(lang)
-        if "vocab" in wanted:
-            model.set_input_embeddings(self.language_embeddings[lang])
-        else:
-            model.set_input_embeddings(self.base_embeddings)
+        model.set_input_embeddings(self.embeddings_of(lang, wanted))
         loras = [module_name(lang, k) for k in LORA_KINDS if k in wanted]
         if self.peft is not None:
             if loras:
@@ -387,6 +384,13 @@ class ModularBackbone(nn.Module):
         """The tokenizer ``lang``'s text goes through with ``kinds``: its own vocabulary's when the
         vocab module is among them, else the backbone's."""
         return self.tokenizers[lang] if "vocab" in self._wanted(lang, kinds) else self.base_tokenizer
+
+    def embeddings_of(self, lang: str | None, kinds: Iterable[str] | None = None) -> nn.Embedding:
+        """The word embeddings ``lang``'s text goes through with ``kinds``: its own vocabulary's when
+        the vocab module is among them, else the backbone's."""
+        return (
+            self.language_embeddings[lang] if "vocab" in self._wanted(lang, kinds) else self.base_embeddings
+        )
 
     def normalizer_of(self, lang: str | None) -> Callable[[str], str] | None:
         """``lang``'s orthography (e.g. Uzbek apostrophes and Cyrillic), or None."""

@@ -32,6 +32,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
+from modsenc.backbone.packing import PackedBatch
 from modsenc.modules.export import check_parallel_layout, merged_model
 from modsenc.modules.modular import ModularBackbone, module_name
 
@@ -151,14 +152,10 @@ class CompiledLanguage:
         order = np.argsort([-len(seq) for seq in ids], kind="stable")
         for start in range(0, len(ids), batch_size):
             index = order[start : start + batch_size]
-            longest = max(len(ids[i]) for i in index)
-            tokens = torch.zeros(len(index), longest, dtype=torch.long)
-            mask = torch.zeros(len(index), longest, dtype=torch.long)
-            for row, i in enumerate(index):
-                tokens[row, : len(ids[i])] = torch.as_tensor(ids[i])
-                mask[row, : len(ids[i])] = 1
+            batch = PackedBatch.from_ids([ids[i] for i in index])
             with torch.no_grad():
-                vectors = self.word_embeddings(tokens).float()
-            result = self._request.infer({"inputs_embeds": vectors.numpy(), "attention_mask": mask.numpy()})
+                vectors, mask = batch.pad(self.word_embeddings(batch.input_ids).float())
+            inputs = {"inputs_embeds": vectors.numpy(), "attention_mask": mask.long().numpy()}
+            result = self._request.infer(inputs)
             out[torch.as_tensor(index)] = torch.from_numpy(np.array(result[0], dtype=np.float32))
         return out
