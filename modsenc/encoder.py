@@ -370,7 +370,12 @@ class ModularEncoder:
             merged = language_encoder(self.modular, lang, kinds)
             words = self.modular.embeddings_of(lang, kinds)
             self._compiled[key] = CompiledLanguage(
-                merged, words, self.modular.backbone.pooling, self.precision, torch.get_num_threads()
+                merged,
+                words,
+                self.modular.backbone.pooling,
+                self.precision,
+                torch.get_num_threads(),
+                position_offset=self.modular.backbone.position_offset,
             )
         return self._compiled[key]
 

@@ -12,9 +12,14 @@ attention call per run of equal lengths matches ONNX int8 only.
 The graph starts at the word vectors (``inputs_embeds``): the word-embedding matrix (96M of
 multilingual-e5-small's 118M parameters) is not copied into every language's graph; the lookup is
 done in torch, in the language's own matrix or the backbone's shared one, so a language costs its
-encoder layers (about 21M parameters for e5-small) and not a whole model. Pooling (CLS or the mean
-over real tokens) is in the graph. A batch is padded to its longest sentence; ``encode`` sorts by
-length first, so little is spent on padding.
+encoder layers (about 21M parameters for e5-small) and not a whole model.
+
+A batch is *packed*: its sentences are laid end to end in rows of about ``row_tokens`` tokens
+(first fit, longest first), with a block-diagonal attention mask so a token attends only to its own
+sentence, and position ids that restart at each sentence. The torch runtime packs too (varlen
+attention); padding each sentence to the batch's longest instead made the server's small batches
+of mixed lengths run at 0.6x the rate of sorted full ones (docs/benchmarks.md). Pooling (CLS or the
+mean over a sentence's tokens) reads each sentence's tokens off the rows, in torch.
 
 ``precision``: ``bf16`` compiles with OpenVINO's ``INFERENCE_PRECISION_HINT=bf16`` (native on CPUs
 with AMX / AVX512_BF16), ``fp32`` with ``f32``. openvino is imported only when this path is used.
@@ -23,8 +28,11 @@ with AMX / AVX512_BF16), ``fp32`` with ``f32``. openvino is imported only when t
 from __future__ import annotations
 
 import copy
+import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,11 +40,22 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
-from modsenc.backbone.packing import PackedBatch
 from modsenc.modules.export import check_parallel_layout, merged_model
 from modsenc.modules.modular import ModularBackbone, module_name
 
 OPENVINO_HINTS = {"fp32": "f32", "bf16": "bf16"}
+
+
+@contextmanager
+def _quiet(logger_name: str) -> Iterator[None]:
+    """Only errors from ``logger_name`` while the block runs."""
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def require_openvino() -> Any:
@@ -83,24 +102,101 @@ def language_encoder(modular: ModularBackbone, lang: str, kinds: set[str]) -> Pr
     return plain.eval()
 
 
-class _PooledFromEmbeddings(nn.Module):
-    """What the graph computes: word vectors and a mask in, pooled sentence vectors out."""
+class _HiddenFromEmbeddings(nn.Module):
+    """What the graph computes: word vectors, a (rows, tokens, tokens) attention mask and position
+    ids in, the last layer's token states out (HF BERT/XLM-R take a 3-D mask as given)."""
 
-    def __init__(self, model: PreTrainedModel, pooling: str) -> None:
+    def __init__(self, model: PreTrainedModel) -> None:
         super().__init__()
         self.model = model
-        self.pooling = pooling
 
-    def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        hidden = self.model(inputs_embeds=inputs_embeds, attention_mask=attention_mask).last_hidden_state
-        if self.pooling == "cls":
-            return hidden[:, 0]
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+    def forward(
+        self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor
+    ) -> torch.Tensor:
+        return self.model(
+            inputs_embeds=inputs_embeds, attention_mask=attention_mask, position_ids=position_ids
+        ).last_hidden_state
+
+
+def pack_rows(lengths: Sequence[int], row_tokens: int) -> list[list[int]]:
+    """Indices of ``lengths`` grouped into rows of at most ``max(row_tokens, longest)`` tokens:
+    first fit, longest first (a row's attention costs its length squared, so rows stay short)."""
+    capacity = max([row_tokens, *lengths])
+    rows: list[list[int]] = []
+    room: list[int] = []
+    for index in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        row = next((r for r, free in enumerate(room) if free >= lengths[index]), None)
+        if row is None:
+            rows.append([])
+            room.append(capacity)
+            row = len(rows) - 1
+        rows[row].append(index)
+        room[row] -= lengths[index]
+    return rows
+
+
+@dataclass
+class PackedRows:
+    """A batch laid out in rows for the graph, and where each sentence's tokens are."""
+
+    attention_mask: np.ndarray  # (rows, tokens, tokens) int64: 1 within a sentence (or the padding)
+    position_ids: np.ndarray  # (rows, tokens) int64, restarting at each sentence
+    token_slots: torch.Tensor  # (total tokens,) the flat row*tokens slot of each sentence's tokens
+    sentence_of_token: torch.Tensor  # (total tokens,) which sentence (input order) a token is
+    first_slot: torch.Tensor  # (sentences,) the slot of each sentence's first token
+    shape: tuple[int, int]  # (rows, tokens)
+
+    @classmethod
+    def build(cls, lengths: Sequence[int], row_tokens: int, position_offset: int) -> PackedRows:
+        rows = pack_rows(lengths, row_tokens)
+        width = max(sum(lengths[i] for i in row) for row in rows)
+        # padding is segment -1 of its row: it attends to itself only, so no softmax row is empty
+        segment = np.full((len(rows), width), -1, dtype=np.int64)
+        positions = np.zeros((len(rows), width), dtype=np.int64)
+        first = np.zeros(len(lengths), dtype=np.int64)  # each sentence's first slot
+        for r, row in enumerate(rows):
+            start = 0
+            for index in row:
+                n = lengths[index]
+                segment[r, start : start + n] = index
+                positions[r, start : start + n] = np.arange(n) + position_offset
+                first[index] = r * width + start
+                start += n
+        mask = (segment[:, :, None] == segment[:, None, :]).astype(np.int64)
+        # slots and owners in the sentences' order, as their token vectors come
+        slots = np.concatenate([np.arange(f, f + n) for f, n in zip(first, lengths)])
+        owners = np.repeat(np.arange(len(lengths)), lengths)
+        return cls(
+            mask,
+            positions,
+            torch.from_numpy(slots),
+            torch.from_numpy(owners),
+            torch.from_numpy(first),
+            (len(rows), width),
+        )
+
+    def place(self, token_vectors: torch.Tensor) -> torch.Tensor:
+        """(total tokens, dim) vectors in the sentences' token order -> (rows, tokens, dim)."""
+        rows, width = self.shape
+        placed = token_vectors.new_zeros(rows * width, token_vectors.shape[-1])
+        placed[self.token_slots] = token_vectors
+        return placed.view(rows, width, -1)
+
+    def pool(self, hidden: torch.Tensor, pooling: str, sentences: int) -> torch.Tensor:
+        """(rows, tokens, dim) states -> (sentences, dim): each sentence's first token or mean."""
+        flat = hidden.reshape(-1, hidden.shape[-1])
+        if pooling == "cls":
+            return flat[self.first_slot]
+        sums = flat.new_zeros(sentences, flat.shape[-1]).index_add_(
+            0, self.sentence_of_token, flat[self.token_slots]
+        )
+        counts = torch.bincount(self.sentence_of_token, minlength=sentences).clamp(min=1)
+        return sums / counts.unsqueeze(-1).to(sums.dtype)
 
 
 class CompiledLanguage:
-    """One (language, modules) encoder compiled by OpenVINO; the word lookup stays in torch."""
+    """One (language, modules) encoder compiled by OpenVINO; the word lookup and the pooling stay
+    in torch, the encoder layers run on packed rows."""
 
     def __init__(
         self,
@@ -109,28 +205,35 @@ class CompiledLanguage:
         pooling: str,
         precision: str,
         threads: int,
+        position_offset: int = 0,
+        row_tokens: int = 128,
     ) -> None:
         if precision not in OPENVINO_HINTS:
             raise ValueError(f"precision must be one of {tuple(OPENVINO_HINTS)}, got {precision!r}")
+        if pooling not in ("mean", "cls"):
+            raise ValueError(f"pooling must be 'mean' or 'cls', got {pooling!r}")
         ov = require_openvino()
-        self.precision = precision
+        self.precision, self.pooling = precision, pooling
         self.word_embeddings = word_embeddings
+        self.position_offset, self.row_tokens = position_offset, row_tokens
         hidden = merged.config.hidden_size
-        wrapper = _PooledFromEmbeddings(merged.eval(), pooling)
         example = {
             "inputs_embeds": torch.zeros(2, 8, hidden),
-            "attention_mask": torch.ones(2, 8, dtype=torch.long),
+            "attention_mask": torch.ones(2, 8, 8, dtype=torch.long),
+            "position_ids": torch.arange(8).repeat(2, 1) + position_offset,
         }
         # Tracing warns about Python-side branches (padding_idx checks, a constant 1.0 in the mask)
-        # that are fixed for this model; they are not the user's to act on.
-        with torch.no_grad(), warnings.catch_warnings():
+        # that are fixed for this model, and reading every attribute of the model makes transformers
+        # warn about its unused loss_function: neither is the user's to act on.
+        with torch.no_grad(), warnings.catch_warnings(), _quiet("transformers.modeling_utils"):
             warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
             graph = ov.convert_model(
-                wrapper,
+                _HiddenFromEmbeddings(merged.eval()),
                 example_input=example,
                 input=[
                     ("inputs_embeds", ov.PartialShape([-1, -1, hidden]), ov.Type.f32),
-                    ("attention_mask", ov.PartialShape([-1, -1]), ov.Type.i64),
+                    ("attention_mask", ov.PartialShape([-1, -1, -1]), ov.Type.i64),
+                    ("position_ids", ov.PartialShape([-1, -1]), ov.Type.i64),
                 ],
                 share_weights=False,  # the graph owns its weights; the merged torch copy can go
             )
@@ -147,15 +250,21 @@ class CompiledLanguage:
         self._request = self.model.create_infer_request()
 
     def encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int) -> torch.Tensor:
-        """Sentence vectors (fp32) for token-id lists, in their order; batches by length."""
+        """Sentence vectors (fp32) for token-id lists, in their order: ``batch_size`` sentences of
+        similar length per call, packed into rows."""
         out = torch.empty(len(ids), self.word_embeddings.embedding_dim)
         order = np.argsort([-len(seq) for seq in ids], kind="stable")
         for start in range(0, len(ids), batch_size):
             index = order[start : start + batch_size]
-            batch = PackedBatch.from_ids([ids[i] for i in index])
+            batch = [ids[i] for i in index]
+            rows = PackedRows.build([len(seq) for seq in batch], self.row_tokens, self.position_offset)
             with torch.no_grad():
-                vectors, mask = batch.pad(self.word_embeddings(batch.input_ids).float())
-            inputs = {"inputs_embeds": vectors.numpy(), "attention_mask": mask.long().numpy()}
-            result = self._request.infer(inputs)
-            out[torch.as_tensor(index)] = torch.from_numpy(np.array(result[0], dtype=np.float32))
+                words = self.word_embeddings(torch.as_tensor([t for seq in batch for t in seq])).float()
+            inputs = {
+                "inputs_embeds": rows.place(words).numpy(),
+                "attention_mask": rows.attention_mask,
+                "position_ids": rows.position_ids,
+            }
+            hidden = torch.from_numpy(np.asarray(self._request.infer(inputs)[0], dtype=np.float32))
+            out[torch.as_tensor(index)] = rows.pool(hidden, self.pooling, len(batch))
         return out

@@ -93,3 +93,51 @@ def test_eval_with_the_openvino_runtime_scores_as_the_torch_runtime(zoo_dir) -> 
         )
     with pytest.raises(ValueError, match="is a zoo's option"):
         evaluate(demo_path("parallel.tsv").parent, bitext=bitext, runtime="openvino")
+
+
+def test_openvino_packs_many_sentences_into_rows_as_the_torch_runtime_encodes_them(encoders) -> None:
+    # 320 sentences at the default batch size fill several rows of 128 tokens per call: each
+    # sentence must be read back from its own slots (an early layout bug mixed them up).
+    from modsenc.data.demo import demo_path
+
+    torch_encoder, openvino_encoder = encoders
+    lines = demo_path("parallel.tsv").read_text(encoding="utf-8").splitlines()
+    texts = [line.split("\t")[0] for line in lines[1:]]
+    expected = torch_encoder.encode(texts, lang="en")
+    got = openvino_encoder.encode(texts, lang="en")
+    assert len(texts) == 320
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_pack_rows_fills_rows_first_fit_longest_first() -> None:
+    from modsenc.modules.openvino_runtime import pack_rows
+
+    # capacity max(8, 5) = 8: 5 opens row 0 (room 3), 4 opens row 1 (room 4), 3 fills row 0, 2 joins row 1
+    assert pack_rows([5, 3, 4, 2], row_tokens=8) == [[0, 1], [2, 3]]
+    # a sentence longer than row_tokens widens every row to its length (capacity 10)
+    assert pack_rows([10, 2, 3], row_tokens=4) == [[0], [2, 1]]
+
+
+def test_packed_rows_mask_positions_and_pooling_by_hand() -> None:
+    import torch
+
+    from modsenc.modules.openvino_runtime import PackedRows
+
+    # sentences of 2, 1 and 3 tokens in rows of 4, longest first: sentence 2 opens row 0 (room 1),
+    # sentence 0 opens row 1, sentence 1 fills row 0: row 0 = [s2 s2 s2 s1], row 1 = [s0 s0 pad pad]
+    rows = PackedRows.build([2, 1, 3], row_tokens=4, position_offset=2)
+    assert rows.shape == (2, 4)
+    np.testing.assert_array_equal(rows.position_ids, [[2, 3, 4, 2], [2, 3, 0, 0]])
+    np.testing.assert_array_equal(
+        rows.attention_mask[0], [[1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 0], [0, 0, 0, 1]]
+    )
+    # the padding attends to the padding only, so its softmax rows are not empty
+    np.testing.assert_array_equal(
+        rows.attention_mask[1], [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
+    )
+    # token vectors come in sentence order: sentence 0 = 1, 2; sentence 1 = 10; sentence 2 = 4, 5, 6
+    tokens = torch.tensor([[1.0], [2.0], [10.0], [4.0], [5.0], [6.0]])
+    placed = rows.place(tokens)
+    assert placed[:, :, 0].tolist() == [[4.0, 5.0, 6.0, 10.0], [1.0, 2.0, 0.0, 0.0]]
+    assert rows.pool(placed, "mean", 3)[:, 0].tolist() == [1.5, 10.0, 5.0]
+    assert rows.pool(placed, "cls", 3)[:, 0].tolist() == [1.0, 10.0, 4.0]
