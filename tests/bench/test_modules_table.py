@@ -1,0 +1,30 @@
+"""bench/modules_table.py: the continued-base option names its backbone and where its zoo goes."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[2] / "bench" / "modules_table.py"
+_spec = importlib.util.spec_from_file_location("modules_table", _PATH)
+modules_table = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("modules_table", modules_table)
+_spec.loader.exec_module(modules_table)
+
+
+def test_a_base_is_a_label_and_a_backbone_folder_whose_zoo_sits_beside_the_default_one(tmp_path) -> None:
+    backbone = tmp_path / "emmax" / "backbone"
+    backbone.mkdir(parents=True)
+    (backbone / "modsenc_backbone.json").write_text("{}")
+    bases = modules_table.parse_bases([f"emmax={backbone}"], tmp_path / "runs", "x/zoo-se")
+    assert bases == {"emmax": (backbone, tmp_path / "runs" / "x" / "zoo-emmax")}
+    assert modules_table.base_rows("emmax") == ("emmax base alone", "modules on the emmax base")
+
+
+@pytest.mark.parametrize("spec", ["emmax", "=runs/b", "emmax=/no/such/backbone"])
+def test_a_base_that_is_not_label_equals_backbone_is_refused(spec) -> None:
+    with pytest.raises(SystemExit, match="expected LABEL=BACKBONE"):
+        modules_table.parse_bases([spec], Path("runs"), "x/zoo-se")
