@@ -96,16 +96,19 @@ def test_eval_with_the_openvino_runtime_scores_as_the_torch_runtime(zoo_dir) -> 
 
 
 def test_openvino_packs_many_sentences_into_rows_as_the_torch_runtime_encodes_them(encoders) -> None:
-    # 320 sentences at the default batch size fill several rows of 128 tokens per call: each
+    # 320 sentences of mixed lengths in one call fill rows of 128 tokens: each
     # sentence must be read back from its own slots (an early layout bug mixed them up).
     from modsenc.data.demo import demo_path
 
     torch_encoder, openvino_encoder = encoders
     lines = demo_path("parallel.tsv").read_text(encoding="utf-8").splitlines()
     texts = [line.split("\t")[0] for line in lines[1:]]
+    from modsenc.modules.openvino_runtime import pack_rows
+
     expected = torch_encoder.encode(texts, lang="en")
-    got = openvino_encoder.encode(texts, lang="en")
-    assert len(texts) == 320
+    got = openvino_encoder.encode(texts, lang="en", batch_size=len(texts))  # one call, mixed lengths
+    lengths = [len(ids) for ids in openvino_encoder.tokenize(texts, lang="en").ids]
+    assert len(texts) == 320 and len(pack_rows(lengths, 128)) < 100  # several sentences per row
     np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
@@ -116,6 +119,9 @@ def test_pack_rows_fills_rows_first_fit_longest_first() -> None:
     assert pack_rows([5, 3, 4, 2], row_tokens=8) == [[0, 1], [2, 3]]
     # a sentence longer than row_tokens widens every row to its length (capacity 10)
     assert pack_rows([10, 2, 3], row_tokens=4) == [[0], [2, 1]]
+    # nearly equal lengths (12 of 12 slots used, at least 90%) keep a sentence per row, longest first
+    assert pack_rows([4, 4, 4], row_tokens=8) == [[0], [1], [2]]
+    assert pack_rows([9, 10, 9], row_tokens=128) == [[1], [0], [2]]
 
 
 def test_packed_rows_mask_positions_and_pooling_by_hand() -> None:
