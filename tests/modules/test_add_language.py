@@ -222,7 +222,7 @@ def killer(stage, step, metrics):
     if stage == "la" and step == kill_at:
         os.kill(os.getpid(), signal.SIGKILL)
 # fp32: bf16 rounding turns a last-bit difference in a sum into a visible one, and the resume
-# check below is exact to 1e-6 (tests/training/test_resume.py resumes a bf16 run with its own bound)
+# check below is exact to 1e-6 (tests/training/test_resume.py checks the resume of a bf16 run)
 recipe = fast_recipe(**{"la.max_steps": "6", "training.precision": "fp32"})
 run("uz", recipe, zoo, backbone_dir=backbone, work_dir=work, stages=["vocab", "la"], resume=resume,
     callbacks=(killer,))
