@@ -96,7 +96,10 @@ def parse_bases(specs: list[str], work: Path, zoo: str) -> dict[str, tuple[Path,
         label, sep, path = spec.partition("=")
         if not sep or not label or not Path(path, "modsenc_backbone.json").is_file():
             raise SystemExit(f"--base {spec!r}: expected LABEL=BACKBONE, a modsenc backbone folder")
-        bases[label] = (Path(path), work / Path(zoo).parent / f"zoo-{label}")
+        base_zoo = work / Path(zoo).parent / f"zoo-{label}"
+        if label in bases or base_zoo == work / zoo:
+            raise SystemExit(f"--base {spec!r}: label {label!r} is taken (its zoo would be {base_zoo})")
+        bases[label] = (Path(path), base_zoo)
     return bases
 
 

@@ -114,8 +114,13 @@ class _HiddenFromEmbeddings(nn.Module):
     def forward(
         self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor
     ) -> torch.Tensor:
+        # token types given: the model's stored ones are only max_position_embeddings long, and a
+        # packed row may be longer than that (its positions restart at each sentence)
         return self.model(
-            inputs_embeds=inputs_embeds, attention_mask=attention_mask, position_ids=position_ids
+            inputs_embeds=inputs_embeds,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            token_type_ids=torch.zeros_like(position_ids),
         ).last_hidden_state
 
 

@@ -28,3 +28,13 @@ def test_a_base_is_a_label_and_a_backbone_folder_whose_zoo_sits_beside_the_defau
 def test_a_base_that_is_not_label_equals_backbone_is_refused(spec) -> None:
     with pytest.raises(SystemExit, match="expected LABEL=BACKBONE"):
         modules_table.parse_bases([spec], Path("runs"), "x/zoo-se")
+
+
+def test_a_base_label_that_would_reuse_a_zoo_is_refused(tmp_path) -> None:
+    backbone = tmp_path / "b"
+    backbone.mkdir()
+    (backbone / "modsenc_backbone.json").write_text("{}")
+    with pytest.raises(SystemExit, match="label 'se' is taken"):  # zoo-se is --zoo itself
+        modules_table.parse_bases([f"se={backbone}"], tmp_path, "x/zoo-se")
+    with pytest.raises(SystemExit, match="label 'e' is taken"):
+        modules_table.parse_bases([f"e={backbone}", f"e={backbone}"], tmp_path, "x/zoo-se")

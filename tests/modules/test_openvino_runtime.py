@@ -147,3 +147,27 @@ def test_packed_rows_mask_positions_and_pooling_by_hand() -> None:
     assert placed[:, :, 0].tolist() == [[4.0, 5.0, 6.0, 10.0], [1.0, 2.0, 0.0, 0.0]]
     assert rows.pool(placed, "mean", 3)[:, 0].tolist() == [1.5, 10.0, 5.0]
     assert rows.pool(placed, "cls", 3)[:, 0].tolist() == [1.0, 10.0, 4.0]
+
+
+def test_rows_longer_than_the_models_positions_encode_each_sentence_as_the_model_does() -> None:
+    # A model with 40 positions; the short sentences pack into one row of up to 128 tokens, longer
+    # than any position the model has: positions restart per sentence, token types are given.
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from modsenc.modules.openvino_runtime import CompiledLanguage, pack_rows
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=60, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=40,
+    )  # fmt: skip
+    model = BertModel(config, add_pooling_layer=False).eval()
+    ids = [[5, 6, 7], [8, 9], list(range(10, 40)), [11, 12, 13, 14], [15] * 25, [16, 17] * 10]
+    assert max(sum(len(ids[i]) for i in row) for row in pack_rows([len(x) for x in ids], 128)) > 40
+    compiled = CompiledLanguage(model, model.embeddings.word_embeddings, "mean", "fp32", threads=1)
+    got = compiled.encode_ids(ids, batch_size=len(ids))
+    with torch.no_grad():
+        alone = [model(input_ids=torch.tensor([seq])).last_hidden_state[0] for seq in ids]
+    expected = torch.stack([hidden.mean(0) for hidden in alone])
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
