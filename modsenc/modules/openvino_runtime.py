@@ -41,6 +41,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
+from modsenc.backbone.packing import PackedBatch
 from modsenc.modules.export import check_parallel_layout, merged_model
 from modsenc.modules.modular import ModularBackbone, module_name
 
@@ -135,12 +136,13 @@ def pack_rows(lengths: Sequence[int], row_tokens: int) -> list[list[int]]:
     first fit, longest first (a row's attention costs its length squared, so rows stay short).
     A batch of nearly equal lengths keeps one sentence per row (``PACK_ABOVE_PADDING``)."""
     longest = max(lengths)
+    longest_first = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     if sum(lengths) >= (1 - PACK_ABOVE_PADDING) * len(lengths) * longest:
-        return [[index] for index in sorted(range(len(lengths)), key=lambda i: -lengths[i])]
+        return [[index] for index in longest_first]
     capacity = max(row_tokens, longest)
     rows: list[list[int]] = []
     room: list[int] = []
-    for index in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+    for index in longest_first:
         row = next((r for r, free in enumerate(room) if free >= lengths[index]), None)
         if row is None:
             rows.append([])
@@ -153,50 +155,45 @@ def pack_rows(lengths: Sequence[int], row_tokens: int) -> list[list[int]]:
 
 @dataclass
 class PackedRows:
-    """A batch laid out in rows for the graph, and where each sentence's tokens are."""
+    """Where each sentence of a batch sits in the graph's rows: ``place`` lays per-token values
+    (word vectors, position ids) out in the rows, ``pool`` reads sentence vectors back."""
 
     attention_mask: np.ndarray  # (rows, tokens, tokens) int64: 1 within a sentence (or the padding)
-    position_ids: np.ndarray  # (rows, tokens) int64, restarting at each sentence
     token_slots: torch.Tensor  # (total tokens,) the flat row*tokens slot of each sentence's tokens
     sentence_of_token: torch.Tensor  # (total tokens,) which sentence (input order) a token is
     first_slot: torch.Tensor  # (sentences,) the slot of each sentence's first token
-    shape: tuple[int, int]  # (rows, tokens)
 
     @classmethod
-    def build(cls, lengths: Sequence[int], row_tokens: int, position_offset: int) -> PackedRows:
+    def build(cls, lengths: Sequence[int], row_tokens: int) -> PackedRows:
         rows = pack_rows(lengths, row_tokens)
         width = max(sum(lengths[i] for i in row) for row in rows)
         # padding is segment -1 of its row: it attends to itself only, so no softmax row is empty
         segment = np.full((len(rows), width), -1, dtype=np.int64)
-        positions = np.zeros((len(rows), width), dtype=np.int64)
         first = np.zeros(len(lengths), dtype=np.int64)  # each sentence's first slot
         for r, row in enumerate(rows):
             start = 0
             for index in row:
-                n = lengths[index]
-                segment[r, start : start + n] = index
-                positions[r, start : start + n] = np.arange(n) + position_offset
+                segment[r, start : start + lengths[index]] = index
                 first[index] = r * width + start
-                start += n
+                start += lengths[index]
         mask = (segment[:, :, None] == segment[:, None, :]).astype(np.int64)
-        # slots and owners in the sentences' order, as their token vectors come
+        # slots and owners in the sentences' order, as their token values come
         slots = np.concatenate([np.arange(f, f + n) for f, n in zip(first, lengths)])
         owners = np.repeat(np.arange(len(lengths)), lengths)
-        return cls(
-            mask,
-            positions,
-            torch.from_numpy(slots),
-            torch.from_numpy(owners),
-            torch.from_numpy(first),
-            (len(rows), width),
-        )
+        return cls(mask, torch.from_numpy(slots), torch.from_numpy(owners), torch.from_numpy(first))
 
-    def place(self, token_vectors: torch.Tensor) -> torch.Tensor:
-        """(total tokens, dim) vectors in the sentences' token order -> (rows, tokens, dim)."""
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(rows, tokens)."""
+        return self.attention_mask.shape[0], self.attention_mask.shape[1]
+
+    def place(self, values: torch.Tensor) -> torch.Tensor:
+        """(total tokens, ...) values in the sentences' token order -> (rows, tokens, ...), zero in
+        the padding."""
         rows, width = self.shape
-        placed = token_vectors.new_zeros(rows * width, token_vectors.shape[-1])
-        placed[self.token_slots] = token_vectors
-        return placed.view(rows, width, -1)
+        placed = values.new_zeros((rows * width, *values.shape[1:]))
+        placed[self.token_slots] = values
+        return placed.view(rows, width, *values.shape[1:])
 
     def pool(self, hidden: torch.Tensor, pooling: str, sentences: int) -> torch.Tensor:
         """(rows, tokens, dim) states -> (sentences, dim): each sentence's first token or mean."""
@@ -272,15 +269,15 @@ class CompiledLanguage:
         order = np.argsort([-len(seq) for seq in ids], kind="stable")
         for start in range(0, len(ids), batch_size):
             index = order[start : start + batch_size]
-            batch = [ids[i] for i in index]
-            rows = PackedRows.build([len(seq) for seq in batch], self.row_tokens, self.position_offset)
+            packed = PackedBatch.from_ids([ids[i] for i in index], self.position_offset)
+            rows = PackedRows.build(packed.seqlens, self.row_tokens)
             with torch.no_grad():
-                words = self.word_embeddings(torch.as_tensor([t for seq in batch for t in seq])).float()
+                words = self.word_embeddings(packed.input_ids).float()
             inputs = {
                 "inputs_embeds": rows.place(words).numpy(),
                 "attention_mask": rows.attention_mask,
-                "position_ids": rows.position_ids,
+                "position_ids": rows.place(packed.position_ids).numpy(),
             }
             hidden = torch.from_numpy(np.asarray(self._request.infer(inputs)[0], dtype=np.float32))
-            out[torch.as_tensor(index)] = rows.pool(hidden, self.pooling, len(batch))
+            out[torch.as_tensor(index)] = rows.pool(hidden, self.pooling, len(index))
         return out

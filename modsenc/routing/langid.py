@@ -245,8 +245,7 @@ class _ScoringTable:
                 self.index.setdefault(gram, len(self.index))
         self.known = np.zeros((len(self.rows), len(self.index) + 1), dtype=bool)  # last: unknown everywhere
         self.logp = np.zeros((len(self.rows), len(self.index) + 1))
-        orders = sorted({n for _, unseen in subprofiles for n in unseen})
-        self.unseen = np.zeros((len(self.rows), max(orders) + 1))
+        self.unseen = np.zeros((len(self.rows), max(n for _, unseen in subprofiles for n in unseen) + 1))
         for row, (logp, unseen) in enumerate(subprofiles):
             columns = np.fromiter((self.index[g] for g in logp), dtype=np.int64, count=len(logp))
             self.logp[row, columns] = np.fromiter(logp.values(), dtype=np.float64, count=len(logp))

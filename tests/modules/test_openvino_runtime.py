@@ -127,13 +127,15 @@ def test_pack_rows_fills_rows_first_fit_longest_first() -> None:
 def test_packed_rows_mask_positions_and_pooling_by_hand() -> None:
     import torch
 
+    from modsenc.backbone.packing import PackedBatch
     from modsenc.modules.openvino_runtime import PackedRows
 
     # sentences of 2, 1 and 3 tokens in rows of 4, longest first: sentence 2 opens row 0 (room 1),
     # sentence 0 opens row 1, sentence 1 fills row 0: row 0 = [s2 s2 s2 s1], row 1 = [s0 s0 pad pad]
-    rows = PackedRows.build([2, 1, 3], row_tokens=4, position_offset=2)
+    rows = PackedRows.build([2, 1, 3], row_tokens=4)
     assert rows.shape == (2, 4)
-    np.testing.assert_array_equal(rows.position_ids, [[2, 3, 4, 2], [2, 3, 0, 0]])
+    positions = PackedBatch.from_ids([[7, 7], [7], [7, 7, 7]], position_offset=2).position_ids
+    np.testing.assert_array_equal(rows.place(positions), [[2, 3, 4, 2], [2, 3, 0, 0]])
     np.testing.assert_array_equal(
         rows.attention_mask[0], [[1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 0], [0, 0, 0, 1]]
     )
