@@ -5,7 +5,11 @@
   candidate pool of every anchor.
 * ``parallel`` batches (sentence, translation): ``CosineSimilarityLoss`` with target 1.
 * ``distill`` batches (sentence, fixed teacher vector): ``DistillationLoss``, the squared distance
-  of the unit student vector to the teacher's (multilingual knowledge distillation).
+  of the unit student vector to the teacher's (multilingual knowledge distillation). With a
+  ``ranking_weight``, plus that weight times ``MultipleNegativesSymmetricRankingLoss`` between the
+  students and the batch's pivot vectors (each translation ranked against the others in both
+  directions), which the regression alone does not ask for: the target says where a sentence
+  should land, the ranking term that it lands nearer its own translation than the others'.
 
 The anchor side is either text run through the trained model (SE: monolingual paraphrases) or a
 fixed vector (CLA: the frozen English pivot's embedding, computed once through its own modules).
@@ -24,6 +28,7 @@ import torch.nn.functional as F
 from sentence_transformers.sentence_transformer.losses import (
     CosineSimilarityLoss,
     MultipleNegativesRankingLoss,
+    MultipleNegativesSymmetricRankingLoss,
 )
 
 from modsenc.backbone.encoder import Backbone
@@ -41,14 +46,19 @@ class SentencePairExample:
     kind: str  # "paraphrase" (MNRL), "parallel" (cosine) or "distill" (onto a teacher vector)
     positive_ids: list[int]
     anchor_ids: list[int] | None = None  # text anchor, encoded by the trained model
-    anchor_vector: torch.Tensor | None = None  # or a fixed target vector
+    anchor_vector: torch.Tensor | None = None  # or a fixed vector (the pivot's, for CLA pairs)
     negative_ids: list[int] | None = None
+    # distill only: the regression target, where it is not the anchor vector itself (a blend of
+    # the pivot's vector and the sentence's own); the anchor vector is then what the ranking uses
+    target_vector: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if (self.anchor_ids is None) == (self.anchor_vector is None):
             raise ValueError("give exactly one of anchor_ids and anchor_vector")
+        if self.target_vector is not None and self.kind != "distill":
+            raise ValueError(f"only distill pairs take a target_vector, not {self.kind!r} pairs")
 
     @property
     def length(self) -> int:
@@ -66,8 +76,10 @@ def pair_examples(
     positives: Sequence[str],
     negatives: Sequence[str | None],
     anchors: Sequence[str] | Sequence[torch.Tensor],
+    targets: Sequence[torch.Tensor] | None = None,
 ) -> list[SentencePairExample]:
-    """Tokenised (anchor, positive[, negative]) examples; anchors are texts or fixed vectors."""
+    """Tokenised (anchor, positive[, negative]) examples; anchors are texts or fixed vectors;
+    ``targets``: distill pairs' regression targets where they are not the anchors."""
     positive_ids = tokenize(list(positives))
     with_negative = [i for i, n in enumerate(negatives) if n]
     negative_ids = dict(zip(with_negative, tokenize([negatives[i] for i in with_negative])))
@@ -80,6 +92,7 @@ def pair_examples(
             anchor_ids=anchor_ids[i] if text_anchors else None,
             anchor_vector=None if text_anchors else anchors[i],
             negative_ids=negative_ids.get(i),
+            target_vector=None if targets is None else targets[i],
         )
         for i in range(len(positives))
     ]
@@ -93,21 +106,34 @@ class SentencePairBatch:
     num_negatives: int
     text_anchors: bool
     anchor_vectors: torch.Tensor | None
+    target_vectors: torch.Tensor | None = None  # distill targets, where they differ from the anchors
 
     def to(self, device: torch.device | str) -> SentencePairBatch:
-        vectors = self.anchor_vectors.to(device) if self.anchor_vectors is not None else None
+        def moved(tensor: torch.Tensor | None) -> torch.Tensor | None:
+            return None if tensor is None else tensor.to(device)
+
         return SentencePairBatch(
-            self.kind, self.texts.to(device), self.num_pairs, self.num_negatives, self.text_anchors, vectors
+            self.kind,
+            self.texts.to(device),
+            self.num_pairs,
+            self.num_negatives,
+            self.text_anchors,
+            moved(self.anchor_vectors),
+            moved(self.target_vectors),
         )
 
 
 class SentencePairObjective(Objective):
     name = "sentence_pairs"
 
-    def __init__(self, scale: float = 20.0) -> None:
+    def __init__(self, scale: float = 20.0, ranking_weight: float = 0.0) -> None:
         super().__init__()
+        if ranking_weight < 0:
+            raise ValueError(f"ranking_weight must be >= 0, got {ranking_weight}")
         self.scale = scale
+        self.ranking_weight = ranking_weight  # of the ranking term of distill batches
         self.mnrl = MultipleNegativesRankingLoss(model=None, scale=scale)
+        self.symmetric_mnrl = MultipleNegativesSymmetricRankingLoss(model=None, scale=scale)
         self.cosine = CosineSimilarityLoss(model=None)
         self.distill = DistillationLoss()
 
@@ -117,6 +143,8 @@ class SentencePairObjective(Objective):
             "paraphrase_loss": "MultipleNegativesRankingLoss",
             "parallel_loss": "CosineSimilarityLoss",
             "distill_loss": "DistillationLoss",
+            "distill_ranking_loss": "MultipleNegativesSymmetricRankingLoss",
+            "distill_ranking_weight": self.ranking_weight,
         }
 
     def collate(
@@ -140,6 +168,10 @@ class SentencePairObjective(Objective):
         negatives = [ex.negative_ids for ex in examples if ex.negative_ids is not None]
         sequences += negatives
         vectors = None if text_anchors else torch.stack([ex.anchor_vector for ex in examples])
+        with_target = [ex.target_vector is not None for ex in examples]
+        if any(with_target) and not all(with_target):
+            raise ValueError("a batch must not mix pairs with and without a target_vector")
+        targets = torch.stack([ex.target_vector for ex in examples]) if all(with_target) else None
         return SentencePairBatch(
             kind=kinds.pop(),
             texts=PackedBatch.from_ids(sequences, backbone.position_offset),
@@ -147,7 +179,19 @@ class SentencePairObjective(Objective):
             num_negatives=len(negatives),
             text_anchors=text_anchors,
             anchor_vectors=vectors,
+            target_vectors=targets,
         )
+
+    def distill_loss(
+        self, students: torch.Tensor, pivots: torch.Tensor, targets: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """A distill batch's loss: the regression onto ``targets`` (the ``pivots`` themselves when
+        None), plus ``ranking_weight`` times the symmetric in-batch ranking of students and pivots."""
+        loss = self.distill(students, pivots if targets is None else targets)
+        if self.ranking_weight > 0:
+            ranking = self.symmetric_mnrl.compute_loss_from_embeddings([pivots, students], None)
+            loss = loss + self.ranking_weight * ranking
+        return loss
 
     def forward(self, backbone: Backbone, batch: SentencePairBatch, dist: DistContext) -> ObjectiveOutput:
         vectors = backbone.sentence_embedding(backbone(batch.texts), batch.texts)
@@ -164,7 +208,7 @@ class SentencePairObjective(Objective):
             elif batch.kind == "distill":
                 if batch.text_anchors:
                     raise ValueError("distill pairs need fixed teacher vectors as anchors, not texts")
-                loss = self.distill(positives, anchors)
+                loss = self.distill_loss(positives, anchors, batch.target_vectors)
             else:
                 loss = self.cosine.compute_loss_from_embeddings(
                     [anchors, positives], torch.ones(n, device=anchors.device)

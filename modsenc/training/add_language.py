@@ -378,16 +378,16 @@ class AddLanguage:
             paraphrase = self._pair_examples("paraphrase", texts, negatives, targets)
         if parallel:
             vectors = torch.as_tensor(encode_pivot([a for a, _ in parallel]))
-            kind = "parallel"
+            kind, targets = "parallel", None
             if cfg.parallel_loss == "distill":
                 kind = "distill"
                 own = None
                 if cfg.own_weight > 0:  # the bare backbone's vector of the sentence itself
                     own = torch.as_tensor(self._encoder(self.lang, set())([b for _, b in parallel]))
-                vectors = distillation_targets(vectors, own, cfg.own_weight)
+                targets = list(distillation_targets(vectors, own, cfg.own_weight))
             self.modular.activate(self.lang, self.modular.modules_of(self.lang))
             texts = [b for _, b in parallel]
-            translations = self._pair_examples(kind, texts, [None] * len(parallel), list(vectors))
+            translations = self._pair_examples(kind, texts, [None] * len(parallel), list(vectors), targets)
         return paraphrase, translations
 
     def _stage_cla(self, out: Path, run_dir: Path) -> dict[str, float]:
@@ -410,7 +410,7 @@ class AddLanguage:
             sampler = AlternatingBatchSampler(first, second, offset=len(paraphrase))
         else:
             sampler = self._sampler(paraphrase or parallel, batch_size)
-        objective = SentencePairObjective(scale=cfg.scale)
+        objective = SentencePairObjective(scale=cfg.scale, ranking_weight=cfg.ranking_weight)
         metrics = self._fit(objective, paraphrase + parallel, sampler, cfg, run_dir, dev)
         self.modular.save_module(self.lang, "cla", out)
         return metrics
@@ -447,9 +447,14 @@ class AddLanguage:
         )
 
     def _pair_examples(
-        self, kind: str, positives: list[str], negatives: list[str | None], anchors: list[Any]
+        self,
+        kind: str,
+        positives: list[str],
+        negatives: list[str | None],
+        anchors: list[Any],
+        targets: list[torch.Tensor] | None = None,
     ) -> list[SentencePairExample]:
-        return pair_examples(self.modular.backbone.tokenize, kind, positives, negatives, anchors)
+        return pair_examples(self.modular.backbone.tokenize, kind, positives, negatives, anchors, targets)
 
     def _callbacks(self, run_dir: Path) -> tuple:
         stage = run_dir.parent.name

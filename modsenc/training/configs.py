@@ -129,6 +129,10 @@ class CLAConfig(Schedule):
     # distill only: weight λ of the frozen backbone's own vector of the sentence in the target
     # (t_pivot + λ t_own) / (1 + λ), which keeps the language's monolingual neighbourhood.
     own_weight: float = 0.0
+    # distill only: weight of an in-batch ranking loss (MNRL both ways) between the sentences and
+    # their translations' pivot vectors, added to the regression: it asks that each sentence land
+    # nearer its own translation than the batch's other ones, which is what mining measures.
+    ranking_weight: float = 0.0
     adapter: dict[str, Any] = field(default_factory=dict)  # ParBnConfig arguments, e.g. reduction_factor
     scale: float = 20.0
     epochs: float | None = 3.0
@@ -143,6 +147,12 @@ class CLAConfig(Schedule):
             )
         if self.own_weight < 0:
             raise RecipeError(f"{where}.own_weight must be >= 0, got {self.own_weight}")
+        if self.ranking_weight < 0:
+            raise RecipeError(f"{where}.ranking_weight must be >= 0, got {self.ranking_weight}")
+        if self.ranking_weight > 0 and self.parallel_loss != "distill":
+            raise RecipeError(
+                f"{where}.ranking_weight applies to parallel_loss: distill only, got {self.parallel_loss!r}"
+            )
 
 
 @dataclass

@@ -19,6 +19,8 @@ from modsenc.backbone.precision import resolve_precision
 from modsenc.modules.bundle import Zoo
 from modsenc.modules.modular import ModularBackbone
 from modsenc.training.add_language import AddLanguage, run, with_language_overrides
+from modsenc.training.configs import AddLanguageRecipe
+from modsenc.training.recipe import load_recipe
 from tests._zoo import fast_recipe
 
 pytestmark = pytest.mark.slow
@@ -153,10 +155,24 @@ def test_adding_or_retraining_a_language_leaves_everything_else_bit_identical(zo
     assert cla_config["config"]["non_linearity"] == "gelu"
 
 
-def test_english_stays_bit_identical_with_the_default_distilled_cla(tiny_backbone_dir, tmp_path) -> None:
-    """add-language-e5's default shape on the tiny backbone: a bare English pivot, then uz with an SE
-    and a CLA distilled onto English, early-stopped on held-out parallel pairs. English vectors are
-    the backbone's, bit for bit, before and after; the stage records its dev selection."""
+def _shipped_module_settings() -> dict[str, str]:
+    """add-language-e5's SE and CLA settings, as --set overrides (schedules and sizes left to
+    fast_recipe): the test follows the shipped default instead of a copy of it."""
+    shipped = load_recipe("add-language-e5", [], schema=AddLanguageRecipe)
+    schedule = {"epochs", "max_steps", "batch_size", "eval_every", "patience"}
+    return {
+        f"{stage}.{key}": json.dumps(value)
+        for stage in ("se", "cla")
+        for key, value in shipped[stage].items()
+        if key not in schedule
+    }
+
+
+def test_english_stays_bit_identical_with_the_default_modules(tiny_backbone_dir, tmp_path) -> None:
+    """add-language-e5's default modules on the tiny backbone: a bare English pivot, then uz with
+    the shipped SE and CLA settings (the CLA distilled onto English with its ranking term),
+    early-stopped on held-out parallel pairs. English vectors are the backbone's, bit for bit,
+    before and after; the stage records its dev selection."""
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
     zoo = tmp_path / "zoo"
@@ -166,15 +182,10 @@ def test_english_stays_bit_identical_with_the_default_distilled_cla(tiny_backbon
     bare = backbone.encode(english, precision="fp32")
     before = ModularEncoder.from_pretrained(zoo, dtype="fp32").encode(english, lang="en")
     en_files = _hashes(zoo / "en")
-    default_cla = {
-        "cla.variant": "pl",
-        "cla.parallel_loss": "distill",
-        "cla.own_weight": "1.0",
-        "cla.eval_every": "2",
-        "cla.patience": "2",
-        "data.dev_parallel": "20",
-    }
-    run("uz", fast_recipe(**default_cla), zoo, work_dir=tmp_path / "w-uz", stages=["se", "cla"])
+    shipped = _shipped_module_settings()
+    assert shipped["cla.parallel_loss"] == '"distill"' and shipped["cla.variant"] == '"pl"'
+    settings = shipped | {"cla.eval_every": "2", "cla.patience": "2", "data.dev_parallel": "20"}
+    run("uz", fast_recipe(**settings), zoo, work_dir=tmp_path / "w-uz", stages=["se", "cla"])
     after = ModularEncoder.from_pretrained(zoo, dtype="fp32")
     assert (bare == before).all() and (after.encode(english, lang="en") == bare).all()
     assert after.encode(["Kutubxona yakshanba kunlari erta yopiladi."], lang="uz").shape == (1, 32)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 import torch
 
 from modsenc.objectives.losses.distillation import DistillationLoss, distillation_targets
-from modsenc.objectives.sentence_pairs import SentencePairObjective
+from modsenc.objectives.sentence_pairs import SentencePairExample, SentencePairObjective
 
 
 def test_loss_is_the_mean_squared_distance_of_the_unit_student_to_the_target() -> None:
@@ -52,3 +56,43 @@ def test_loss_is_computed_in_fp32_under_bf16_autocast() -> None:
 
 def test_objective_names_the_distill_loss() -> None:
     assert SentencePairObjective().config_dict()["distill_loss"] == "DistillationLoss"
+
+
+def test_ranking_term_is_the_symmetric_in_batch_cross_entropy_by_hand() -> None:
+    pivots = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    students = torch.tensor([[0.6, 0.8], [0.0, 1.0]])
+    # cosines pivot i . student j: [[0.6, 0.0], [0.8, 1.0]]; scale 1.
+    # pivot -> student rows: log(1 + e^-0.6) = 0.43749, log(1 + e^-0.2) = 0.59814
+    # student -> pivot rows: log(1 + e^0.2) = 0.79814, log(1 + e^-1) = 0.31326
+    forward = (math.log(1 + math.exp(-0.6)) + math.log(1 + math.exp(-0.2))) / 2
+    backward = (math.log(1 + math.exp(0.2)) + math.log(1 + math.exp(-1.0))) / 2
+    ranking = (forward + backward) / 2
+    assert ranking == pytest.approx(0.53676, abs=1e-5)
+    regression = 0.8 / 2  # ||(0.6, 0.8) - (1, 0)||^2 = 0.8, the second student is on its pivot
+    plain = SentencePairObjective(scale=1.0)
+    assert plain.distill_loss(students, pivots).item() == pytest.approx(regression)
+    ranked = SentencePairObjective(scale=1.0, ranking_weight=0.5)
+    assert ranked.distill_loss(students, pivots).item() == pytest.approx(regression + 0.5 * ranking, abs=1e-6)
+    # The regression may aim elsewhere (a blended target); the ranking still uses the pivots:
+    targets = torch.tensor([[0.6, 0.8], [0.0, 1.0]])
+    assert ranked.distill_loss(students, pivots, targets).item() == pytest.approx(0.5 * ranking, abs=1e-6)
+    with pytest.raises(ValueError, match="ranking_weight must be >= 0"):
+        SentencePairObjective(ranking_weight=-0.1)
+
+
+def test_collate_carries_distill_targets_apart_from_the_pivot_vectors() -> None:
+    pivot, target = torch.tensor([1.0, 0.0]), torch.tensor([0.5, 0.5])
+    backbone = SimpleNamespace(position_offset=0)
+    pairs = [
+        SentencePairExample("distill", [5, 6, 7], anchor_vector=pivot, target_vector=target),
+        SentencePairExample("distill", [8, 9], anchor_vector=pivot * 2, target_vector=target * 2),
+    ]
+    batch = SentencePairObjective().collate(pairs, np.random.default_rng(0), backbone)
+    assert batch.anchor_vectors.tolist() == [[1.0, 0.0], [2.0, 0.0]]
+    assert batch.target_vectors.tolist() == [[0.5, 0.5], [1.0, 1.0]]
+    plain = SentencePairExample("distill", [8, 9], anchor_vector=pivot)
+    assert SentencePairObjective().collate([plain], np.random.default_rng(0), backbone).target_vectors is None
+    with pytest.raises(ValueError, match="must not mix pairs with and without a target_vector"):
+        SentencePairObjective().collate([pairs[0], plain], np.random.default_rng(0), backbone)
+    with pytest.raises(ValueError, match="only distill pairs take a target_vector"):
+        SentencePairExample("parallel", [5], anchor_vector=pivot, target_vector=target)

@@ -237,6 +237,10 @@ def test_values_take_their_declared_types() -> None:
         AddLanguageRecipe.from_dict({"cla": "jt"})
     with pytest.raises(RecipeError, match=r"cla.variant must be one of \('pp', 'pl', 'jt'\), got 'xx'"):
         AddLanguageRecipe.from_dict({"cla": {"variant": "xx"}})
+    with pytest.raises(RecipeError, match=r"cla.ranking_weight must be >= 0, got -0.5"):
+        AddLanguageRecipe.from_dict({"cla": {"parallel_loss": "distill", "ranking_weight": -0.5}})
+    with pytest.raises(RecipeError, match=r"applies to parallel_loss: distill only, got 'cosine'"):
+        AddLanguageRecipe.from_dict({"cla": {"ranking_weight": 0.1}})
 
 
 def test_an_unknown_key_in_the_yaml_file_lists_the_valid_ones(tmp_path) -> None:
