@@ -38,3 +38,14 @@ def test_a_base_label_that_would_reuse_a_zoo_is_refused(tmp_path) -> None:
         modules_table.parse_bases([f"se={backbone}"], tmp_path, "x/zoo-se")
     with pytest.raises(SystemExit, match="label 'e' is taken"):
         modules_table.parse_bases([f"e={backbone}", f"e={backbone}"], tmp_path, "x/zoo-se")
+
+
+def test_a_languages_cost_is_its_stages_own_time_even_when_a_run_reused_one() -> None:
+    # The SE was reused by this run (wall 480 s covers the CLA alone): the cost still counts it.
+    record = {
+        "stage_metrics": {"se": {"step": 150.0}, "cla": {"step": 695.0, "dev_best_step": 680.0}},
+        "stage_seconds": {"se": 282.0, "cla": 480.0},
+        "wall_seconds": 499.2,
+    }
+    assert modules_table.module_cost(record) == ("150 / 695 (680)", "4.7 + 8.0 = 12.7 min")
+    assert modules_table.module_cost({"stage_seconds": {"cla": 60.0}}) == ("0 / 0", "0.0 + 1.0 = 1.0 min")
