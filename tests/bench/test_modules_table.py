@@ -41,7 +41,8 @@ def test_a_base_label_that_would_reuse_a_zoo_is_refused(tmp_path) -> None:
 
 
 def test_a_languages_cost_is_its_stages_own_time_even_when_a_run_reused_one() -> None:
-    # The SE was reused by this run (wall 480 s covers the CLA alone): the cost still counts it.
+    # The SE was reused by this run (its 499 s of wall time hold the CLA's 480 s and no SE): the
+    # cost still counts the SE's own 282 s.
     record = {
         "stage_metrics": {"se": {"step": 150.0}, "cla": {"step": 695.0, "dev_best_step": 680.0}},
         "stage_seconds": {"se": 282.0, "cla": 480.0},
