@@ -188,6 +188,11 @@ class AddLanguage:
         # Data errors first: they are the most likely, and cost nothing to find.
         self.data = load_language_data(self.lang, self.pivot, config.data, self.recipe_path)
         self._check_data()
+        # Other languages' parallel pairs for the CLA (cla.transfer_languages), and their file
+        # records, which enter the CLA's cache key only.
+        self.transfer_parallel, self.transfer_files = (
+            self._transfer_parallel(config.cla.transfer_languages) if "cla" in self.stages else ([], {})
+        )
         self.sts = [read_sts_tsv(resolve_data_spec(p, self.recipe_path)) for p in config.dev.sts]
         self.backbone_dir = self.zoo.install_backbone(backbone_dir)
         if overwrite:
@@ -362,6 +367,39 @@ class AddLanguage:
         log.info("[%s] se: adding other languages' pairs %s", self.lang, dict(sorted(counts.items())))
         return pairs
 
+    def _transfer_parallel(
+        self, languages: list[str]
+    ) -> tuple[list[tuple[str, str]], dict[str, list[dict[str, Any]]]]:
+        """Other languages' (pivot, translation) pairs the CLA stage adds to LANG's own
+        (``cla.transfer_languages``: codes, or "*" for every language in ``data.per_language``),
+        and their file records by language. LANG and the pivot are skipped; so is any pair whose
+        pivot sentence LANG holds out for dev, since multi-parallel files translate the same
+        sentence into every language."""
+        if not languages:
+            return [], {}
+        names = sorted(self.config.data.per_language) if "*" in languages else languages
+        held = {a for a, _ in self.data.dev_parallel} | {a for a, _ in self.data.dev_crosslingual}
+        pairs: list[tuple[str, str]] = []
+        files: dict[str, list[dict[str, Any]]] = {}
+        counts: dict[str, int] = {}
+        for other in (check_language_code(n) for n in names):
+            if other in (self.lang, self.pivot):
+                continue
+            try:
+                data = load_language_data(other, self.pivot, self.config.data, self.recipe_path)
+            except ValueError as err:  # e.g. a shared parallel file without this language's column
+                raise ValueError(f"cla.transfer_languages: {other}'s data: {err}") from err
+            if not data.parallel and "*" not in languages:
+                raise ValueError(
+                    f"cla.transfer_languages names {other}, which has no parallel data with "
+                    f"{self.pivot}: add files under data.per_language.{other}.parallel or remove it"
+                )
+            kept = [p for p in data.parallel if p[0] not in held]
+            pairs.extend(kept)
+            files[other], counts[other] = data.files["parallel"], len(kept)
+        log.info("[%s] cla: adding other languages' parallel pairs %s", self.lang, counts)
+        return pairs, files
+
     def _cla_examples(
         self, crosslingual: list[tuple[str, str, str | None]], parallel: list[tuple[str, str]]
     ) -> tuple[list[SentencePairExample], list[SentencePairExample]]:
@@ -396,7 +434,8 @@ class AddLanguage:
         self.modular.add_alignment(self.lang, alignment_adapter_config(**cfg.adapter))
         use_paraphrases, use_parallel = variant in ("pp", "jt"), variant in ("pl", "jt")
         paraphrase, parallel = self._cla_examples(
-            self.data.crosslingual if use_paraphrases else [], self.data.parallel if use_parallel else []
+            self.data.crosslingual if use_paraphrases else [],
+            self.data.parallel + self.transfer_parallel if use_parallel else [],
         )
         dev: list[SentencePairExample] = []
         if cfg.eval_every:
@@ -477,6 +516,8 @@ class AddLanguage:
             key = _stage_key(key, stage, self.recipe, self.data, self.orthography.name)
             if stage == "cla":  # the CLA fits the pivot's vectors: another pivot bundle retrains it
                 key = json_digest([key, self.pivot_manifest_digest])
+                if self.transfer_files:  # (absent when unset: earlier keys hold)
+                    key = json_digest([key, self.transfer_files])
             cache = StageDir(self.work / stage, "module", command="add-language", option="--work-dir")
             done = cache.finished(key) if self.resume else None
             if done:

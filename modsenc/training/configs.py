@@ -133,6 +133,11 @@ class CLAConfig(Schedule):
     # their translations' pivot vectors, added to the regression: it asks that each sentence land
     # nearer its own translation than the batch's other ones, which is what mining measures.
     ranking_weight: float = 0.0
+    # Parallel pairs of these other languages with the pivot (their data.per_language files) are
+    # added to the language's own: the alignment learns from related languages' translations too,
+    # and is still applied to this language's text only. LANG and the pivot are skipped, so one
+    # list can serve every language.
+    transfer_languages: list[str] = field(default_factory=list)
     adapter: dict[str, Any] = field(default_factory=dict)  # ParBnConfig arguments, e.g. reduction_factor
     scale: float = 20.0
     epochs: float | None = 3.0

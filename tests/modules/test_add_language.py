@@ -16,6 +16,7 @@ from safetensors.torch import load_file
 
 from modsenc.backbone import Backbone
 from modsenc.backbone.precision import resolve_precision
+from modsenc.data.language_data import load_language_data
 from modsenc.modules.bundle import Zoo
 from modsenc.modules.modular import ModularBackbone
 from modsenc.training.add_language import AddLanguage, run, with_language_overrides
@@ -411,3 +412,44 @@ def test_se_transfer_languages_pick_other_languages_pairs(zoo_with_en_uz) -> Non
     assert not {p.pair_id for p in english} & {p.pair_id for p in job.data.dev_paraphrases}
     assert job._transfer_paraphrases(["*"]) == job.data.other_paraphrases == english
     assert job._transfer_paraphrases(["kk"]) == [] and job._transfer_paraphrases([]) == []
+
+
+def test_cla_transfer_languages_add_other_languages_translations(zoo_with_en_uz) -> None:
+    zoo_dir, root = zoo_with_en_uz
+    job = AddLanguage("uz", fast_recipe(), zoo_dir, work_dir=root / "work-uz-cla-transfer")
+    # LANG and the pivot are skipped, so one list can serve every language
+    pairs, files = job._transfer_parallel(["kk", "uz", "en", "tr"])
+    assert list(files) == ["kk", "tr"] and [r["count"] for r in files["kk"] + files["tr"]] == [320, 320]
+    # demo:parallel.tsv translates the same 320 English sentences into every language
+    assert len(pairs) == 640 and job.data.dev_parallel == []
+    assert pairs[0] == ("My mother works at a hospital.", "Менің анам ауруханада жұмыс істейді.")
+    assert pairs[320] == ("My mother works at a hospital.", "Annem bir hastanede çalışıyor.")
+    assert not {b for _, b in pairs} & {b for _, b in job.data.parallel}  # none of them is uz's own
+    # "*" means the languages of data.per_language: none in the demo recipe
+    assert job._transfer_parallel(["*"]) == ([], {}) and job._transfer_parallel([]) == ([], {})
+    # the demo file has no Kyrgyz column
+    missing = r"cla.transfer_languages: ky's data: .*no column for language\(s\) ky"
+    with pytest.raises(ValueError, match=missing):
+        job._transfer_parallel(["ky"])
+
+
+def test_cla_transfer_pairs_hold_out_what_lang_holds_out(zoo_with_en_uz) -> None:
+    zoo_dir, root = zoo_with_en_uz
+    # uz translates the first 160 sentences, kk all 320: each holds out 20 (by a hash of the
+    # English), so some of uz's held-out sentences are kk training pairs
+    per_language = (
+        "{uz: {parallel: [{path: 'demo:parallel.tsv', rows: [0, 160]}]}, "
+        "kk: {parallel: ['demo:parallel.tsv']}}"
+    )
+    recipe = fast_recipe(
+        **{"data.parallel": "[]", "data.dev_parallel": "20", "data.per_language": per_language}
+    )
+    job = AddLanguage("uz", recipe, zoo_dir, work_dir=root / "work-uz-cla-transfer-dev")
+    pairs, files = job._transfer_parallel(["kk"])
+    held = {a for a, _ in job.data.dev_parallel}
+    kk_own = load_language_data("kk", "en", job.config.data, job.recipe_path).parallel
+    leaking = held & {a for a, _ in kk_own}
+    assert len(held) == 20 and len(kk_own) == 300 and len(leaking) == 10
+    # kk's translations of uz's held-out English sentences would leak uz's dev targets
+    assert not held & {a for a, _ in pairs} and len(pairs) == 290
+    assert files["kk"][0]["count"] == 320  # the file record counts its rows before any hold-out

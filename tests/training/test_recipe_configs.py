@@ -46,6 +46,7 @@ def test_a_minimal_recipe_gets_the_documented_defaults(tmp_path) -> None:
     assert (config.la.epochs, config.la.max_steps, config.la.batch_size) == (None, 300, 32)
     assert (config.se.epochs, config.se.batch_size, config.se.scale) == (5.0, 16, 20.0)
     assert (config.cla.variant, config.cla.adapter, config.cla.epochs) == ("jt", {}, 3.0)
+    assert (config.se.transfer_languages, config.cla.transfer_languages) == ([], [])
     assert (config.la.warmup_ratio, config.la.scheduler) == (0.1, "linear")
     assert (config.vocab.vocab_size, config.vocab.fasttext_min_count) == (8000, 10)
     assert (config.data.mono, config.data.dev_pairs, config.dev.sts) == ([], 0, [])
