@@ -43,15 +43,23 @@ def margin_best(src: np.ndarray, tgt: np.ndarray, k: int = 4) -> tuple[np.ndarra
     return candidates[rows, best], scores[rows, best]
 
 
+def xsim_correct(
+    src: np.ndarray, tgt: np.ndarray, tgt_texts: Sequence[str], gold: Sequence[int] | None = None, k: int = 4
+) -> np.ndarray:
+    """For every source row, whether margin-based retrieval finds ``gold[i]`` (default ``i``); a
+    target with the same text as the gold one counts as found (duplicates are indistinguishable)."""
+    src, tgt = l2_normalise(src), l2_normalise(tgt)
+    gold = np.arange(len(src)) if gold is None else np.asarray(gold)
+    found, _ = margin_best(src, tgt, k)
+    return np.array([tgt_texts[f] == tgt_texts[g] for f, g in zip(found, gold)], dtype=bool)
+
+
 def xsim_error(
     src: np.ndarray, tgt: np.ndarray, tgt_texts: Sequence[str], gold: Sequence[int] | None = None, k: int = 4
 ) -> float:
     """Error rate (%) of margin-based retrieval of ``gold[i]`` (default ``i``) for every source row."""
-    src, tgt = l2_normalise(src), l2_normalise(tgt)
-    gold = np.arange(len(src)) if gold is None else np.asarray(gold)
-    found, _ = margin_best(src, tgt, k)
-    errors = sum(tgt_texts[f] != tgt_texts[g] for f, g in zip(found, gold))
-    return 100.0 * errors / len(src)
+    correct = xsim_correct(src, tgt, tgt_texts, gold, k)
+    return 100.0 * float((~correct).sum()) / len(correct)
 
 
 def precision_at_1(src: np.ndarray, tgt: np.ndarray, tgt_texts: Sequence[str] | None = None) -> float:

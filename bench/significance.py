@@ -1,0 +1,209 @@
+"""Issue 20: how sure is each gap between the default modules and a baseline? Into docs/results.md.
+
+The modules table (bench/modules_table.py) compares point estimates on 200 STS pairs and on 395
+and 1,997 translations, where one sentence is 0.25 or 0.05 points of xsim. This script scores the
+same held-out files per item and says, for every column, how far the difference could be chance:
+
+- **STS** (Spearman x100): the difference modules - baseline with a 95% paired bootstrap interval
+  (scipy.stats.bootstrap, the same pairs resampled for both models);
+- **mining** (margin xsim, both directions): the sentences only the modules find and those only the
+  baseline finds, and the exact two-sided McNemar p-value (a binomial test on those discordant
+  sentences, scipy.stats.binomtest): the chance of a split at least that uneven if neither model
+  were better.
+
+    python bench/significance.py --model runs/x/zoo-c5 \
+        --baseline "naive LoRA=runs/lora-e5/m/backbone" --baseline Full_m=runs/full-e5/m/backbone \
+        --out docs/results.md
+
+The zoo's monolingual STS is scored without the CLA (``mode="mono"``), its cross-lingual columns
+with it, as in the modules table; baselines are plain backbones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import binomtest, bootstrap, spearmanr
+
+from modsenc.data.readers import read_parallel_tsv
+from modsenc.eval.bitext import xsim_correct
+from modsenc.eval.runner import EncoderSet
+from modsenc.eval.sts import read_sts_tsv, row_cosines
+
+_spec = importlib.util.spec_from_file_location("modules_table", Path(__file__).with_name("modules_table.py"))
+modules_table = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(modules_table)
+
+MARK_BEGIN = "<!-- significance: written by bench/significance.py -->"
+MARK_END = "<!-- end of significance -->"
+Encode = Callable[[list[str]], np.ndarray]
+
+
+def spearman_gap(
+    model: np.ndarray, baseline: np.ndarray, gold: np.ndarray, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """(difference, low, high): Spearman x100 of the model's cosines against gold minus the
+    baseline's, with a 95% percentile bootstrap interval resampling the pairs for both at once."""
+
+    def gap(a: np.ndarray, b: np.ndarray, g: np.ndarray) -> float:
+        return 100 * (spearmanr(a, g).statistic - spearmanr(b, g).statistic)
+
+    interval = bootstrap(
+        (model, baseline, gold),
+        gap,
+        paired=True,
+        vectorized=False,
+        n_resamples=resamples,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    ).confidence_interval
+    return gap(model, baseline, gold), float(interval.low), float(interval.high)
+
+
+def mcnemar(model_correct: np.ndarray, baseline_correct: np.ndarray) -> tuple[int, int, float]:
+    """(only the model right, only the baseline right, exact two-sided McNemar p-value)."""
+    only_model = int((model_correct & ~baseline_correct).sum())
+    only_baseline = int((~model_correct & baseline_correct).sum())
+    discordant = only_model + only_baseline
+    p = binomtest(only_model, discordant, 0.5).pvalue if discordant else 1.0
+    return only_model, only_baseline, float(p)
+
+
+class Scored:
+    """One model's per-item outcomes on the held-out files: STS cosines and mining correctness.
+    Each (mode, language, sentences) is encoded once: the same English side serves every
+    language and baseline."""
+
+    def __init__(self, encode_mono: Callable[[str], Encode], encode_cross: Callable[[str], Encode]) -> None:
+        self.encoders = {"mono": encode_mono, "cross": encode_cross}
+        self._vectors: dict[tuple[str, str, tuple[str, ...]], np.ndarray] = {}
+
+    def encode(self, mode: str, lang: str, texts: list[str]) -> np.ndarray:
+        key = (mode, lang, tuple(texts))
+        if key not in self._vectors:
+            self._vectors[key] = np.asarray(self.encoders[mode](lang)(texts))
+        return self._vectors[key]
+
+    def sts_cosines(self, pairs: list, lang1: str, lang2: str) -> np.ndarray:
+        mode = "mono" if lang1 == lang2 else "cross"
+        left = self.encode(mode, lang1, [p.sentence1 for p in pairs])
+        right = self.encode(mode, lang2, [p.sentence2 for p in pairs])
+        return row_cosines(left, right)
+
+    def mining(self, columns: dict[str, list[str]], src: str, tgt: str) -> np.ndarray:
+        vectors = {lang: self.encode("cross", lang, columns[lang]) for lang in (src, tgt)}
+        return xsim_correct(vectors[src], vectors[tgt], columns[tgt])
+
+
+def scored(model: str) -> Scored:
+    """A zoo (monolingual STS without its CLA) or a backbone folder, encoded in bf16 where native."""
+    cross = EncoderSet(model)
+    mono = EncoderSet(model, mode="mono") if cross.kind == "zoo" else cross
+    return Scored(mono.for_language, cross.for_language)
+
+
+def bitext_columns(path: Path, lang: str) -> dict[str, list[str]]:
+    corpus = read_parallel_tsv(path, languages=["en", lang])
+    rows = [i for i, (a, b) in enumerate(zip(corpus.columns["en"], corpus.columns[lang])) if a and b]
+    return {code: [corpus.columns[code][i] for i in rows] for code in ("en", lang)}
+
+
+def _p(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+
+
+def compare(
+    model: Scored,
+    baseline: Scored,
+    lang: str,
+    sts_file: Path,
+    bitexts: dict[str, Path],
+    resamples: int,
+) -> list[str]:
+    """Markdown rows: one per STS pair and mining direction of ``lang``."""
+    rows = []
+    pairs = read_sts_tsv(sts_file)
+    for lang1, lang2 in ((lang, lang), ("en", lang)):
+        subset = [p for p in pairs if (p.lang1, p.lang2) == (lang1, lang2)]
+        gold = np.array([p.score for p in subset])
+        ours, theirs = model.sts_cosines(subset, lang1, lang2), baseline.sts_cosines(subset, lang1, lang2)
+        diff, low, high = spearman_gap(ours, theirs, gold, resamples)
+        column = f"STS {lang1}-{lang2} ({len(subset)} pairs)"
+        rows.append(f"| {column} | {diff:+.1f} | [{low:+.1f}, {high:+.1f}] | |")
+    for name, path in bitexts.items():
+        columns = bitext_columns(path, lang)
+        for src, tgt in (("en", lang), (lang, "en")):
+            only_model, only_baseline, p = mcnemar(
+                model.mining(columns, src, tgt), baseline.mining(columns, src, tgt)
+            )
+            rows.append(
+                f"| xsim {src}-{tgt} {name} ({len(columns['en'])}) | {only_baseline - only_model:+d} "
+                f"| {only_model} : {only_baseline} | {_p(p)} |"
+            )
+    return rows
+
+
+def report(
+    model_path: str,
+    baselines: dict[str, str],
+    langs: list[str],
+    sts_file: Path,
+    bitexts: dict[str, Path],
+    resamples: int,
+) -> str:
+    model = scored(model_path)
+    lines = [MARK_BEGIN, ""]
+    for name, path in baselines.items():
+        baseline = scored(path)
+        for lang in langs:
+            lines += [
+                f"**{lang}: modules against {name}**",
+                "",
+                "| column | modules - baseline (STS points; mining errors) | STS: 95% interval; "
+                "mining: sentences only the modules find : only the baseline finds | McNemar p |",
+                "|---|---|---|---|",
+                *compare(model, baseline, lang, sts_file, bitexts, resamples),
+                "",
+            ]
+    return "\n".join([*lines, MARK_END])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", required=True, help="the zoo whose default modules are compared")
+    parser.add_argument(
+        "--baseline", action="append", required=True, metavar="NAME=PATH", help="a backbone to compare with"
+    )
+    parser.add_argument("--langs", default=",".join(modules_table.LANGS))
+    parser.add_argument("--data", default="../shared/data", help="the shared data folder (eval-dev, NTREX)")
+    parser.add_argument("--work", default="runs", help="where the held-out files are written (evaldata/)")
+    parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per STS column")
+    parser.add_argument("--out", help="a markdown file whose significance section is replaced (else stdout)")
+    args = parser.parse_args(argv)
+    baselines = {}
+    for item in args.baseline:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            parser.error(f"--baseline {item!r}: expected NAME=PATH")
+        baselines[name] = path
+    sts_file, _ = modules_table.heldout_files(Path(args.work), Path(args.data))
+    bitexts = {
+        "NTREX": Path(args.data) / "parallel" / "ntrex.tsv",
+        "Kardeş": Path(args.work) / "evaldata" / "kardes-bitext.tsv",
+    }
+    text = report(args.model, baselines, args.langs.split(","), sts_file, bitexts, args.resamples)
+    if not args.out:
+        sys.stdout.write(text + "\n")
+        return
+    modules_table.paper_tables.replace_section(Path(args.out), MARK_BEGIN, MARK_END, text)
+
+
+if __name__ == "__main__":
+    main()
