@@ -420,13 +420,17 @@ class AddLanguage:
             if cfg.parallel_loss == "distill":
                 kind = "distill"
                 own = None
-                if cfg.own_weight > 0:  # the bare backbone's vector of the sentence itself
-                    own = torch.as_tensor(self._encoder(self.lang, set())([b for _, b in parallel]))
+                if cfg.own_weight > 0:  # the vector of the sentence itself: bare, or through the SE
+                    own_kinds = set() if cfg.own_source == "backbone" else self._modules_before_cla()
+                    own = torch.as_tensor(self._encoder(self.lang, own_kinds)([b for _, b in parallel]))
                 targets = list(distillation_targets(vectors, own, cfg.own_weight))
             self.modular.activate(self.lang, self.modular.modules_of(self.lang))
             texts = [b for _, b in parallel]
             translations = self._pair_examples(kind, texts, [None] * len(parallel), list(vectors), targets)
         return paraphrase, translations
+
+    def _modules_before_cla(self) -> set[str]:
+        return self.modular.modules_of(self.lang) - {"cla"}
 
     def _stage_cla(self, out: Path, run_dir: Path) -> dict[str, float]:
         cfg = self.config.cla

@@ -30,6 +30,7 @@ from modsenc.utils.config import RecipeError, Section, coerce, unknown_key
 STAGES = ("vocab", "la", "se", "cla")
 CLA_VARIANTS = ("pp", "pl", "jt")
 PARALLEL_LOSSES = ("cosine", "distill")
+OWN_SOURCES = ("backbone", "modules")  # whose vector of the sentence a distilled CLA also targets
 
 
 # ------------------------------------------------------------------------------------------ shared
@@ -129,6 +130,10 @@ class CLAConfig(Schedule):
     # distill only: weight λ of the frozen backbone's own vector of the sentence in the target
     # (t_pivot + λ t_own) / (1 + λ), which keeps the language's monolingual neighbourhood.
     own_weight: float = 0.0
+    # distill only: whose vector of the sentence itself that target holds. backbone: the bare
+    # backbone's; modules: the language's modules before the CLA (what mode "mono" gives), so
+    # that the CLA keeps what the SE learnt about the language when both are applied.
+    own_source: str = "backbone"
     # distill only: weight of an in-batch ranking loss (MNRL both ways) between the sentences and
     # their translations' pivot vectors, added to the regression: it asks that each sentence land
     # nearer its own translation than the batch's other ones, which is what mining measures.
@@ -150,6 +155,8 @@ class CLAConfig(Schedule):
             raise RecipeError(
                 f"{where}.parallel_loss must be one of {PARALLEL_LOSSES}, got {self.parallel_loss!r}"
             )
+        if self.own_source not in OWN_SOURCES:
+            raise RecipeError(f"{where}.own_source must be one of {OWN_SOURCES}, got {self.own_source!r}")
         if self.own_weight < 0:
             raise RecipeError(f"{where}.own_weight must be >= 0, got {self.own_weight}")
         if self.ranking_weight < 0:

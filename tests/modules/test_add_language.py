@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file
 
 from modsenc.backbone import Backbone
@@ -453,3 +454,24 @@ def test_cla_transfer_pairs_hold_out_what_lang_holds_out(zoo_with_en_uz) -> None
     # kk's translations of uz's held-out English sentences would leak uz's dev targets
     assert not held & {a for a, _ in pairs} and len(pairs) == 290
     assert files["kk"][0]["count"] == 320  # the file record counts its rows before any hold-out
+
+
+@pytest.mark.parametrize("source", ["backbone", "modules"])
+def test_distilled_cla_targets_hold_the_own_vector_of_the_chosen_source(zoo_with_en_uz, source) -> None:
+    zoo_dir, root = zoo_with_en_uz
+    recipe = fast_recipe(
+        **{"cla.parallel_loss": "distill", "cla.own_weight": "1.0", "cla.own_source": source}
+    )
+    job = AddLanguage("uz", recipe, zoo_dir, work_dir=root / f"work-uz-own-{source}", stages=["se", "cla"])
+    job.modular.load_module("uz", "se", zoo_dir / "uz")  # the SE the cla stage would sit on
+    pairs = job.data.parallel[:4]
+    _, examples = job._cla_examples([], pairs)
+    english = torch.as_tensor(job._encoder("en", job.pivot_kinds)([a for a, _ in pairs]))
+    bare = torch.as_tensor(job._encoder("uz", set())([b for _, b in pairs]))
+    through_se = torch.as_tensor(job._encoder("uz", {"se"})([b for _, b in pairs]))
+    own = bare if source == "backbone" else through_se
+    targets = torch.stack([e.target_vector for e in examples])
+    # (unit(e_en) + 1.0 * unit(e_own)) / 2, the own vector bare or through the SE
+    expected = (F.normalize(english, dim=-1) + F.normalize(own, dim=-1)) / 2
+    torch.testing.assert_close(targets, expected)
+    assert not torch.allclose(bare, through_se)  # the two sources differ, so the test tells them apart

@@ -47,6 +47,7 @@ def test_a_minimal_recipe_gets_the_documented_defaults(tmp_path) -> None:
     assert (config.se.epochs, config.se.batch_size, config.se.scale) == (5.0, 16, 20.0)
     assert (config.cla.variant, config.cla.adapter, config.cla.epochs) == ("jt", {}, 3.0)
     assert (config.se.transfer_languages, config.cla.transfer_languages) == ([], [])
+    assert config.cla.own_source == "backbone"
     assert (config.la.warmup_ratio, config.la.scheduler) == (0.1, "linear")
     assert (config.vocab.vocab_size, config.vocab.fasttext_min_count) == (8000, 10)
     assert (config.data.mono, config.data.dev_pairs, config.dev.sts) == ([], 0, [])
@@ -242,6 +243,9 @@ def test_values_take_their_declared_types() -> None:
         AddLanguageRecipe.from_dict({"cla": {"parallel_loss": "distill", "ranking_weight": -0.5}})
     with pytest.raises(RecipeError, match=r"applies to parallel_loss: distill only, got 'cosine'"):
         AddLanguageRecipe.from_dict({"cla": {"ranking_weight": 0.1}})
+    sources = r"cla.own_source must be one of \('backbone', 'modules'\), got 'se'"
+    with pytest.raises(RecipeError, match=sources):
+        AddLanguageRecipe.from_dict({"cla": {"own_source": "se"}})
 
 
 def test_an_unknown_key_in_the_yaml_file_lists_the_valid_ones(tmp_path) -> None:
