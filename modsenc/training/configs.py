@@ -127,7 +127,7 @@ class CLAConfig(Schedule):
     # The loss of the parallel batches: cosine (the paper: CosineSimilarityLoss onto the pivot's
     # vector) or distill (DistillationLoss: the unit vector regressed onto the pivot's).
     parallel_loss: str = "cosine"
-    # distill only: weight λ of the frozen backbone's own vector of the sentence in the target
+    # distill only: weight λ of the sentence's own vector (own_source, below) in the target
     # (t_pivot + λ t_own) / (1 + λ), which keeps the language's monolingual neighbourhood.
     own_weight: float = 0.0
     # distill only: whose vector of the sentence itself that target holds. backbone: the bare
