@@ -141,17 +141,17 @@ def test_xsim_uses_the_margin_not_plain_cosine() -> None:
     assert xsim_error(3 * HUB_SRC, 0.5 * HUB_TGT, HUB_TEXTS, k=2) == pytest.approx(100 / 3)
     # ... the gold rows do: if h were b's translation, nothing would be wrong.
     assert xsim_error(HUB_SRC, HUB_TGT, HUB_TEXTS, gold=[0, 3, 2], k=2) == 0.0
+    # ... and so does k. k = 4: the kNN means are over all targets (a 0.2, b 0.44, c 0.08) and all 3
+    # sources (ta -0.213, tb 0.467, tc 0.213, h 0.493): a -> h (0.8 / 0.347 = 2.31 beats ta, whose
+    # denominator is negative), b -> h (0.96 / 0.467 = 2.06 > tb 0.8 / 0.453 = 1.76) and c -> ta
+    # (-0.96 / -0.067 = 14.4): every source is wrong.
+    assert xsim_error(HUB_SRC, HUB_TGT, HUB_TEXTS) == 100.0
 
 
 def test_xsim_correct_says_which_sources_are_found() -> None:
     # by hand above: a -> row 0 (right), b -> h at row 3 (wrong), c -> row 2 (right)
     assert xsim_correct(HUB_SRC, HUB_TGT, HUB_TEXTS, k=2).tolist() == [True, False, True]
     assert xsim_correct(HUB_SRC, HUB_TGT, HUB_TEXTS, gold=[0, 3, 2], k=2).tolist() == [True, True, True]
-    # ... and so does k. k = 4: the kNN means are over all targets (a 0.2, b 0.44, c 0.08) and all 3
-    # sources (ta -0.213, tb 0.467, tc 0.213, h 0.493): a -> h (0.8 / 0.347 = 2.31 beats ta, whose
-    # denominator is negative), b -> h (0.96 / 0.467 = 2.06 > tb 0.8 / 0.453 = 1.76) and c -> ta
-    # (-0.96 / -0.067 = 14.4): every source is wrong.
-    assert xsim_error(HUB_SRC, HUB_TGT, HUB_TEXTS) == 100.0
 
 
 def test_mine_by_hand() -> None:
