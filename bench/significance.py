@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import binomtest, bootstrap, spearmanr
 
-from modsenc.data.readers import read_parallel_tsv
+from modsenc.data.readers import ParallelCorpus, read_parallel_tsv
 from modsenc.eval.bitext import xsim_correct
 from modsenc.eval.runner import EncoderSet
-from modsenc.eval.sts import read_sts_tsv, row_cosines
+from modsenc.eval.sts import STSPair, read_sts_tsv, row_cosines
 
 _spec = importlib.util.spec_from_file_location("modules_table", Path(__file__).with_name("modules_table.py"))
 modules_table = importlib.util.module_from_spec(_spec)
@@ -107,8 +107,8 @@ def scored(model: str) -> Scored:
     return Scored(mono.for_language, cross.for_language)
 
 
-def bitext_columns(path: Path, lang: str) -> dict[str, list[str]]:
-    corpus = read_parallel_tsv(path, languages=["en", lang])
+def bitext_columns(corpus: ParallelCorpus, lang: str) -> dict[str, list[str]]:
+    """The English and ``lang`` columns of the rows that have both."""
     rows = [i for i, (a, b) in enumerate(zip(corpus.columns["en"], corpus.columns[lang])) if a and b]
     return {code: [corpus.columns[code][i] for i in rows] for code in ("en", lang)}
 
@@ -121,13 +121,12 @@ def compare(
     model: Scored,
     baseline: Scored,
     lang: str,
-    sts_file: Path,
-    bitexts: dict[str, Path],
+    pairs: list[STSPair],
+    bitexts: dict[str, ParallelCorpus],
     resamples: int,
 ) -> list[str]:
     """Markdown rows: one per STS pair and mining direction of ``lang``."""
     rows = []
-    pairs = read_sts_tsv(sts_file)
     for lang1, lang2 in ((lang, lang), ("en", lang)):
         subset = [p for p in pairs if (p.lang1, p.lang2) == (lang1, lang2)]
         gold = np.array([p.score for p in subset])
@@ -135,8 +134,8 @@ def compare(
         diff, low, high = spearman_gap(ours, theirs, gold, resamples)
         column = f"STS {lang1}-{lang2} ({len(subset)} pairs)"
         rows.append(f"| {column} | {diff:+.1f} | [{low:+.1f}, {high:+.1f}] | |")
-    for name, path in bitexts.items():
-        columns = bitext_columns(path, lang)
+    for name, corpus in bitexts.items():
+        columns = bitext_columns(corpus, lang)
         for src, tgt in (("en", lang), (lang, "en")):
             only_model, only_baseline, p = mcnemar(
                 model.mining(columns, src, tgt), baseline.mining(columns, src, tgt)
@@ -157,6 +156,8 @@ def report(
     resamples: int,
 ) -> str:
     model = scored(model_path)
+    pairs = read_sts_tsv(sts_file)  # read once: every baseline and language scores the same files
+    corpora = {name: read_parallel_tsv(path) for name, path in bitexts.items()}
     lines = [MARK_BEGIN, ""]
     for name, path in baselines.items():
         baseline = scored(path)
@@ -167,7 +168,7 @@ def report(
                 "| column | modules - baseline (STS points; mining errors) | STS: 95% interval; "
                 "mining: sentences only the modules find : only the baseline finds | McNemar p |",
                 "|---|---|---|---|",
-                *compare(model, baseline, lang, sts_file, bitexts, resamples),
+                *compare(model, baseline, lang, pairs, corpora, resamples),
                 "",
             ]
     return "\n".join([*lines, MARK_END])
