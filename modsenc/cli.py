@@ -409,6 +409,19 @@ def _mode_option(help: str = "cross: with the alignment adapters (cross-lingual 
     )
 
 
+def _other_option():
+    return click.option(
+        "--other",
+        type=click.Choice(["backbone", "refuse", "best"]),
+        default="backbone",
+        show_default=True,
+        help="Lines detected in a language the zoo has no bundle for (e.g. Russian in an en+uz "
+        "zoo): backbone = encode them with no modules (the backbone's own multilingual space); "
+        "refuse = stop, naming the line and language; best = the nearest installed language "
+        "(the old closed-set routing).",
+    )
+
+
 def _dtype_option():
     return click.option(
         "--dtype",
@@ -439,9 +452,10 @@ def _dtype_option():
     "--output",
     "output_path",
     required=True,
-    help="FILE.npy (float32 matrix) or FILE.jsonl (text, lang, embedding).",
+    help="FILE.npy (float32 matrix) or FILE.jsonl (text, lang, route, embedding).",
 )
 @_mode_option()
+@_other_option()
 @click.option(
     "--batch-size",
     type=click.IntRange(min=1),
@@ -474,6 +488,7 @@ def encode(
     input_path,
     output_path,
     mode,
+    other,
     batch_size,
     chunk_size,
     normalize,
@@ -485,6 +500,8 @@ def encode(
     runtime,
 ) -> None:
     """Embed sentences with the zoo's modules, routing each line to its language.
+
+    A line in a language the zoo has no bundle for goes to the backbone alone (--other).
 
     \b
     modsenc encode --zoo adapters_zoo --input sentences.txt --output vectors.npy
@@ -499,6 +516,7 @@ def encode(
             output_path,
             lang=lang,
             mode=mode,
+            other=other,
             batch_size=batch_size,
             chunk_size=chunk_size,
             normalize=normalize,
@@ -961,9 +979,10 @@ def _engine_options(func):
     "--no-verify", is_flag=True, help="Skip re-hashing the backbone and bundle files in each actor."
 )
 @_quantize_option("the backbone's")
+@_other_option()
 def scale_encode(
     zoo_dir, inputs, output_dir, lang, lang_field, text_field, mode, normalize, vector_dtype, shard_size,
-    batch_size, workers, address, threads_per_worker, resume, device, no_verify, quantize,
+    batch_size, workers, address, threads_per_worker, resume, device, no_verify, quantize, other,
 ) -> None:  # fmt: skip
     """Embed a corpus with a pool of Ray actors into Parquet shards (resumable; rejects listed)."""
     from modsenc.scale.encode import encode_corpus  # noqa: PLC0415
@@ -988,6 +1007,7 @@ def scale_encode(
             device=device,
             verify=not no_verify,
             quantize=None if quantize == "none" else quantize,
+            other=other,
         )
     except (OSError, KeyError, ValueError, TypeError, ImportError) as err:
         raise _fail(err) from err
@@ -1100,6 +1120,7 @@ def scale_mine(
     help="Request body size; 413 past, before it is read.",
 )
 @click.option("--device", default=None, help="cpu, cuda, cuda:1 ... [default: cuda if available]")
+@_other_option()
 @_quantize_option("the backbone's")
 @_dtype_option()
 @_runtime_option()

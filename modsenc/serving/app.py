@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from modsenc.backbone.quantization import check_quantization, require_torchao
 from modsenc.encoder import ModularEncoder
+from modsenc.routing.router import BACKBONE
 from modsenc.serving.batcher import Batcher, Item, Overloaded
 from modsenc.serving.metrics import ServerMetrics
 from modsenc.serving.service import Embedded, EmbeddingService, InputTooLong, Text, UnknownLanguage
@@ -59,6 +60,7 @@ class ServeConfig:
     quantize: str | None = None  # "int8": the backbone's linear layers in int8 (torchao)
     dtype: str = "auto"  # the GEMMs' precision: auto (bf16 where native), fp32 or bf16
     runtime: str = "torch"  # or "openvino": each language merged and compiled by OpenVINO (CPU)
+    other: str = "backbone"  # text in a language without a bundle: backbone, refuse (422) or best
     model_name: str | None = None  # the `model` echoed in responses (default: the zoo folder's name)
 
     def check(self) -> None:
@@ -92,7 +94,17 @@ class ServeConfig:
             quantize=self.quantize,
             dtype=self.dtype,
             runtime=self.runtime,
+            other=self.other,
         )
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where one input went: ``lang`` is its bundle's language, or, with route ``backbone``, the
+    language detected (None when the caller asked for the backbone)."""
+
+    lang: str | None
+    route: str
 
 
 # ----------------------------------------------------------------- errors
@@ -289,7 +301,7 @@ class ServerState:
         m.encode_seconds.observe(seconds)
         for item in items:
             m.queue_seconds.observe(started - item.enqueued)
-        lang, mode = items[0].key
+        lang, mode = items[0].key  # lang "backbone": no modules
         done = [
             item.future.result()
             for item in items
@@ -317,8 +329,8 @@ class ServerState:
 
     async def embed(
         self, raw: Any, name: str, lang: str | list[str], mode: str, truncate: bool
-    ) -> tuple[EmbeddingService, list[str], list[Embedded]]:
-        """Validate, route, queue and wait: each text's language and embedding, in request order."""
+    ) -> tuple[EmbeddingService, list[Route], list[Embedded]]:
+        """Validate, route, queue and wait: each text's route and embedding, in request order."""
         service, batcher = self.ready()
         texts = check_inputs(raw, self.config.max_inputs, name)
         codes = [lang] * len(texts) if isinstance(lang, str) else list(lang)
@@ -333,12 +345,23 @@ class ServerState:
             codes = [code if code == "auto" else service.check_language(code) for code in codes]
         except UnknownLanguage as err:
             raise APIError(400, str(err), "unknown_language", "lang") from err
+        routes = [Route(code, "bundle") if code != BACKBONE else Route(None, "backbone") for code in codes]
         auto = [i for i, code in enumerate(codes) if code == "auto"]
         if auto:
             detected = await asyncio.to_thread(service.route, [texts[i] for i in auto])
-            for i, code in zip(auto, detected):
-                codes[i] = code
-        items = [((code, mode), Text(i, text, truncate)) for i, (text, code) in enumerate(zip(texts, codes))]
+            for i, detection in zip(auto, detected):
+                if detection.route == "refused":
+                    self.metrics.routes.labels("refused", detection.lang or "und").inc()
+                    raise APIError(
+                        422, f"{name}[{i}]: {detection.message.split(': ', 1)[-1]}", "language_refused", name
+                    )
+                routes[i] = Route(detection.lang, detection.route)
+        for route in routes:
+            self.metrics.routes.labels(route.route, route.lang or "und").inc()
+        items = [
+            ((route.lang if route.route == "bundle" else BACKBONE, mode), Text(i, text, truncate))
+            for i, (text, route) in enumerate(zip(texts, routes))
+        ]
         try:
             embedded = await batcher.submit(items)
         except InputTooLong as err:
@@ -346,7 +369,7 @@ class ServerState:
                 f"{name}[{err.index}] has more than {err.limit} tokens; shorten it or send truncate=true"
             )
             raise APIError(413, message, "input_too_long", name) from err
-        return service, codes, embedded
+        return service, routes, embedded
 
 
 def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> FastAPI:
@@ -436,19 +459,22 @@ def _add_embedding_endpoints(app: FastAPI, state: ServerState) -> None:
                 "invalid_dimensions",
                 "dimensions",
             )
-        service, codes, embedded = await state.embed(body.input, "input", body.lang, body.mode, body.truncate)
-        response = _openai_response(body, service.model_name, codes, embedded)
+        service, routes, embedded = await state.embed(
+            body.input, "input", body.lang, body.mode, body.truncate
+        )
+        response = _openai_response(body, service.model_name, routes, embedded)
         done()
         return response
 
     @app.post("/embed")
     async def tei_embed(body: TEIEmbedRequest) -> JSONResponse:
         done = timed("/embed")
-        _, codes, embedded = await state.embed(body.inputs, "inputs", body.lang, body.mode, body.truncate)
+        _, routes, embedded = await state.embed(body.inputs, "inputs", body.lang, body.mode, body.truncate)
         vectors = _vectors(embedded, body.normalize)
         truncated = [str(i) for i, e in enumerate(embedded) if e.truncated]
         headers = {
-            "x-modsenc-languages": ",".join(codes),
+            "x-modsenc-languages": ",".join(r.lang or "und" for r in routes),
+            "x-modsenc-routes": ",".join(r.route for r in routes),
             "x-modsenc-truncated": ",".join(truncated),
             "x-modsenc-tokens": str(sum(e.tokens for e in embedded)),
         }
@@ -457,19 +483,26 @@ def _add_embedding_endpoints(app: FastAPI, state: ServerState) -> None:
 
 
 def _openai_response(
-    body: OpenAIEmbeddingRequest, model_name: str, codes: list[str], embedded: list[Embedded]
+    body: OpenAIEmbeddingRequest, model_name: str, routes: list[Route], embedded: list[Embedded]
 ) -> JSONResponse:
     """OpenAI's embeddings list; ``usage`` counts the tokens the model ran on (``Embedded.tokens``)."""
     vectors = _vectors(embedded, body.normalize)
     data = []
-    for i, (vector, code, e) in enumerate(zip(vectors, codes, embedded)):
+    for i, (vector, route, e) in enumerate(zip(vectors, routes, embedded)):
         value: Any = (
             base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
             if body.encoding_format == "base64"
             else vector.tolist()
         )
         data.append(
-            {"object": "embedding", "index": i, "embedding": value, "lang": code, "truncated": e.truncated}
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": value,
+                "lang": route.lang,  # the bundle's language, or the one detected when no bundle took it
+                "route": route.route,  # "bundle" or "backbone" (no modules: a language the zoo lacks)
+                "truncated": e.truncated,
+            }
         )
     tokens = sum(e.tokens for e in embedded)
     return JSONResponse(
@@ -561,6 +594,10 @@ def _info(state: ServerState) -> dict[str, Any]:
             "installed": service.installed,
             "loaded": service.loaded,  # least recently used first
             "fallback": encoder.router.fallback,
+            # languages recognised without a bundle (their text goes by the `other` policy)
+            "recognised_without_bundle": encoder.router.known,
+            "other": encoder.router.other,
+            "gate": str(encoder.router.gate.path) if encoder.router.gate is not None else None,
         },
         "queue": {"texts": state.batcher.queued if state.batcher else 0},
     }

@@ -28,6 +28,13 @@ class ServerMetrics:
         )
         self.errors = Counter("modsenc_errors", "Requests refused or failed, by kind", ["kind"], registry=r)
         self.inputs = Counter("modsenc_inputs", "Texts embedded", ["lang", "mode"], registry=r)
+        self.routes = Counter(
+            "modsenc_routes",
+            "Texts by route (bundle, backbone: a language without a bundle, refused) and language "
+            "(the bundle's, or the one detected; und: none)",
+            ["route", "lang"],
+            registry=r,
+        )
         self.tokens = Counter("modsenc_tokens", "Tokens embedded (after truncation)", registry=r)
         self.truncated = Counter("modsenc_truncated_inputs", "Inputs cut to the token limit", registry=r)
         self.batch_inputs = Histogram(

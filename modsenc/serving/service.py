@@ -17,6 +17,7 @@ import numpy as np
 
 from modsenc.encoder import MODES, ModularEncoder
 from modsenc.modules.bundle import check_language_code
+from modsenc.routing.router import BACKBONE, Detection
 
 
 class InputTooLong(ValueError):
@@ -66,7 +67,10 @@ class EmbeddingService:
 
     # ----------------------------------------------------------------- request checks (event loop)
     def check_language(self, code: str) -> str:
-        """A normalised installed language code, or :class:`UnknownLanguage` naming the installed ones."""
+        """A normalised installed language code (or ``backbone``: no modules), or
+        :class:`UnknownLanguage` naming the installed ones."""
+        if code == BACKBONE:
+            return code
         try:
             lang = check_language_code(code)
         except ValueError as err:
@@ -77,13 +81,15 @@ class EmbeddingService:
             )
         return lang
 
-    def route(self, texts: Sequence[str]) -> list[str]:
-        """Detected language of each text (the router's character n-gram profiles; thread-safe)."""
-        return [d.lang for d in self.encoder.detect_languages(texts)]
+    def route(self, texts: Sequence[str]) -> list[Detection]:
+        """Each text's route: its bundle, the backbone (a language the zoo lacks) or refused, with
+        the language detected (the router of ``ModularEncoder.encode``; thread-safe)."""
+        return self.encoder.detect_languages(texts)
 
     # ----------------------------------------------------------------- the batch function (worker thread)
     def run_batch(self, key: Hashable, texts: list[Text]) -> list[Embedded | Exception]:
-        """Encode one (language, mode) batch; an over-long text with ``truncate=False`` fails alone."""
+        """Encode one (language, mode) batch (language ``backbone``: no modules); an over-long text
+        with ``truncate=False`` fails alone."""
         lang, mode = key
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")

@@ -14,13 +14,12 @@ from modsenc.routing.langid import (
     TEMPERATURES,
     CharNgramProfile,
     FastTextDetector,
-    LanguageRouter,
     ProfileDetector,
-    UnsureLanguageError,
     build_profile,
     normalise,
     to_iso1,
 )
+from modsenc.routing.router import LanguageRouter, UnsureLanguageError
 from tests._zoo import HELD_OUT
 
 LANGS = ["en", "uz", "kk", "de", "tr"]
@@ -99,7 +98,8 @@ def test_a_fasttext_language_id_model_plugs_in(tmp_path) -> None:
     detector = FastTextDetector(tmp_path / "lid.bin")
     results = detector.detect([HELD_OUT[lang][0] for lang in codes], list(codes))
     assert [code for code, _ in results] == list(codes)
-    assert detector.detect([HELD_OUT["uz"][0]], ["en"])[0][0] in ("en", None)  # restricted to candidates
+    # open set: the language the model is sure of, though it is not among the candidates
+    assert detector.detect([HELD_OUT["uz"][0]], ["en"])[0][0] == "uz"
     with pytest.raises(FileNotFoundError):
         FastTextDetector(tmp_path / "missing.bin")
 
@@ -141,7 +141,9 @@ def test_one_script_distribution_for_uzbek_loses_latin_sentences_to_english(rout
     columns = read_parallel_tsv(demo_path("parallel.tsv")).columns
     mixed = [v for t in columns["uz"] for v in orthography_for("uz").script_variants(t)]
     one = {"en": routed_profiles["en"], "uz": CharNgramProfile.build("uz", mixed)}
-    assert ProfileDetector(one).detect(["Mening bobom arxeolog edi."], ["en", "uz"])[0][0] == "en"
+    # each profile at its own unseen prices, as the router scored when this was found
+    alone = ProfileDetector(one, shared_unseen=False)
+    assert alone.detect(["Mening bobom arxeolog edi."], ["en", "uz"])[0][0] == "en"
     fixed = ProfileDetector({k: routed_profiles[k] for k in ("en", "uz")})
     assert fixed.detect(["Mening bobom arxeolog edi."], ["en", "uz"])[0][0] == "uz"
 
@@ -182,14 +184,31 @@ def test_the_detectors_table_scores_as_each_profile_does(routed_profiles) -> Non
     profiles' own log_likelihood (best script) and trigram coverage, sentence by sentence."""
     from modsenc.routing.langid import ngrams
 
-    detector = ProfileDetector(dict(routed_profiles))
+    detector = ProfileDetector(dict(routed_profiles), shared_unseen=False)  # each profile its own prices
     langs = ["en", "uz", "kk"]
     texts = [t for group in ROUTED.values() for t in group] + ["Qwerty zzz 123", "a a a a a"]
-    for text in texts:
-        table = detector._scores(text, langs)
+    tables = detector._scores_many(texts, langs)  # one sparse product for the batch
+    for text, table in zip(texts, tables):
         grams = list(ngrams(text))
         for lang in langs:
             total, coverage = routed_profiles[lang].log_likelihood(grams)
             assert table[lang][0] == pytest.approx(total, rel=1e-12, abs=1e-9)
             assert table[lang][1] == pytest.approx(coverage, abs=1e-12)
-    assert detector._scores("   ", langs) == {}
+    assert detector._scores_many(["   ", texts[0]], langs)[0] == {}
+
+
+def test_shared_unseen_prices_every_profile_at_the_harshest_rows_price() -> None:
+    """Two one-script profiles; "ab" is unseen by both. Own prices: log(0.5/(total + 0.5 (kept+1))).
+    Shared: both pay the smaller (harsher) of the two, per order."""
+    from modsenc.routing.langid import ngrams
+
+    small = CharNgramProfile("xx", {"any": ({" a": -1.0}, {1: -2.0, 2: -3.0})}, orders=(1, 2))
+    large = CharNgramProfile("yy", {"any": ({" a": -1.5}, {1: -5.0, 2: -6.0})}, orders=(1, 2))
+    grams = list(ngrams("ab", (1, 2)))  # " a", "ab", "b " and the unigrams "a", "b"
+    assert sorted(grams) == [" a", "a", "ab", "b", "b "]
+    own = ProfileDetector({"xx": small, "yy": large}, shared_unseen=False, temperature=1.0)
+    shared = ProfileDetector({"xx": small, "yy": large}, temperature=1.0)
+    # own: xx = -1 + 2 x (-3) + 2 x (-2) = -11; yy = -1.5 + 2 x (-6) + 2 x (-5) = -23.5
+    assert own._scores_many(["ab"], ["xx", "yy"])[0] == {"xx": (-11.0, 0.0), "yy": (-23.5, 0.0)}
+    # shared: xx = -1 + 2 x (-6) + 2 x (-5) = -23; yy unchanged
+    assert shared._scores_many(["ab"], ["xx", "yy"])[0] == {"xx": (-23.0, 0.0), "yy": (-23.5, 0.0)}

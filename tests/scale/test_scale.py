@@ -95,6 +95,7 @@ def test_two_workers_equal_one_process(cluster, zoo_dir, encoder, tmp_path) -> N
     assert table.column("text").to_pylist() == rows
     assert table.column("lang").to_pylist() == langs
     assert {"en", "uz", "kk"} <= set(langs)
+    assert set(table.column("route").to_pylist()) == {"bundle"}
     assert _cosines(_vectors(table), expected).min() >= 0.99999
     assert (tmp_path / "out" / "rejects.jsonl").read_text(encoding="utf-8") == ""
 
@@ -108,6 +109,7 @@ def test_rejects_list_rows_no_bundle_serves(cluster, zoo_dir, encoder, tmp_path)
         {"text": CORPUS["en"][250], "lang": ""},
         {"text": CORPUS["kk"][250], "lang": "kk"},
         {"text": CORPUS["tr"][251], "lang": "turkish"},
+        {"text": "Я вчера купил новый телефон в магазине.", "lang": None},  # detected: ru, no bundle
     ]
     source = tmp_path / "in.parquet"
     pq.write_table(pa.Table.from_pylist(rows), source)
@@ -119,7 +121,7 @@ def test_rejects_list_rows_no_bundle_serves(cluster, zoo_dir, encoder, tmp_path)
          "--device", "cpu"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "3 rows encoded" in result.output and "2 rejected" in result.output
+    assert "4 rows encoded" in result.output and "2 rejected" in result.output
     rejects = [json.loads(line) for line in (tmp_path / "out" / "rejects.jsonl").read_text().splitlines()]
     assert [(r["id"], r["line"], r["lang"], r["text"]) for r in rejects] == [
         (1, 2, "tr", CORPUS["tr"][250]),
@@ -128,11 +130,12 @@ def test_rejects_list_rows_no_bundle_serves(cluster, zoo_dir, encoder, tmp_path)
     assert rejects[0]["file"] == str(source) and "no bundle for language 'tr'" in rejects[0]["reason"]
     assert "invalid language code 'turkish'" in rejects[1]["reason"]
     table = _read(tmp_path / "out")
-    assert table.column("id").to_pylist() == [0, 2, 3]
-    assert table.column("lang").to_pylist() == ["uz", "en", "kk"]
+    assert table.column("id").to_pylist() == [0, 2, 3, 5]
+    assert table.column("lang").to_pylist() == ["uz", "en", "kk", "ru"]
+    assert table.column("route").to_pylist() == ["bundle", "bundle", "bundle", "backbone"]
     assert table.schema.field("vector").type.value_type == pa.float16()
-    texts = [rows[i]["text"] for i in (0, 2, 3)]
-    expected = encoder.encode(texts, lang=["uz", "en", "kk"])
+    texts = [rows[i]["text"] for i in (0, 2, 3, 5)]
+    expected = encoder.encode(texts, lang=["uz", "en", "kk", "backbone"])
     assert _cosines(_vectors(table), expected).min() >= 0.9999  # float16 storage
 
 

@@ -400,3 +400,44 @@ def test_the_openai_client_works_with_base_url(zoo_dir, reference) -> None:
         with pytest.raises(Exception, match="is not installed in this zoo") as refused:
             openai.embeddings.create(model="zoo", input="hello", extra_body={"lang": "fr"})
         assert refused.value.status_code == 400
+
+
+OPEN_SET = [
+    "Я вчера купил новый телефон в магазине.",  # ru
+    "Мен кеше дүкеннен жаңа телефон сатып алдым.",  # kk
+    "Dün mağazadan yeni bir telefon satın aldım.",  # tr
+    "Kecha doʻkondan yangi telefon sotib oldim.",  # uz
+    "I bought a new phone at the shop yesterday.",  # en
+]
+
+
+def test_each_text_says_its_route_and_the_metrics_count_them(e5_like_zoo) -> None:
+    """An en + uz zoo: Russian, Kazakh and Turkish go to the backbone (no modules), reported with
+    the language detected; the vectors are those of encode(lang="backbone")."""
+    reference = ModularEncoder.from_pretrained(e5_like_zoo, device="cpu")
+    with serving(e5_like_zoo) as client:
+        response = client.post("/v1/embeddings", json={"input": OPEN_SET})
+        assert response.status_code == 200, response.text
+        data = response.json()["data"]
+        assert [(d["lang"], d["route"]) for d in data] == [
+            ("ru", "backbone"),
+            ("kk", "backbone"),
+            ("tr", "backbone"),
+            ("uz", "bundle"),
+            ("en", "bundle"),
+        ]
+        served = np.array([d["embedding"] for d in data])
+        expected = reference.encode(OPEN_SET[:3], lang="backbone", normalize_embeddings=True)
+        np.testing.assert_allclose(served[:3], expected, atol=1e-6)
+        embed = client.post("/embed", json={"inputs": OPEN_SET})
+        assert embed.headers["x-modsenc-languages"] == "ru,kk,tr,uz,en"
+        assert embed.headers["x-modsenc-routes"] == "backbone,backbone,backbone,bundle,bundle"
+        assert metric(client, "modsenc_routes_total", 'lang="ru",route="backbone"') == 2.0
+        assert metric(client, "modsenc_routes_total", 'lang="uz",route="bundle"') == 2.0
+        given = client.post("/v1/embeddings", json={"input": OPEN_SET[:1], "lang": "backbone"})
+        assert [(d["lang"], d["route"]) for d in given.json()["data"]] == [(None, "backbone")]
+    with serving(e5_like_zoo, other="refuse") as client:
+        response = client.post("/v1/embeddings", json={"input": [OPEN_SET[3], OPEN_SET[0]]})
+        assert response.status_code == 422, response.text
+        assert "input[1]: detected language 'ru' is not installed" in response.json()["error"]["message"]
+        assert metric(client, "modsenc_routes_total", 'lang="ru",route="refused"') == 1.0

