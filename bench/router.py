@@ -101,7 +101,9 @@ def installed_profiles(recipe_path: str, langs: list[str]) -> dict:
 
 def make_router(installed: dict, zoo: list[str], unknown: set[str], gate) -> LanguageRouter:
     background = {k: p for k, p in load_background().items() if k not in zoo and k not in unknown}
-    detector = ProfileDetector({**background, **{k: installed[k] for k in zoo}})
+    detector = ProfileDetector({**background, **{k: installed[k] for k in zoo}}, background=background)
+    if gate is not None:  # as ModularEncoder.from_pretrained does
+        gate.calibrate({k: installed[k].sample for k in zoo})
     return LanguageRouter(detector, zoo, "en", known=sorted(background), gate=gate)
 
 

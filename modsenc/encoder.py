@@ -95,6 +95,7 @@ def _router(
     pivots = zoo.pivots()  # from the bundles' manifests, checked against the index
     fallback = check_language_code(fallback) if fallback else (pivots[0] if pivots else installed[0])
     known: list[str] = []
+    samples: dict[str, list[str]] = {}
     if detector is None:
         # A bundle's own profile always replaces the language's background one.
         profiles = {lang: p for lang, p in load_background().items() if lang not in installed}
@@ -103,11 +104,14 @@ def _router(
             profile_path = zoo.bundle_dir(lang) / LANGID_FILE
             if profile_path.exists():
                 profiles[lang] = CharNgramProfile.load(profile_path)
-        detector = ProfileDetector(profiles)
+                samples[lang] = profiles[lang].sample
+        detector = ProfileDetector(profiles, background=known)
     if isinstance(gate, str):
         if gate != "auto":
             raise ValueError(f"gate must be 'auto', None or a LanguageIdGate, got {gate!r}")
         gate = default_gate()
+    if isinstance(gate, LanguageIdGate):
+        gate.calibrate(samples)  # the labels it gives the installed languages' text are not trusted
     return LanguageRouter(detector, installed, fallback, min_confidence, unsure, other, known, gate)
 
 

