@@ -28,6 +28,7 @@ languages that have none (what a zoo meets in the wild beyond the 17 shipped). S
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import platform
 import statistics
 import subprocess
@@ -49,7 +50,13 @@ from modsenc.routing.router import LanguageRouter  # noqa: E402
 from modsenc.training.configs import AddLanguageRecipe  # noqa: E402
 from modsenc.training.recipe import load_recipe  # noqa: E402
 
+_spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
+paper_tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(paper_tables)
+
 BUCKETS = (("< 4 words", lambda n: n < 4), ("4+ words", lambda n: n >= 4))
+MARK_BEGIN = "<!-- router summary: written by bench/router.py -->"
+MARK_END = "<!-- end of router summary -->"
 
 
 def _sts_sentences(path: Path, lang: str) -> list[str]:
@@ -315,9 +322,15 @@ def main() -> None:
     parser.add_argument("--runtimes", default="torch,openvino")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-gate", action="store_true", help="route without the lid.176 gate")
-    parser.add_argument("--out", help="write the markdown here")
+    parser.add_argument("--out", help="write the markdown here (e.g. docs/results/router.md)")
+    parser.add_argument(
+        "--results", help="also write the summary (and the mining table) as a section of this file"
+    )
     args = parser.parse_args()
     sections = set(args.sections.split(","))
+    summary: list[str] = []
+    shown: list[str] = []
+    mining: list[str] = []
     data = Path(args.data)
     unknown = {c for c in args.unknown.split(",") if c}
     sets = held_out(data, args.limit)
@@ -345,11 +358,14 @@ def main() -> None:
                 )
                 all_totals[label] = totals
                 tables += lines + [""]
+                if not unknown_set and zoos.index(zoo) < 2:  # the first two zoos' go to --results too
+                    shown += lines + [""]
                 print("\n".join(lines), flush=True)
+        summary = summary_lines(all_totals)
         out += [
             "## Summary",
             "",
-            *summary_lines(all_totals),
+            *summary,
             "",
             "## Per language and held-out set",
             "",
@@ -359,7 +375,8 @@ def main() -> None:
         if not args.zoo:
             parser.error("--sections mining/cost need --zoo")
         if "mining" in sections:
-            out += mining_lines(args.zoo, data, args.limit)
+            mining = mining_lines(args.zoo, data, args.limit)
+            out += mining
         if "cost" in sections:
             out += cost_lines(
                 args.zoo, sets["uz"]["NTREX"][: min(args.limit, 512)], args.runtimes.split(","), args.rounds
@@ -369,6 +386,25 @@ def main() -> None:
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")
+    if args.results:
+        body = [
+            MARK_BEGIN,
+            "# Routing in an open world (issue 34)",
+            "",
+            out[2],
+            f"Every table, per language and held-out set: {args.out or 'the output of the command'}.",
+            "",
+            "Share of sentences routed right: an installed language to its bundle, any other to no bundle "
+            "(the backbone). Columns by length; *no profile* languages had their background profile "
+            "left out, to stand for the languages the shipped profiles do not cover.",
+            "",
+            *summary,
+            "",
+            *shown,
+            *mining,
+            MARK_END,
+        ]
+        paper_tables.replace_section(Path(args.results), MARK_BEGIN, MARK_END, "\n".join(body), prepend=True)
 
 
 if __name__ == "__main__":

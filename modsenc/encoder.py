@@ -39,7 +39,7 @@ from modsenc.modules.openvino_runtime import CompiledLanguage, language_encoder,
 from modsenc.routing.background import load_background
 from modsenc.routing.gate import LanguageIdGate, default_gate
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, Detector, ProfileDetector
-from modsenc.routing.router import BACKBONE, OTHER_POLICIES, Detection, LanguageRouter
+from modsenc.routing.router import BACKBONE, OTHER_POLICIES, Detection, LanguageRouter, RefusedSentenceError
 from modsenc.utils.io import atomic_file
 from modsenc.utils.logs import progress
 from modsenc.utils.outputs import check_output_file
@@ -505,14 +505,23 @@ def _write_jsonl(tmp: Path, chunks: Iterable[list[str]], encode: Any, bar: Any) 
 
 
 class _ChunkEncoder:
-    """``ModularEncoder.encode`` with the command's options bound, for one chunk of lines."""
+    """``ModularEncoder.encode`` with the command's options bound, for one chunk of lines after
+    another; a sentence the router refuses is named by its line in ``source``."""
 
-    def __init__(self, encoder: ModularEncoder, **options: Any) -> None:
-        self.encoder, self.options = encoder, options
+    def __init__(self, encoder: ModularEncoder, source: str, **options: Any) -> None:
+        self.encoder, self.source, self.options = encoder, source, options
         self.dimension = encoder.get_sentence_embedding_dimension()
+        self.lines_done = 0
 
     def __call__(self, chunk: list[str], return_languages: bool = False) -> Any:
-        return self.encoder.encode(chunk, return_languages=return_languages, **self.options)
+        try:
+            result = self.encoder.encode(chunk, return_languages=return_languages, **self.options)
+        except RefusedSentenceError as err:
+            line = self.lines_done + err.index + 1
+            reason = str(err).split(": ", 1)[-1]
+            raise type(err)(f"{self.source}: line {line}: {reason}", err.index) from err
+        self.lines_done += len(chunk)
+        return result
 
 
 def encode_file(
@@ -567,7 +576,7 @@ def encode_file(
             other=other,
         )
         encode = _ChunkEncoder(
-            encoder, lang=lang, batch_size=batch_size, normalize_embeddings=normalize, mode=mode
+            encoder, shown, lang=lang, batch_size=batch_size, normalize_embeddings=normalize, mode=mode
         )
         chunks = _chunks(source, chunk_size, shown)
         bar = progress(total=total, desc="encode", unit="sent", enabled=total >= 1000)

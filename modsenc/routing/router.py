@@ -54,11 +54,19 @@ class Detection:
         return self.lang if self.route == "bundle" else None
 
 
-class UnsureLanguageError(ValueError):
+class RefusedSentenceError(ValueError):
+    """A sentence the router's policies refuse; ``index`` is its position in the call."""
+
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+class UnsureLanguageError(RefusedSentenceError):
     """``unsure="refuse"``: the router could not tell a sentence's language confidently."""
 
 
-class OtherLanguageError(ValueError):
+class OtherLanguageError(RefusedSentenceError):
     """``other="refuse"``: a sentence is in a language the zoo has no bundle for."""
 
 
@@ -167,7 +175,7 @@ class LanguageRouter:
 
 def raise_if_refused(routes: Sequence[Detection]) -> None:
     """Raise the error of the first refused sentence, naming it."""
-    for route in routes:
+    for i, route in enumerate(routes):
         if route.route == "refused":
             error = UnsureLanguageError if route.unsure else OtherLanguageError
-            raise error(route.message)
+            raise error(route.message, i)

@@ -125,3 +125,37 @@ def test_zoo_list_info_and_export(zoo_dir, tmp_path) -> None:
         ["export", "--zoo", str(zoo_dir), "--lang", "kk", "--mode", "mono", "--output", str(tmp_path / "kk")],
     )
     assert result.exit_code == 0 and (tmp_path / "kk" / "modules.json").exists()
+
+
+def test_encode_reports_each_lines_route_and_other_refuse_names_the_line(zoo_dir, tmp_path) -> None:
+    """A Russian line (no ru bundle in the test zoo) goes to the backbone, and the JSONL says so;
+    with --other refuse the command stops naming the sentence and its language, writing nothing."""
+    lines = [HELD_OUT["uz"][0], "Я вчера купил новый телефон в магазине."]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    runner = CliRunner()
+    jsonl = tmp_path / "out.jsonl"
+    result = runner.invoke(
+        main, ["encode", "--zoo", str(zoo_dir), "--input", str(source), "--output", str(jsonl)]
+    )
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
+    assert [(r["lang"], r["route"]) for r in rows] == [("uz", "bundle"), ("ru", "backbone")]
+    refused = tmp_path / "refused.jsonl"
+    result = runner.invoke(
+        main,
+        [
+            "encode",
+            "--zoo",
+            str(zoo_dir),
+            "--input",
+            str(source),
+            "--output",
+            str(refused),
+            "--other",
+            "refuse",
+        ],
+    )
+    assert result.exit_code == 1
+    assert f"{source}: line 2: detected language 'ru' is not installed" in result.output
+    assert not refused.exists()
