@@ -22,6 +22,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Protocol
 
@@ -45,13 +46,19 @@ def normalise(text: str) -> str:
     return " " + " ".join(text.split()) + " "
 
 
-def ngrams(text: str, orders: Sequence[int] = ORDERS) -> Iterable[str]:
+def ngrams(text: str, orders: Sequence[int] = ORDERS) -> list[str]:
+    """Every character n-gram of ``normalise(text)`` of the given orders, but the lone spaces.
+    (The normalised text has single spaces only, so no longer n-gram is all space.)"""
     text = normalise(text)
+    if not text.strip():
+        return []
+    grams: list[str] = []
     for n in orders:
-        for i in range(len(text) - n + 1):
-            gram = text[i : i + n]
-            if gram.strip():
-                yield gram
+        if n == 1:
+            grams.extend(ch for ch in text if ch != " ")
+        else:
+            grams.extend(text[i : i + n] for i in range(len(text) - n + 1))
+    return grams
 
 
 class Detector(Protocol):
@@ -277,20 +284,20 @@ class _ScoringTable:
     def scores_many(self, texts_grams: Sequence[Sequence[str]]) -> list[dict[str, tuple[float, float]]]:
         """For each text's n-grams, ``{lang: (log-likelihood, share of trigrams seen)}`` under each
         language's best script."""
-        columns: list[int] = []
-        owners: list[int] = []
-        weights: list[int] = []
+        columns, owners, weights = [], [], []
         per_order = np.zeros((self.max_order + 1, len(texts_grams)))
         for j, grams in enumerate(texts_grams):
-            for gram, count in Counter(grams).items():
-                per_order[len(gram), j] += count
-                column = self.index.get(gram)
-                if column is not None:
-                    columns.append(column)
-                    owners.append(j)
-                    weights.append(count)
+            counted = Counter(grams)
+            found = np.fromiter(map(self.index.get, counted, repeat(-1)), dtype=np.int64, count=len(counted))
+            counts = np.fromiter(counted.values(), dtype=np.float64, count=len(counted))
+            orders = np.fromiter(map(len, counted), dtype=np.int64, count=len(counted))
+            per_order[:, j] = np.bincount(orders, weights=counts, minlength=self.max_order + 1)
+            kept = found >= 0
+            columns.append(found[kept])
+            weights.append(counts[kept])
+            owners.append(np.full(int(kept.sum()), j))
         counts = self._sparse.csr_matrix(
-            (np.asarray(weights, dtype=np.float64), (columns, owners)),
+            (np.concatenate(weights), (np.concatenate(columns), np.concatenate(owners))),
             shape=(len(self.index), len(texts_grams)),
         )
         totals = self.unseen @ per_order + (self.delta @ counts).toarray()
