@@ -43,6 +43,7 @@ sys.path.insert(0, str(REPO))
 from modsenc.data.language_data import load_language_data  # noqa: E402
 from modsenc.data.orthography import orthography_for  # noqa: E402
 from modsenc.data.readers import load_parallel  # noqa: E402
+from modsenc.eval.sts import read_sts_tsv  # noqa: E402
 from modsenc.routing.background import load_background  # noqa: E402
 from modsenc.routing.gate import LanguageIdGate, lid176_path  # noqa: E402
 from modsenc.routing.langid import ProfileDetector, build_profile  # noqa: E402
@@ -61,14 +62,9 @@ MARK_END = "<!-- end of router summary -->"
 
 def _sts_sentences(path: Path, lang: str) -> list[str]:
     """The ``lang`` side of every row of an STS dev file that has one (monolingual and en-xx)."""
-    out: set[str] = set()
-    for row in path.read_text(encoding="utf-8").splitlines()[1:]:
-        lang1, lang2, s1, s2, _ = row.split("\t")
-        if lang2 == lang:
-            out.add(s2)
-            if lang1 == lang:
-                out.add(s1)
-    return sorted(out)
+    pairs = read_sts_tsv(path)
+    same = {p.sentence1 for p in pairs if p.lang1 == p.lang2 == lang}
+    return sorted({p.sentence2 for p in pairs if p.lang2 == lang} | same)
 
 
 def held_out(data: Path, limit: int) -> dict[str, dict[str, list[str]]]:
@@ -188,7 +184,7 @@ def mining_lines(zoo: str, data: Path, limit: int) -> list[str]:
     """xsim error (xx -> en) and STS of held-out text through the three routes."""
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
     from modsenc.eval.bitext import xsim_error  # noqa: PLC0415
-    from modsenc.eval.sts import read_sts_tsv, spearman_x100  # noqa: PLC0415
+    from modsenc.eval.sts import spearman_x100  # noqa: PLC0415
 
     encoder = ModularEncoder.from_pretrained(zoo, device="cpu")
     r = encoder.router

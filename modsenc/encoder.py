@@ -39,7 +39,13 @@ from modsenc.modules.openvino_runtime import CompiledLanguage, language_encoder,
 from modsenc.routing.background import load_background
 from modsenc.routing.gate import LanguageIdGate, default_gate
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, Detector, ProfileDetector
-from modsenc.routing.router import BACKBONE, OTHER_POLICIES, Detection, LanguageRouter, RefusedSentenceError
+from modsenc.routing.router import (
+    OTHER_POLICIES,
+    Detection,
+    LanguageRouter,
+    RefusedSentenceError,
+    explicit_route,
+)
 from modsenc.utils.io import atomic_file
 from modsenc.utils.logs import progress
 from modsenc.utils.outputs import check_output_file
@@ -113,14 +119,6 @@ def _router(
     if isinstance(gate, LanguageIdGate):
         gate.calibrate(samples)  # the labels it gives the installed languages' text are not trusted
     return LanguageRouter(detector, installed, fallback, min_confidence, unsure, other, known, gate)
-
-
-def _explicit_route(code: str) -> Detection:
-    """The route of a sentence whose language the caller gave: its bundle, or the backbone alone."""
-    if code == BACKBONE:
-        return Detection(None, "backbone", 1.0, None)
-    code = check_language_code(code)
-    return Detection(code, "bundle", 1.0, code)
 
 
 def _check_runtime(runtime: str, quantize: str | None, device: torch.device) -> None:
@@ -297,7 +295,7 @@ class ModularEncoder:
         if lang is None or lang == "auto":
             return self.router.route(texts)
         if isinstance(lang, str):
-            return [_explicit_route(lang)] * len(texts)
+            return [explicit_route(lang)] * len(texts)
         if not isinstance(lang, Sequence):
             raise TypeError(
                 f"lang must be a language code such as 'uz', a list of codes (one per sentence), or "
@@ -306,7 +304,7 @@ class ModularEncoder:
         langs = list(lang)
         if len(langs) != len(texts):
             raise ValueError(f"lang has {len(langs)} codes for {len(texts)} sentences; give one per sentence")
-        return [_explicit_route(code) for code in langs]
+        return [explicit_route(code) for code in langs]
 
     # ----------------------------------------------------------------- encoding
     def encode(
@@ -436,7 +434,7 @@ class ModularEncoder:
         Loads the language if needed; ``lang=None`` or ``"backbone"`` is the backbone alone."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        lang = _explicit_route(lang).bundle if lang is not None else None
+        lang = explicit_route(lang).bundle if lang is not None else None
         with self._lock:
             if lang is not None:
                 self.load_language(lang)
@@ -469,7 +467,7 @@ def _check_encode_paths(
     if input_path != "-" and Path(input_path).is_dir():
         raise ValueError(f"--input {input_path} is a folder; give a text file (one sentence per line)")
     if lang != "auto":
-        _explicit_route(lang)
+        explicit_route(lang)
     check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
     check_output_file(output_path, "--output", inputs=[input_path], overwrite=overwrite)
 
@@ -518,8 +516,8 @@ class _ChunkEncoder:
             result = self.encoder.encode(chunk, return_languages=return_languages, **self.options)
         except RefusedSentenceError as err:
             line = self.lines_done + err.index + 1
-            reason = str(err).split(": ", 1)[-1]
-            raise type(err)(f"{self.source}: line {line}: {reason}", err.index) from err
+            where = f"{self.source}: line {line}: {err.reason}"
+            raise type(err)(err.reason, err.index, where) from err
         self.lines_done += len(chunk)
         return result
 

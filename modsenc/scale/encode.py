@@ -202,7 +202,7 @@ class ShardEncoder:
             for i, detection in zip(auto, self.encoder.detect_languages([texts[i] for i in auto])):
                 langs[i], routes[i] = detection.lang, detection.route
                 if detection.route == "refused":
-                    reasons[i] = detection.message.split(": ", 1)[-1]
+                    reasons[i] = detection.message
         return langs, routes, reasons
 
     def encode_shard(self, shard: Shard) -> tuple[int, int]:

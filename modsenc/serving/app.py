@@ -31,7 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from modsenc.backbone.quantization import check_quantization, require_torchao
 from modsenc.encoder import ModularEncoder
-from modsenc.routing.router import BACKBONE
+from modsenc.routing.router import BACKBONE, Detection, explicit_route
 from modsenc.serving.batcher import Batcher, Item, Overloaded
 from modsenc.serving.metrics import ServerMetrics
 from modsenc.serving.service import Embedded, EmbeddingService, InputTooLong, Text, UnknownLanguage
@@ -96,15 +96,6 @@ class ServeConfig:
             runtime=self.runtime,
             other=self.other,
         )
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where one input went: ``lang`` is its bundle's language, or, with route ``backbone``, the
-    language detected (None when the caller asked for the backbone)."""
-
-    lang: str | None
-    route: str
 
 
 # ----------------------------------------------------------------- errors
@@ -329,7 +320,7 @@ class ServerState:
 
     async def embed(
         self, raw: Any, name: str, lang: str | list[str], mode: str, truncate: bool
-    ) -> tuple[EmbeddingService, list[Route], list[Embedded]]:
+    ) -> tuple[EmbeddingService, list[Detection], list[Embedded]]:
         """Validate, route, queue and wait: each text's route and embedding, in request order."""
         service, batcher = self.ready()
         texts = check_inputs(raw, self.config.max_inputs, name)
@@ -345,21 +336,19 @@ class ServerState:
             codes = [code if code == "auto" else service.check_language(code) for code in codes]
         except UnknownLanguage as err:
             raise APIError(400, str(err), "unknown_language", "lang") from err
-        routes = [Route(code, "bundle") if code != BACKBONE else Route(None, "backbone") for code in codes]
+        routes = [explicit_route(code) if code != "auto" else None for code in codes]
         auto = [i for i, code in enumerate(codes) if code == "auto"]
         if auto:
             detected = await asyncio.to_thread(service.route, [texts[i] for i in auto])
             for i, detection in zip(auto, detected):
                 if detection.route == "refused":
                     self.metrics.routes.labels("refused", detection.lang or "und").inc()
-                    raise APIError(
-                        422, f"{name}[{i}]: {detection.message.split(': ', 1)[-1]}", "language_refused", name
-                    )
-                routes[i] = Route(detection.lang, detection.route)
+                    raise APIError(422, f"{name}[{i}]: {detection.message}", "language_refused", name)
+                routes[i] = detection
         for route in routes:
             self.metrics.routes.labels(route.route, route.lang or "und").inc()
         items = [
-            ((route.lang if route.route == "bundle" else BACKBONE, mode), Text(i, text, truncate))
+            ((route.bundle or BACKBONE, mode), Text(i, text, truncate))
             for i, (text, route) in enumerate(zip(texts, routes))
         ]
         try:
@@ -483,7 +472,7 @@ def _add_embedding_endpoints(app: FastAPI, state: ServerState) -> None:
 
 
 def _openai_response(
-    body: OpenAIEmbeddingRequest, model_name: str, routes: list[Route], embedded: list[Embedded]
+    body: OpenAIEmbeddingRequest, model_name: str, routes: list[Detection], embedded: list[Embedded]
 ) -> JSONResponse:
     """OpenAI's embeddings list; ``usage`` counts the tokens the model ran on (``Embedded.tokens``)."""
     vectors = _vectors(embedded, body.normalize)
