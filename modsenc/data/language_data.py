@@ -4,6 +4,12 @@ parallel pairs with the pivot, with the last ``dev_pairs`` paraphrase pair ids h
 
 ``{lang}`` in a spec is replaced by the language code; a ``.tsv`` under ``mono`` means its LANG
 column; ``data.per_language.LANG.KEY`` adds files for one language only.
+
+The section's own lists serve every language: each language takes what they hold for it (its rows
+of a paraphrase file, its column of a parallel file) and a file without it is skipped, recorded
+with a count of 0. That is what lets one default recipe train any language its files cover
+(``add-language ky`` from the Kardeş files' ky columns) with no per-language entry. A file listed
+for one language (``per_language``) must have that language's column.
 """
 
 from __future__ import annotations
@@ -165,21 +171,29 @@ def _load_paraphrase_files(
         mine = [p for p in rows if p.lang == lang]
         para_counts.append(len(mine))
         all_pairs.extend(mine)
-        others.extend(p for p in rows if p.lang != lang)
+        # Transfer pairs come only from files that hold LANG: languages published side by side
+        # with it (Kardeş XNLI: uz kk az ky ug), not every language of every file listed.
+        if mine:
+            others.extend(p for p in rows if p.lang != lang)
         pivot_rows.update({p.pair_id: p for p in rows if p.lang == pivot})
     return all_pairs, others, pivot_rows, para_counts
 
 
 def _load_parallel_pairs(
-    specs: list[Any], lang: str, pivot: str, dev_texts: set[str]
+    specs: list[Any], lang: str, pivot: str, dev_texts: set[str], shared: int = 0
 ) -> tuple[list[tuple[str, str]], list[int]]:
     """(pivot sentence, LANG translation) pairs of the parallel files, without those whose LANG
-    side is a dev paraphrase sentence, and the pair count per file."""
+    side is a dev paraphrase sentence, and the pair count per file. The first ``shared`` specs are
+    the section's list for every language: one without both columns counts 0. The rest were
+    listed for LANG alone and must have them."""
     par_counts = []
     parallel: list[tuple[str, str]] = []
-    for spec in specs:
+    for position, spec in enumerate(specs):
         corpus = load_parallel(spec)
         if lang not in corpus.columns or pivot not in corpus.columns:
+            if position < shared:
+                par_counts.append(0)
+                continue
             raise ValueError(
                 f"{spec}: parallel data needs columns {pivot!r} and {lang!r}, has {corpus.languages}"
             )
@@ -229,7 +243,8 @@ def load_language_data(
 
     par_specs = _resolve_specs(data_cfg, own, "parallel", lang, recipe_path) if lang != pivot else []
     dev_texts = {p.anchor for p in data.dev_paraphrases} | {p.positive for p in data.dev_paraphrases}
-    parallel, par_counts = _load_parallel_pairs(par_specs, lang, pivot, dev_texts)
+    shared = len(par_specs) - len(own.parallel)  # the section's own list comes first
+    parallel, par_counts = _load_parallel_pairs(par_specs, lang, pivot, dev_texts, shared=shared)
     dev_parallel = _held_out(parallel, data_cfg.dev_parallel)
     data.dev_parallel = sorted(dev_parallel)
     # A held-out translation's sentences leave every training set, paraphrases included (the same

@@ -28,6 +28,7 @@ __all__ = [
     "english_centric_pairs",
     "check_file",
     "decode_line",
+    "base_language",
     "is_language_code",
     "iter_lines",
     "load_hf_parallel",
@@ -44,13 +45,25 @@ __all__ = [
 PathLike = str | os.PathLike
 PARAPHRASE_COLUMNS: tuple[str, ...] = ("pair_id", "lang", "anchor", "positive", "negative")
 
-_CODE = re.compile(r"[a-z]{2}")
-_CODE_HINT = "an ISO 639-1 code (two lowercase ASCII letters, e.g. 'en', 'uz')"
+# ISO 639-1 (two letters) or, for the many languages without one, ISO 639-3 (three), optionally
+# with an ISO 15924 script subtag for a language written in two scripts ("uz-Cyrl", "kaa-Latn").
+# Codes name zoo folders, so nothing path-like can pass.
+_CODE = re.compile(r"[a-z]{2,3}(-[A-Z][a-z]{3})?")
+_CODE_HINT = (
+    "a language code: ISO 639-1 or 639-3 in lowercase ASCII ('en', 'uz', 'kaa'), optionally with a "
+    "script subtag ('uz-Cyrl')"
+)
 
 
 def is_language_code(code: str) -> bool:
-    """True for a two-letter lowercase ISO 639-1 style code; the project keys everything by these."""
-    return _CODE.fullmatch(code) is not None
+    """True for an ISO 639-1 or 639-3 code, optionally with a script subtag (``uz``, ``kaa``,
+    ``uz-Cyrl``); the project keys everything by these."""
+    return isinstance(code, str) and _CODE.fullmatch(code) is not None
+
+
+def base_language(code: str) -> str:
+    """The language of a code without its script subtag: ``uz-Cyrl`` -> ``uz``."""
+    return code.split("-", 1)[0]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -120,9 +120,13 @@ _SCRIPTS = {
 
 
 def check_language_code(code: str) -> str:
-    """Codes name folders in the zoo, so only two lowercase letters pass (nothing path-like)."""
+    """Codes name folders in the zoo, so only ISO 639-1/639-3 codes with an optional script subtag
+    pass (``uz``, ``kaa``, ``uz-Cyrl``; nothing path-like)."""
     if not isinstance(code, str) or not is_language_code(code):
-        raise ValueError(f"invalid language code {code!r}: expected an ISO 639-1 code such as 'uz' or 'en'")
+        raise ValueError(
+            f"invalid language code {code!r}: expected an ISO 639-1 or 639-3 code such as 'uz' or "
+            "'kaa', optionally with a script subtag such as 'uz-Cyrl'"
+        )
     return code
 
 

@@ -256,20 +256,30 @@ class AddLanguage:
         for stage, (what, items) in need.items():
             if stage in self.stages and not items:
                 raise ValueError(
-                    f"stage {stage} needs {self.lang} {what} data; none found (pass --{what} FILE)"
+                    f"stage {stage} needs {self.lang} {what} data and {self._searched(what)}: pass "
+                    f"--{what} FILE, leave the stage out (--stages), or make data with `modsenc synthesize`"
                 )
         if "cla" in self.stages:
             variant = self.config.cla.variant  # one of CLA_VARIANTS (checked by CLAConfig)
             if variant in ("pp", "jt") and not self.data.crosslingual:
                 raise ValueError(
-                    f"cla variant {variant} needs {self.pivot}-{self.lang} paraphrase pairs "
-                    "(rows of both languages "
-                    "sharing a pair_id in --paraphrase files)"
+                    f"cla variant {variant} needs {self.pivot}-{self.lang} paraphrase pairs (rows of both "
+                    f"languages sharing a pair_id) and {self._searched('paraphrase')}: pass --paraphrase "
+                    "FILE, or --set cla.variant=pl with parallel data"
                 )
             if variant in ("pl", "jt") and not self.data.parallel:
                 raise ValueError(
-                    f"cla variant {variant} needs parallel data with {self.pivot} and {self.lang} columns"
+                    f"cla variant {variant} needs {self.pivot}-{self.lang} parallel pairs and "
+                    f"{self._searched('parallel')}: pass --parallel FILE (a TSV with {self.pivot} and "
+                    f"{self.lang} columns), or translate {self.pivot} text with `modsenc synthesize`"
                 )
+
+    def _searched(self, what: str) -> str:
+        """Which files of the recipe were read for ``what`` data, for an error that says so."""
+        names = [Path(r.get("path") or r.get("spec", "?")).name for r in self.data.files.get(what, [])]
+        if not names:
+            return "the recipe lists no such file"
+        return f"none of {', '.join(names)} has any"
 
     # ----------------------------------------------------------------------------------------- evaluation
     def _encoder(self, lang: str, kinds: set[str]):

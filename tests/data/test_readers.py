@@ -117,9 +117,9 @@ def test_row_with_tab_in_sentence_is_reported_with_a_hint(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("header", "message"),
     [
-        ("en\tEN\n", "line 1: header column 2 is 'EN', which is not an ISO 639-1 code"),
-        ("en\teng\n", "line 1: header column 2 is 'eng', which is not an ISO 639-1 code"),
-        ("en\t\n", "line 1: header column 2 is '', which is not an ISO 639-1 code"),
+        ("en\tEN\n", "line 1: header column 2 is 'EN', which is not a language code"),
+        ("en\tengl\n", "line 1: header column 2 is 'engl', which is not a language code"),
+        ("en\t\n", "line 1: header column 2 is '', which is not a language code"),
         ("en\tde\ten\n", "line 1: language 'en' appears twice in the header (columns 1 and 3)"),
     ],
 )

@@ -37,7 +37,7 @@ def test_read_sts_tsv_groups_and_scores(tmp_path) -> None:
             r"got lang1 lang2 sentence1 sentence2 gold$",
         ),
         (HEADER, "en\tuz\tA\tB\t1\nEN\tuz\tC\tD\t2\n", r"sts.tsv, line 3: 'EN' is not a language code$"),
-        (HEADER, "en\tuz\tA\tB\t1\nen\tuzb\tC\tD\t2\n", r"sts.tsv, line 3: 'uzb' is not a language code$"),
+        (HEADER, "en\tuz\tA\tB\t1\nen\tuzbe\tC\tD\t2\n", r"sts.tsv, line 3: 'uzbe' is not a language code$"),
         (HEADER, "en\tuz\tA\tB\thigh\n", r"sts.tsv, line 2: score 'high' is not a number$"),
         (HEADER, "", r"sts.tsv: has a header but no data rows$"),
         (

@@ -13,12 +13,14 @@ from modsenc.modules.bundle import Zoo, check_language_code, detect_script
 from modsenc.modules.manifest import BundleIntegrityError, BundleManifest, stages_precision
 
 
-@pytest.mark.parametrize("code", ["uz", "en", "kk"])
+@pytest.mark.parametrize("code", ["uz", "en", "kk", "kaa", "uzb", "uz-Cyrl", "kaa-Latn"])
 def test_valid_codes_pass(code: str) -> None:
     assert check_language_code(code) == code
 
 
-@pytest.mark.parametrize("code", ["../uz", "UZ", "uzb", "", "u", "uz/", ".."])
+@pytest.mark.parametrize(
+    "code", ["../uz", "UZ", "uzbe", "", "u", "uz/", "..", "uz-cyrl", "uz-Cyr", "uz_Cyrl", "uz-Cyrl-x"]
+)
 def test_path_like_or_malformed_codes_are_rejected(code: str) -> None:
     with pytest.raises(ValueError, match="invalid language code"):
         check_language_code(code)
