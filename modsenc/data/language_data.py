@@ -158,6 +158,14 @@ def _resolve_specs(
     return specs
 
 
+def _has_column(spec: Any, lang: str) -> bool:
+    """False only for a TSV spec read by column whose header has no ``lang`` column."""
+    if not (isinstance(spec, dict) and spec.get("column") == lang and Path(spec.get("path", "")).is_file()):
+        return True
+    with open(spec["path"], encoding="utf-8-sig") as handle:
+        return lang in handle.readline().rstrip("\r\n").split("\t")
+
+
 def _load_paraphrase_files(
     specs: list[Any], lang: str, pivot: str
 ) -> tuple[list[ParaphrasePair], list[ParaphrasePair], dict[str, ParaphrasePair], list[int]]:
@@ -220,7 +228,11 @@ def load_language_data(
     data = LanguageData(lang=lang, pivot=pivot)
     mono_specs = _resolve_specs(data_cfg, own, "mono", lang, recipe_path)
     mono_counts = []
-    for spec in mono_specs:
+    shared = len(mono_specs) - len(own.mono)  # the section's own list comes first
+    for position, spec in enumerate(mono_specs):
+        if position < shared and not _has_column(spec, lang):
+            mono_counts.append(0)  # a shared TSV without LANG's column: nothing for LANG
+            continue
         sentences = load_monolingual(spec)
         mono_counts.append(len(sentences))
         data.mono.extend(sentences)

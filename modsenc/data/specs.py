@@ -18,7 +18,8 @@ def resolve_data_spec(spec: Any, recipe_path: str | None = None) -> Any:
     """``demo:parallel.tsv`` names a packaged demo file; other strings are paths ($VARS expanded).
 
     A relative path is taken from the working directory, or else from the repository holding the
-    recipe (so ``../shared/data/...`` in ``recipes/*.yaml`` works from any directory).
+    recipe (so ``../shared/data/...`` in ``recipes/*.yaml`` works from any directory; for the
+    recipes installed in the package, ``modsenc/recipes``, the checkout holding the package).
     """
     if isinstance(spec, dict) and isinstance(spec.get("path"), str):  # {path: ..., rows: ...}
         return {**spec, "path": resolve_data_spec(spec["path"], recipe_path)}
@@ -28,7 +29,8 @@ def resolve_data_spec(spec: Any, recipe_path: str | None = None) -> Any:
         path = Path(os.path.expanduser(os.path.expandvars(spec)))
         recipe_dir = Path(recipe_path).resolve().parent if recipe_path else None
         if not path.is_absolute() and not path.exists() and recipe_dir and recipe_dir.name == "recipes":
-            beside_repo = recipe_dir.parent / path
+            repo = recipe_dir.parent.parent if recipe_dir.parent.name == "modsenc" else recipe_dir.parent
+            beside_repo = repo / path
             if beside_repo.exists():
                 return beside_repo
         return path

