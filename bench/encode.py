@@ -19,7 +19,7 @@
    run interleaved (one pass of each per round, the order rotated), the median pass counts, and
    each arm's vectors are compared with modsenc fp32's on the same sentences (cosine mean / min).
    ``--markdown`` writes the table with the CPU's model name and flags (lscpu). Arms whose package
-   is missing are listed as skipped: ``pip install 'modsenc[onnx,openvino]'``.
+   is missing are listed as skipped: ``pip install -e '.[onnx,openvino]'``.
 
     nice python bench/encode.py --zoo runs/zoo --lang uz --sentences ntrex.tsv --n 512 \
         --sections side --rounds 5 --markdown /tmp/side.md
@@ -265,7 +265,7 @@ def _onnx_arms(export_dir: Path, work: Path, args: argparse.Namespace, max_lengt
         import onnxruntime as ort  # noqa: PLC0415
         from sentence_transformers import SentenceTransformer, export_dynamic_quantized_onnx_model  # noqa: PLC0415
     except ImportError as err:
-        return [], f"onnx-* ({err}: pip install 'modsenc[onnx]')"
+        return [], f"onnx-* ({err}: pip install -e '.[onnx]')"
 
     def options():  # ONNX Runtime ignores torch.set_num_threads: its own pool, pinned here
         so = ort.SessionOptions()
@@ -314,7 +314,7 @@ def _openvino_arms(
             export_static_quantized_openvino_model,
         )
     except ImportError as err:
-        return [], f"openvino-* ({err}: pip install 'modsenc[openvino]')"
+        return [], f"openvino-* ({err}: pip install -e '.[openvino]')"
 
     def config(hint: str | None) -> dict:
         threads = {

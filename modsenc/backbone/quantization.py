@@ -39,7 +39,7 @@ def require_torchao(scheme: str = "int8") -> None:
         import torchao.quantization  # noqa: F401, PLC0415
     except ImportError as err:
         raise ImportError(
-            f"quantize={scheme!r} needs torchao: pip install 'modsenc[quantize]' (or pip install torchao)"
+            f"quantize={scheme!r} needs torchao: pip install -e '.[quantize]' (or pip install torchao)"
         ) from err
 
 

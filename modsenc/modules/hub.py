@@ -3,7 +3,8 @@
 ``resolve_zoo`` turns what a user passes to ``from_pretrained`` into a local folder: None is the
 default zoo (``modsenc.modules.defaults``), an existing path is itself, and ``org/name`` is
 downloaded with ``snapshot_download`` (``revision=``, the HF cache, ``HF_HUB_OFFLINE=1`` reading
-the cache alone, ``HF_ENDPOINT`` for a mirror). ``push_zoo`` packs a zoo (no backbone when it is
+the cache alone, ``HF_ENDPOINT`` for a mirror). This module imports nothing heavy: the CLI
+resolves ``--zoo org/name`` with it before any model loads. ``push_zoo`` packs a zoo (no backbone when it is
 rebuildable, fp16 weights by default) with a model card and uploads it with ``HfApi.upload_folder``.
 ``download_bundle`` fetches a single-language bundle repo for ``modsenc zoo install``.
 """
@@ -14,7 +15,6 @@ import os
 from pathlib import Path
 
 from modsenc.modules.defaults import default_zoo
-from modsenc.modules.distribution import staged_for_upload
 from modsenc.utils.hub import hub_offline, looks_local
 from modsenc.utils.outputs import BUNDLE_MANIFEST, ZOO_INDEX
 
@@ -85,6 +85,8 @@ def push_zoo(
     """Pack ``zoo_dir`` with a model card and upload it to ``repo_id`` (created if missing);
     returns the commit URL. The token is huggingface_hub's (``HF_TOKEN`` or ``hf auth login``)."""
     from huggingface_hub import HfApi  # noqa: PLC0415
+
+    from modsenc.modules.distribution import staged_for_upload  # noqa: PLC0415 - torch loads here
 
     if not is_repo_id(repo_id):
         raise ValueError(f"{repo_id!r} is not a Hub repo id (owner/name)")

@@ -66,7 +66,7 @@ def require_openvino() -> Any:
         import openvino  # noqa: PLC0415
     except ImportError as err:
         raise ImportError(
-            "runtime='openvino' needs OpenVINO: pip install 'modsenc[openvino]' (or pip install openvino)"
+            "runtime='openvino' needs OpenVINO: pip install -e '.[openvino]' (or pip install openvino)"
         ) from err
     return openvino
 

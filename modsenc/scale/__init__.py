@@ -1,4 +1,4 @@
-"""Corpus-scale ``encode`` and ``mine`` on Ray (``modsenc scale ...``; ``pip install 'modsenc[ray]'``).
+"""Corpus-scale ``encode`` and ``mine`` on Ray (``modsenc scale ...``; ``pip install -e '.[ray]'``).
 
 Only orchestration lives here: reading inputs into shards, a pool of actors that each hold one
 ``ModularEncoder`` (``modsenc.routing``), the k-NN search sharded over actors, and the margin

@@ -1,6 +1,6 @@
 """Joining Ray: a local cluster by default, an existing one with an address.
 
-Ray is an optional extra (``pip install 'modsenc[ray]'``): it is imported here, on the path that
+Ray is an optional extra (``pip install -e '.[ray]'``): it is imported here, on the path that
 uses it, never when the library is imported.
 """
 
@@ -20,7 +20,7 @@ def import_ray() -> Any:
         import ray  # noqa: PLC0415 - optional extra
         import ray.data  # noqa: PLC0415
     except ImportError as err:
-        raise ImportError(f"the Ray engine needs the ray extra: pip install 'modsenc[ray]' ({err})") from None
+        raise ImportError(f"the Ray engine needs the ray extra: pip install -e '.[ray]' ({err})") from None
     return ray
 
 
