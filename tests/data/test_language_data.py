@@ -86,3 +86,34 @@ def test_other_languages_pairs_exclude_dev_ids_and_held_out_sentences(tmp_path: 
     data = load_language_data("uz", "en", {"paraphrase": [str(para)]}, None)
     assert [(p.pair_id, p.lang) for p in data.other_paraphrases] == [("p1", "en"), ("p1", "kk"), ("p2", "en")]
     assert "Mushuk uxlaydi." in data.texts() and "Мысық ұйықтайды." not in data.texts()  # router: uz only
+
+
+def test_shared_files_serve_every_language_and_per_language_files_must_fit(tmp_path: Path) -> None:
+    """data.paraphrase/parallel/mono serve every language: a file without LANG counts 0 and gives
+    it no transfer pairs; a file listed under per_language.LANG must have LANG's column."""
+    import pytest  # noqa: PLC0415
+
+    para = write(tmp_path, "para.tsv", PARAPHRASES)
+    other = write(tmp_path, "de-para.tsv", "pair_id\tlang\tanchor\tpositive\tnegative\nd1\tde\tA.\tB.\t\n")
+    en_uz = write(tmp_path, "en-uz.tsv", "en\tuz\nHello.\tSalom.\nThanks.\tRahmat.\n")
+    en_de = write(tmp_path, "en-de.tsv", "en\tde\nHello.\tHallo.\n")
+    shared = {
+        "paraphrase": [str(para), str(other)],
+        "parallel": [str(en_uz), str(en_de)],
+        "mono": [str(en_de)],
+    }
+    uz = load_language_data("uz", "en", shared, None)
+    assert [r["count"] for r in uz.files["paraphrase"]] == [3, 0]
+    assert [r["count"] for r in uz.files["parallel"]] == [2, 0] and uz.parallel == [
+        ("Hello.", "Salom."),
+        ("Thanks.", "Rahmat."),
+    ]
+    assert [r["count"] for r in uz.files["mono"]] == [0] and uz.mono == []
+    assert sorted({p.lang for p in uz.other_paraphrases}) == ["en", "kk"]  # not de: its file has no uz
+    kk = load_language_data("kk", "en", shared, None)
+    assert [r["count"] for r in kk.files["parallel"]] == [0, 0] and kk.parallel == []
+    mine = {**shared, "per_language": {"kk": {"parallel": [str(en_de)]}}}
+    with pytest.raises(
+        ValueError, match=r"en-de.tsv: parallel data needs columns 'en' and 'kk', has \['en', 'de'\]"
+    ):
+        load_language_data("kk", "en", mine, None)
