@@ -90,7 +90,7 @@ def pack_zoo(
             if WEIGHT_DTYPES[weights] is not None:
                 _compact_weights(staged, WEIGHT_DTYPES[weights])
             files = {p.name: p for p in staged.iterdir()}
-            stored = weights if WEIGHT_DTYPES[weights] is not None else None
+            stored = weights if WEIGHT_DTYPES[weights] is not None and manifest.modules else None
             out.write_bundle(lang, files, manifest.replace(weights_dtype=stored))
     with out.locked():
         index = out.read_index()

@@ -92,7 +92,7 @@ def test_quantize_linears_and_its_errors(monkeypatch) -> None:
     with pytest.raises(ValueError, match=r"quantize must be one of none, int8; got 'int4'"):
         check_quantization("int4")
     monkeypatch.setitem(sys.modules, "torchao.quantization", None)  # as if torchao were not installed
-    with pytest.raises(ImportError, match=r"needs torchao: pip install 'modsenc\[quantize\]'"):
+    with pytest.raises(ImportError, match=r"needs torchao: pip install -e '\.\[quantize\]'"):
         quantize_linears(torch.nn.Linear(4, 4))
     with pytest.raises(ImportError, match=r"quantize='int8' needs torchao"):  # the server: before loading
         ServeConfig("any-zoo", quantize="int8").check()
