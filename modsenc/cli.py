@@ -583,17 +583,22 @@ def zoo_info(lang, zoo_dir) -> None:
         raise _fail(err) from err
 
 
+def _weights_option():
+    """--weights of `zoo pack` and `push` (modsenc.modules.distribution.WEIGHT_DTYPES)."""
+    return click.option(
+        "--weights",
+        type=click.Choice(["fp16", "fp32"]),
+        default="fp16",
+        show_default=True,
+        help="How module weights are stored; loading casts them back to the backbone's dtype.",
+    )
+
+
 @zoo_group.command("pack")
 @click.argument("source", type=click.Path(exists=True, file_okay=False))
 @click.argument("target", type=click.Path(file_okay=False))
 @click.option("--languages", help="Comma-separated languages to pack [default: all installed].")
-@click.option(
-    "--weights",
-    type=click.Choice(["fp16", "fp32"]),
-    default="fp16",
-    show_default=True,
-    help="How module weights are stored; loading casts them back to the backbone's dtype.",
-)
+@_weights_option()
 @click.option("--commit", help="The commit that built the bundles, recorded in TARGET/index.json.")
 @click.option(
     "--recipe", "built_recipe", help="The recipe that built the bundles, recorded in TARGET/index.json."
@@ -642,13 +647,7 @@ def zoo_install(bundle, zoo_dir, revision, replace) -> None:
 @click.argument("repo_id")
 @click.option("--private", is_flag=True, help="Create the repo private.")
 @click.option("--revision", help="Branch to push to [default: main].")
-@click.option(
-    "--weights",
-    type=click.Choice(["fp16", "fp32"]),
-    default="fp16",
-    show_default=True,
-    help="How module weights are stored in the upload.",
-)
+@_weights_option()
 @click.option("--message", help="Commit message.")
 def push(zoo_path, repo_id, private, revision, weights, message) -> None:
     """Upload ZOO to the Hugging Face Hub as REPO_ID (org/name), with a model card.
