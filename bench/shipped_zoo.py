@@ -24,6 +24,9 @@ from pathlib import Path
 _spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
 paper_tables = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(paper_tables)
+_spec = importlib.util.spec_from_file_location("modules_table", Path(__file__).with_name("modules_table.py"))
+modules_table = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(modules_table)
 
 NTREX_LANGS = ("uz", "kk", "az", "tr")
 MARK_BEGIN = "<!-- shipped zoo: written by bench/shipped_zoo.py -->"
@@ -91,14 +94,8 @@ def fp16_cosines(built: Path, packed: Path, bitext: Path, langs: tuple[str, ...]
     return out
 
 
-def _sts(r: dict, pair: str) -> float | None:
-    return next((e["spearman"][pair] for e in r.get("sts", {}).values() if pair in e["spearman"]), None)
-
-
-def _xsim(r: dict, file: str, pair: str) -> float | None:
-    return next(
-        (p[pair]["xsim_error"] for n, p in r.get("bitext", {}).items() if file in n and pair in p), None
-    )
+# the eval JSON readers of the modules table (one reader of `modsenc eval --json` for both benches)
+_sts, _xsim = modules_table._sts, modules_table._xsim
 
 
 def columns(lang: str) -> list[tuple[str, str, object, bool]]:

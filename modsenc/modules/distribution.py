@@ -22,9 +22,9 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from modsenc.backbone.cache import REBUILDABLE_SOURCES
+from modsenc.backbone.cache import REBUILDABLE_SOURCES, source_version
 from modsenc.backbone.encoder import load_manifest
-from modsenc.modules.bundle import Zoo, bundle_file_hashes, check_language_code, verify_bundle
+from modsenc.modules.bundle import Zoo, check_language_code, verify_bundle
 from modsenc.modules.manifest import BundleIntegrityError, BundleManifest
 from modsenc.utils.io import atomic_write_json, atomic_write_text
 from modsenc.utils.outputs import BUNDLE_MANIFEST
@@ -50,8 +50,6 @@ def _backbone_record(zoo: Zoo) -> tuple[dict[str, Any], bool]:
         return record, False
     source = (load_manifest(zoo.backbone_dir).get("source") or {}).get("kind")
     if source in REBUILDABLE_SOURCES:
-        from modsenc.backbone.cache import source_version  # noqa: PLC0415
-
         fingerprint = zoo.backbone_fingerprint()
         return {"fingerprint": fingerprint, "source": source, "version": source_version(source)}, False
     return record, True
@@ -211,6 +209,7 @@ def install_bundle(bundle_dir: str | os.PathLike, zoo_dir: str | os.PathLike, re
         shutil.copytree(source, staged)
         (staged / BUNDLE_MANIFEST).unlink()
         zoo.write_bundle(lang, {p.name: p for p in staged.iterdir()}, manifest)
-    if bundle_file_hashes(zoo.bundle_dir(lang)) != manifest.file_sha256:
+    # write_bundle hashed the copied files into the installed manifest: no second pass over them
+    if zoo.read_manifest(lang).file_sha256 != manifest.file_sha256:
         raise BundleIntegrityError(f"{zoo.bundle_dir(lang)}: the installed files differ from the source's")
     return lang
