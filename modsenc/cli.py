@@ -131,7 +131,7 @@ def main(verbose: bool, quiet: bool) -> None:
 @click.option("--lr", type=float, help="Override training.lr.")
 @click.option("--seed", type=int, help="Override the recipe's seed.")
 @click.option(
-    "--attention", type=click.Choice(["auto", "sdpa", "xformers"]), help="Override model.attention."
+    "--attention", type=click.Choice(["auto", "sdpa", "varlen", "xformers"]), help="Override model.attention."
 )
 @click.option(
     "--set",

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from itertools import permutations
 
-import faiss
 import numpy as np
 
 EncodeFn = Callable[[Sequence[str]], np.ndarray]
@@ -26,6 +25,8 @@ def l2_normalise(x: np.ndarray) -> np.ndarray:
 
 def knn(queries: np.ndarray, database: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(similarities, indices) of the ``k`` most inner-product-similar database rows, exact (faiss)."""
+    import faiss  # noqa: PLC0415 - imported on first search, so commands that never search start faster
+
     index = faiss.IndexFlatIP(database.shape[1])
     index.add(database)
     return index.search(queries, min(k, database.shape[0]))

