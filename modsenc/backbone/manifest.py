@@ -23,7 +23,7 @@ import torch
 from safetensors import safe_open
 
 from modsenc.utils.io import file_sha256
-from modsenc.utils.outputs import BACKBONE_MANIFEST, HASHES_KEY
+from modsenc.utils.outputs import BACKBONE_MANIFEST, HASHES_KEY, confined
 
 MANIFEST_NAME = BACKBONE_MANIFEST
 FORMAT = "modsenc-backbone/2"
@@ -112,6 +112,11 @@ def verify_backbone(backbone_dir: str | os.PathLike) -> dict[str, Any]:
                 "verified: import or train the backbone again, or pass --no-verify"
             )
         for name, expected in sorted(hashes.items()):
+            if not confined(name):
+                raise BackboneIntegrityError(
+                    f"{backbone_dir / MANIFEST_NAME}: {HASHES_KEY} names {name!r}, a path outside the "
+                    "backbone; import or train the backbone again"
+                )
             path = backbone_dir / name
             if not path.is_file():
                 raise BackboneIntegrityError(f"{path} is missing from the backbone")

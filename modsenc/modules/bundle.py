@@ -48,7 +48,7 @@ from modsenc.backbone.manifest import MANIFEST_NAME, fingerprint
 from modsenc.data.readers import is_language_code
 from modsenc.modules.manifest import BundleIntegrityError, BundleManifest
 from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
-from modsenc.utils.outputs import BUNDLE_MANIFEST, HASHES_KEY, ZOO_BACKBONE_DIR, ZOO_INDEX
+from modsenc.utils.outputs import BUNDLE_MANIFEST, HASHES_KEY, ZOO_BACKBONE_DIR, ZOO_INDEX, confined
 
 INDEX_NAME = ZOO_INDEX
 BACKBONE_DIR = ZOO_BACKBONE_DIR
@@ -82,26 +82,51 @@ def bundle_file_hashes(bundle_dir: str | os.PathLike) -> dict[str, str]:
 def verify_bundle(bundle_dir: str | os.PathLike, manifest: BundleManifest) -> None:
     """Check every file the manifest lists against its sha256; raise BundleIntegrityError naming
     the first damaged file, or saying that the manifest lists no hashes (pass verify=False)."""
+    for name in sorted(_listed_hashes(Path(bundle_dir), manifest)):
+        verify_bundle_file(bundle_dir, manifest, name)
+
+
+def verify_bundle_file(bundle_dir: str | os.PathLike, manifest: BundleManifest, name: str) -> Path:
+    """Check one file of a bundle (``name``, relative) against the manifest's sha256 for it; a
+    file the manifest does not list is refused too. Returns its path."""
     root = Path(bundle_dir)
     lang = manifest.language
+    expected = _listed_hashes(root, manifest).get(name)
+    path = root / name
+    if expected is None:
+        raise BundleIntegrityError(
+            f"{path} is not listed in {root / BUNDLE_MANIFEST} ({HASHES_KEY}), so it cannot be verified; "
+            f"rebuild the bundle with `modsenc add-language {lang}`"
+        )
+    if not path.is_file():
+        raise BundleIntegrityError(
+            f"{path} is missing from the bundle; rebuild it with `modsenc add-language {lang}`"
+        )
+    if file_sha256(path) != expected:
+        raise BundleIntegrityError(
+            f"{path} is damaged (its sha256 differs from the one in {BUNDLE_MANIFEST}); "
+            f"rebuild the bundle with `modsenc add-language {lang}`"
+        )
+    return path
+
+
+def _listed_hashes(root: Path, manifest: BundleManifest) -> dict[str, str]:
+    """The manifest's file hashes, each path checked to stay inside the bundle (a manifest naming
+    ``../en/langid.json`` would vouch for another bundle's file)."""
     hashes = manifest.file_sha256
     if hashes is None:
         raise BundleIntegrityError(
             f"{root / BUNDLE_MANIFEST} lists no file hashes ({HASHES_KEY}): its files cannot be verified; "
-            f"rebuild it with `modsenc add-language {lang}`, or pass --no-verify (verify=False) to load it "
-            "unverified"
+            f"rebuild it with `modsenc add-language {manifest.language}`, or pass --no-verify (verify=False) "
+            "to load it unverified"
         )
-    for name, expected in sorted(hashes.items()):
-        path = root / name
-        if not path.is_file():
+    for name in hashes:
+        if not confined(name):
             raise BundleIntegrityError(
-                f"{path} is missing from the bundle; rebuild it with `modsenc add-language {lang}`"
+                f"{root / BUNDLE_MANIFEST}: {HASHES_KEY} names {name!r}, a path outside the bundle; "
+                f"rebuild it with `modsenc add-language {manifest.language}`"
             )
-        if file_sha256(path) != expected:
-            raise BundleIntegrityError(
-                f"{path} is damaged (its sha256 differs from the one in {BUNDLE_MANIFEST}); "
-                f"rebuild the bundle with `modsenc add-language {lang}`"
-            )
+    return hashes
 
 
 _SCRIPTS = {
@@ -159,6 +184,10 @@ def check_outside_zoo(path: str | os.PathLike, zoo: Zoo, option: str) -> None:
         )
 
 
+ZOO_FORMAT = "modsenc-zoo/1"
+SUPPORTED_ZOO_FORMATS = (ZOO_FORMAT,)  # an index without "format" was hand-written: read as format 1
+
+
 class Zoo:
     """A folder of language bundles sharing one backbone."""
 
@@ -179,7 +208,7 @@ class Zoo:
     # ----------------------------------------------------------------- index
     def read_index(self) -> dict[str, Any]:
         if not self.index_path.exists():
-            return {"format": "modsenc-zoo/1", "backbone": None, "languages": {}}
+            return {"format": ZOO_FORMAT, "backbone": None, "languages": {}}
         try:
             index = json.loads(self.index_path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -192,6 +221,11 @@ class Zoo:
                 f"{self.index_path} is not a modsenc zoo index (expected a JSON object with a 'languages' "
                 f"mapping, found {found}); restore it, or delete it and re-run `modsenc add-language` "
                 "for each language"
+            )
+        if index.get("format", ZOO_FORMAT) not in SUPPORTED_ZOO_FORMATS:
+            raise ValueError(
+                f"{self.index_path}: unknown format {index.get('format')!r}; this modsenc reads "
+                f"{', '.join(SUPPORTED_ZOO_FORMATS)} (a newer modsenc wrote it?)"
             )
         return index
 
@@ -221,9 +255,18 @@ class Zoo:
         return self.backbone_dir.is_dir() or self.backbone_is_linked()
 
     def backbone_fingerprint(self) -> str:
+        """The fingerprint every bundle must have been built on: the index's, which for a zoo holding
+        its backbone must also be the backbone manifest's (else one of them was edited or swapped)."""
+        recorded = self.backbone_record().get("fingerprint")
         if self.backbone_is_linked():
-            return str(self.backbone_record()["fingerprint"])
-        return load_manifest(self.backbone_dir)["fingerprint"]
+            return str(recorded)
+        theirs = load_manifest(self.backbone_dir)["fingerprint"]
+        if recorded is not None and recorded != theirs:
+            raise BundleIntegrityError(
+                f"{self.index_path} names backbone {str(recorded)[:12]} but {self.backbone_dir} is "
+                f"{theirs[:12]} (a replaced backbone or an edited index); restore the zoo's backbone"
+            )
+        return theirs
 
     def backbone_path(self) -> Path:
         """The folder of the backbone's files: ``ZOO/backbone``, or for a zoo that names its

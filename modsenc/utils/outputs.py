@@ -44,6 +44,12 @@ class OutputError(FileExistsError):
     """An output the command must not write (one line, naming the option and the path)."""
 
 
+def confined(relative: str) -> bool:
+    """Whether a manifest's relative path stays inside its folder: not absolute, no ``..`` part."""
+    parts = Path(relative).parts
+    return bool(parts) and not Path(relative).is_absolute() and ".." not in parts and "\\" not in relative
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -94,8 +100,11 @@ def _check_not_input(path: Path, option: str, inputs: Iterable[str | os.PathLike
         source = Path(given)
         if not source.exists():
             continue
-        inside = path.exists() and path.is_dir() and path.resolve() in source.resolve().parents
-        if inside or (path.exists() and _same_file(path, source)) or path.resolve() == source.resolve():
+        holds_input = path.exists() and path.is_dir() and path.resolve() in source.resolve().parents
+        # An input folder (a model, a zoo, a scale job) holds files the command reads.
+        in_input = source.is_dir() and source.resolve() in path.resolve().parents
+        same = (path.exists() and _same_file(path, source)) or path.resolve() == source.resolve()
+        if holds_input or in_input or same:
             raise OutputError(
                 f"{option} {path} is (or holds) the input {given}; writing it would destroy the input: "
                 "choose another output path"
@@ -145,6 +154,19 @@ def check_output_file(
     if mode is not None and not overwrite:
         raise OutputError(f"{option} {path} exists; pass --overwrite to replace it, or choose another path")
     return path
+
+
+def check_distinct_outputs(outputs: dict[str, str | os.PathLike | None]) -> None:
+    """Refuse two options of one command that name the same file (the later write would replace
+    the earlier one): ``{option: path}``, None for an option not given."""
+    given = [(option, Path(path)) for option, path in outputs.items() if path is not None]
+    for i, (option, path) in enumerate(given):
+        for other, other_path in given[:i]:
+            if path.resolve() == other_path.resolve() or (path.exists() and _same_file(path, other_path)):
+                raise OutputError(
+                    f"{option} {path} is also {other}: each output needs its own path (one would replace "
+                    "the other)"
+                )
 
 
 def read_owned_files(folder: Path, manifest_name: str) -> dict[str, str] | None:
