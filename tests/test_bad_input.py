@@ -199,6 +199,14 @@ def _hash_a_path_outside(bundle: Path) -> None:
     path.write_text(json.dumps(manifest))
 
 
+def _mean_pooling(manifest: dict) -> None:
+    manifest["pooling"] = "mean"
+
+
+def _passage_prefix(manifest: dict) -> None:
+    manifest["prefix"] = "passage: "
+
+
 def _other_backbone_in_index(index: dict) -> None:
     index["backbone"]["fingerprint"] = "0" * 64
 
@@ -832,6 +840,19 @@ CASES = [
         absent=lambda env: [env.tmp / "w"],
     ),
     # ---- issue 36: everything that shapes a vector is verified
+    *(
+        Case(
+            f"encode-with-the-backbone-{field}-edited",
+            _encode,
+            1,
+            "weights, config or tokenizer, pooling or prefix do not match the manifest's fingerprint",
+            setup=_edit_json("backbone/modsenc_backbone.json", edit),
+            real_zoo=True,
+            untouched=lambda env: [env.zoo],
+            absent=lambda env: [env.tmp / "out.npy"],
+        )
+        for field, edit in (("pooling", _mean_pooling), ("prefix", _passage_prefix))
+    ),
     Case(
         "auto-routed-encode-with-a-bundle-linked-to-another-language",
         lambda env: ["encode", "--zoo", str(env.zoo), "--output", str(env.tmp / "out.npy")],

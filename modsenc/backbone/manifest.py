@@ -1,11 +1,14 @@
 """The modsenc manifest written next to a backbone's weights, its fingerprint, and their check.
 
-Format 2 (written now): the fingerprint hashes the weights' tensors (names, dtypes, shapes, bytes)
-and every other file of the folder (``config.json``, every tokenizer file), so a bundle refuses a
-backbone it was not built on, and an edited ``config.json`` (fewer layers, another pooling) is
-caught; the manifest also lists every file's sha256 (``file_sha256``), so a damaged file is named.
-Format 1 (older modsenc) fingerprinted the weights and the vocabulary files only; such a backbone
-still loads, verified as far as its fingerprint reaches.
+Format 3 (written now): the fingerprint hashes the weights' tensors (names, dtypes, shapes, bytes),
+every other file of the folder (``config.json`` with the max length and layer count, every
+tokenizer file with its normalisation) and the manifest's own fields that shape a vector
+(``VECTOR_FIELDS``: the pooling and the prefix glued onto every text). So a bundle refuses a
+backbone it was not built on, and an edited file or field is caught; the manifest also lists
+every file's sha256 (``file_sha256``), so a damaged file is named. Format 2 did not cover the
+manifest's fields, format 1 (older modsenc) only the weights and the vocabulary files; such a
+backbone still loads, verified as far as its fingerprint reaches (import or train it again to
+cover the rest).
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from modsenc.utils.io import file_sha256
 from modsenc.utils.outputs import BACKBONE_MANIFEST, HASHES_KEY, confined
 
 MANIFEST_NAME = BACKBONE_MANIFEST
-FORMAT = "modsenc-backbone/2"
-SUPPORTED_FORMATS = ("modsenc-backbone/1", FORMAT)
+FORMAT = "modsenc-backbone/3"
+SUPPORTED_FORMATS = ("modsenc-backbone/1", "modsenc-backbone/2", FORMAT)
+VECTOR_FIELDS = ("pooling", "prefix")  # manifest fields that change every vector (format 3 hashes them)
 _V1_TOKENIZER_FILES = ("tokenizer.json", "sentencepiece.bpe.model", "vocab.txt")
 _VERSIONED = ("modsenc", "torch", "transformers", "tokenizers", "sentencepiece", "safetensors", "deepfocus")
 
@@ -51,10 +55,22 @@ def _hash_weights(digest: Any, weights: Path) -> None:
         ) from err
 
 
-def fingerprint(model_dir: str | os.PathLike, version: int = 2) -> str:
-    """sha256 over every safetensors tensor and (format 2) every other file of a model directory but
-    the modsenc manifest; format 1 covered only the vocabulary files besides the weights."""
+def format_version(manifest: dict[str, Any]) -> int:
+    return int(manifest.get("format", SUPPORTED_FORMATS[0]).rsplit("/", 1)[1])
+
+
+def fingerprint(
+    model_dir: str | os.PathLike, version: int | None = None, fields: dict[str, Any] | None = None
+) -> str:
+    """sha256 over every safetensors tensor, (format >= 2) every other file of a model directory but
+    the modsenc manifest (format 1: only the vocabulary files besides the weights) and (format 3)
+    the manifest's ``VECTOR_FIELDS`` taken from ``fields``. With no ``version``, the folder as its
+    own manifest describes it (its format and fields), or a folder without one as format 3 would."""
     model_dir = Path(model_dir)
+    if version is None:
+        manifest_path = model_dir / MANIFEST_NAME
+        manifest = read_backbone_manifest(model_dir) if manifest_path.is_file() else {"format": FORMAT}
+        version, fields = format_version(manifest), manifest
     digest = hashlib.sha256()
     weight_files = sorted(model_dir.glob("*.safetensors"))
     if not weight_files:
@@ -71,6 +87,9 @@ def fingerprint(model_dir: str | os.PathLike, version: int = 2) -> str:
         if path.is_file():
             digest.update(path.name.encode())
             digest.update(path.read_bytes())
+    if version >= 3:
+        shaping = {name: (fields or {}).get(name) for name in VECTOR_FIELDS}
+        digest.update(json.dumps(shaping, sort_keys=True, ensure_ascii=True).encode())
     return digest.hexdigest()
 
 
@@ -103,7 +122,7 @@ def verify_backbone(backbone_dir: str | os.PathLike) -> dict[str, Any]:
     fingerprint. Raises BackboneIntegrityError naming what differs; returns the manifest."""
     backbone_dir = Path(backbone_dir)
     manifest = read_backbone_manifest(backbone_dir)
-    version = int(manifest.get("format", SUPPORTED_FORMATS[0]).rsplit("/", 1)[1])
+    version = format_version(manifest)
     if version >= 2:
         hashes = manifest.get(HASHES_KEY)
         if not isinstance(hashes, dict) or not hashes:
@@ -124,10 +143,10 @@ def verify_backbone(backbone_dir: str | os.PathLike) -> dict[str, Any]:
                 raise BackboneIntegrityError(
                     f"{path} is damaged or was edited (its sha256 differs from the one in {MANIFEST_NAME})"
                 )
-    if fingerprint(backbone_dir, version) != manifest["fingerprint"]:
+    if fingerprint(backbone_dir, version, manifest) != manifest["fingerprint"]:
+        covered = "weights, config or tokenizer" + (", pooling or prefix" if version >= 3 else "")
         raise BackboneIntegrityError(
-            f"{backbone_dir}: weights, config or tokenizer do not match the manifest's fingerprint "
-            "(an edited or corrupt copy)"
+            f"{backbone_dir}: {covered} do not match the manifest's fingerprint (an edited or corrupt copy)"
         )
     return manifest
 
@@ -151,7 +170,7 @@ def build_manifest(
 ) -> dict[str, Any]:
     manifest: dict[str, Any] = {
         "format": FORMAT,
-        "fingerprint": fingerprint(model_dir),
+        "fingerprint": fingerprint(model_dir, 3, {"pooling": pooling, "prefix": prefix}),
         "pooling": pooling,
         "prefix": prefix,
         "attention": attention,

@@ -16,6 +16,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from modsenc.backbone import MANIFEST_NAME, Backbone, available_backends, fingerprint, load_manifest
 from modsenc.backbone.attention import varlen_available, xformers_available
+from modsenc.backbone.manifest import verify_backbone
 
 TOLERANCE = 1e-4
 # CUDA backends run in bf16 (torch's flash kernel has no fp32): 8 mantissa bits, through 2 layers,
@@ -108,6 +109,20 @@ def test_packed_forward_sequences_do_not_interact(tiny_xlmr):
         for seq, states in zip(ids, together):
             alone = tiny_xlmr(tiny_xlmr.pack([seq]))
             assert (alone - states).abs().max().item() < 1e-5
+
+
+def test_format_2_manifests_still_verify_and_format_3_covers_pooling_and_prefix(tiny_xlmr, tmp_path):
+    """A format-2 manifest (written before pooling and prefix were hashed) verifies as format 2;
+    a format-3 fingerprint changes with either field."""
+    folder = tiny_xlmr.save_pretrained(tmp_path / "bb")
+    manifest = load_manifest(folder)
+    assert manifest["format"] == "modsenc-backbone/3"
+    assert fingerprint(folder, 3, manifest | {"pooling": "mean"}) != manifest["fingerprint"]
+    assert fingerprint(folder, 3, manifest | {"prefix": "query: "}) != manifest["fingerprint"]
+    older = manifest | {"format": "modsenc-backbone/2", "fingerprint": fingerprint(folder, 2)}
+    assert older["fingerprint"] != manifest["fingerprint"]
+    (folder / MANIFEST_NAME).write_text(json.dumps(older | {"pooling": "mean"}))
+    assert verify_backbone(folder)["pooling"] == "mean"  # format 2 never covered it
 
 
 def test_save_pretrained_round_trips_through_transformers(tiny_xlmr, tmp_path):
