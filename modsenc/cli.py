@@ -1233,6 +1233,20 @@ def scale_mine(
     show_default=True,
     help="Request body size; 413 past, before it is read.",
 )
+@click.option(
+    "--max-body-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Time to receive a whole request body; 408 past it.",
+)
+@click.option(
+    "--max-body-idle-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Longest pause while a request body arrives; 408 past it.",
+)
 @click.option("--device", default=None, help="cpu, cuda, cuda:1 ... [default: cuda if available]")
 @_other_option()
 @_quantize_option("the backbone's")

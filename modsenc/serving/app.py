@@ -7,7 +7,8 @@
 The encoder loads in a worker thread after start-up, so ``/health`` answers (503, then 200) while
 the backbone loads. Every refusal is a JSON error with a one-line message: OpenAI's shape
 (``{"error": {"message", "type", "param", "code"}}``) under ``/v1/``, text-embeddings-inference's
-(``{"error", "error_type"}``) elsewhere.
+(``{"error", "error_type"}``) elsewhere. Client errors log one line at INFO; only a server error logs a
+traceback.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ class ServeConfig:
     max_input_tokens: int | None = None  # token limit per text (default: the model's)
     max_queue: int = 1024  # texts waiting; past this, 503 + Retry-After
     max_body_bytes: int = 2_000_000  # request body size
+    # Uvicorn has no body timeout: without these a client that promises a body and stalls, or
+    # trickles it, holds its connection and a task for ever. 408 past either.
+    max_body_seconds: float = 30.0  # to receive a whole request body
+    max_body_idle_seconds: float = 10.0  # between two reads of a body
     retry_after_s: int = 1
     device: str | None = None
     quantize: str | None = None  # "int8": the backbone's linear layers in int8 (torchao)
@@ -71,6 +76,9 @@ class ServeConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_wait_ms < 0:
             raise ValueError(f"max_wait_ms must be >= 0, got {self.max_wait_ms}")
+        for name in ("max_body_seconds", "max_body_idle_seconds"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.max_queue < self.max_inputs:
             raise ValueError(
                 f"max_queue ({self.max_queue}) must be at least max_inputs ({self.max_inputs}), "
@@ -105,9 +113,21 @@ class APIError(Exception):
         self.status, self.message, self.kind, self.param = status, message, kind, param
 
 
+def printable(message: str) -> str:
+    """``message`` with any lone surrogate escaped (``\\ud800``): one echoed from a request (a
+    language code, a field name) would make the UTF-8 encoding of the response or log line fail."""
+    return message.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def log_refusal(method: str, path: str, status: int, kind: str, message: str) -> None:
+    """The one log line of a request refused for the client's fault (no traceback: nothing failed)."""
+    log.info("modsenc serve: %s %s refused, %d %s: %s", method, path, status, kind, printable(message))
+
+
 def error_response(
     path: str, status: int, message: str, kind: str, param: str | None = None, headers: dict | None = None
 ) -> JSONResponse:
+    message = printable(message)
     if path.startswith("/v1/"):
         body: dict[str, Any] = {
             "error": {
@@ -130,8 +150,24 @@ def _validation_message(err: RequestValidationError) -> tuple[int, str, str]:
     parts = []
     for e in errors:
         where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+        if e.get("type") == "string_unicode":  # a lone surrogate in a typed field, or in a field's name
+            what = "a field name" if where == "body" else where
+            return 400, f"{what} is not valid Unicode: it holds a lone surrogate", "invalid_unicode"
         parts.append(f"{where}: {e.get('msg')}")
     return 422, "; ".join(parts), "invalid_request"
+
+
+def check_unicode(text: str, where: str, param: str) -> str:
+    """``text``, or a 400 naming it when it holds a lone surrogate. JSON's ``"\\ud800"`` escape is
+    valid JSON and Python decodes it, but no UTF-8 encoder takes the result: the tokenizer and the
+    language detector would fail on it with a 500."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        char = f"U+{ord(text[err.start]):04X}"
+        message = f"{where} is not valid Unicode: a lone surrogate {char} at character {err.start}"
+        raise APIError(400, message, "invalid_unicode", param) from None
+    return text
 
 
 def check_inputs(raw: Any, max_inputs: int, name: str) -> list[str]:
@@ -155,6 +191,7 @@ def check_inputs(raw: Any, max_inputs: int, name: str) -> list[str]:
             raise APIError(400, f"{name}[{i}] is {type(text).__name__}: {what}", "invalid_input", name)
         if not text.strip():
             raise APIError(400, f"{name}[{i}] is empty", "empty_input", name)
+        check_unicode(text, f"{name}[{i}]", name)
     return texts
 
 
@@ -187,9 +224,58 @@ class TEIEmbedRequest(BaseModel):
 
 
 # ----------------------------------------------------------------- middleware
+class BodyRefused(Exception):
+    """A request refused while the middleware reads its body, before any JSON parsing."""
+
+    def __init__(self, status: int, message: str, kind: str, close: bool = True) -> None:
+        super().__init__(message)
+        # close: the body was not read to its end, so the connection cannot carry another request
+        self.status, self.message, self.kind, self.close = status, message, kind, close
+
+
+async def receive_body(receive: Callable, limit: int, total: float, idle: float) -> bytes | None:
+    """The whole body (None: the client went away), read up to ``limit`` bytes, chunked uploads
+    included, within ``total`` seconds and with at most ``idle`` seconds between two reads."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + total
+    body = bytearray()
+    more = True
+    while more:
+        left = deadline - loop.time()
+        try:
+            message = await asyncio.wait_for(receive(), max(min(idle, left), 0))
+        except asyncio.TimeoutError:
+            message = (
+                f"request body did not arrive within {total:g} s ({len(body)} bytes received)"
+                if left <= idle
+                else f"request body stalled: nothing received for {idle:g} s after {len(body)} bytes"
+            )
+            raise BodyRefused(408, message, "body_timeout") from None
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+        if len(body) > limit:  # refused as soon as it is passed, however slowly the rest comes
+            raise BodyRefused(413, f"request body is larger than {limit} bytes", "body_too_large")
+    return bytes(body)
+
+
+def check_utf8(body: bytes, headers: dict[bytes, bytes]) -> None:
+    """A JSON body must be UTF-8 (RFC 8259): say where it is not, where JSON parsing says only that
+    the body could not be parsed."""
+    if not headers.get(b"content-type", b"").lower().startswith(b"application/json"):
+        return  # refused by the endpoint as not JSON (415)
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        message = f"request body is not valid UTF-8: byte 0x{body[err.start]:02x} at offset {err.start}"
+        raise BodyRefused(400, message, "invalid_unicode", close=False) from None
+
+
 class Guard:
-    """Pure ASGI middleware: refuse bodies over ``max_body_bytes`` (413, before any JSON parsing)
-    and count every request by endpoint and status."""
+    """Pure ASGI middleware: read the body before any JSON parsing, refusing one over
+    ``max_body_bytes`` (413), one too slow to arrive (408, uvicorn has no body timeout) or one not
+    UTF-8 (400); and count every request by endpoint and status."""
 
     def __init__(self, app: Any, state: ServerState) -> None:
         self.app = app
@@ -208,40 +294,51 @@ class Guard:
                 status["code"] = message["status"]
             await send(message)
 
-        limit = self.state.config.max_body_bytes
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        too_large = declared is not None and declared.isdigit() and int(declared) > limit
-        body = bytearray()
-        if not too_large:
-            # Read the body here, up to the limit, so a chunked upload cannot grow past it either.
-            more = True
-            while more:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-                body += message.get("body", b"")
-                more = message.get("more_body", False)
-                if len(body) > limit:
-                    too_large = True
-                    break
-        replayed = False
-
-        async def replay() -> dict:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": bytes(body), "more_body": False}
-            return await receive()
-
         try:
-            if too_large:
-                self.state.metrics.errors.labels("body_too_large").inc()
-                message = f"request body is larger than {limit} bytes"
-                await error_response(path, 413, message, "body_too_large")(scope, receive, send_observed)
-            else:
-                await self.app(scope, replay, send_observed)
+            try:
+                body = await self.read(scope, receive)
+            except BodyRefused as refused:
+                await self.refuse(scope, refused, receive, send_observed)
+                return
+            if body is None:
+                return
+            replayed = False
+
+            async def replay() -> dict:
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()
+
+            await self.app(scope, replay, send_observed)
         finally:
             self.state.metrics.requests.labels(endpoint, str(status["code"])).inc()
+
+    async def read(self, scope: dict, receive: Callable) -> bytes | None:
+        config = self.state.config
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > config.max_body_bytes:
+            raise BodyRefused(
+                413, f"request body is larger than {config.max_body_bytes} bytes", "body_too_large"
+            )
+        body = await receive_body(
+            receive, config.max_body_bytes, config.max_body_seconds, config.max_body_idle_seconds
+        )
+        if body is not None:
+            check_utf8(body, headers)
+        return body
+
+    async def refuse(self, scope: dict, refused: BodyRefused, receive: Callable, send: Callable) -> None:
+        self.state.metrics.errors.labels(refused.kind).inc()
+        log_refusal(scope["method"], scope["path"], refused.status, refused.kind, refused.message)
+        # Connection: close makes uvicorn close it after the answer instead of reading on.
+        headers = {"Connection": "close"} if refused.close else None
+        response = error_response(
+            scope["path"], refused.status, refused.message, refused.kind, headers=headers
+        )
+        await response(scope, receive, send)
 
 
 # ----------------------------------------------------------------- the application
@@ -396,6 +493,8 @@ def _add_error_handlers(app: FastAPI, state: ServerState) -> None:
         headers: dict | None = None,
     ) -> JSONResponse:
         state.metrics.errors.labels(kind).inc()
+        if status < 500:  # a 500 logs its traceback (on_crash); a 503 is counted in /metrics
+            log_refusal(request.method, request.url.path, status, kind, message)
         return error_response(request.url.path, status, message, kind, param, headers)
 
     @app.exception_handler(APIError)
@@ -436,6 +535,9 @@ def _add_embedding_endpoints(app: FastAPI, state: ServerState) -> None:
     @app.post("/v1/embeddings")
     async def openai_embeddings(body: OpenAIEmbeddingRequest) -> JSONResponse:
         done = timed("/v1/embeddings")
+        for name in ("model", "user"):  # unused, but any invalid Unicode in a request is refused
+            if getattr(body, name) is not None:
+                check_unicode(getattr(body, name), name, name)
         if (
             state.service is not None
             and body.dimensions is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
 import threading
 import time
@@ -303,6 +304,66 @@ def test_bad_input_gets_a_4xx_json_error(strict_client, path, body, status, code
         assert error["code"] == code and words in error["message"], error
     else:
         assert response.json()["error_type"] == code and words in error, error
+
+
+UNICODE = [
+    # (path, raw body, error code, words in the message). Sent as bytes: httpx cannot encode a lone
+    # surrogate, while JSON's "\ud800" escape is valid JSON that Python decodes to a string no UTF-8
+    # encoder takes (the tokenizer's and fastText's answered 500 on it).
+    (
+        "/v1/embeddings",
+        rb'{"input": "\ud800"}',
+        "invalid_unicode",
+        "input[0] is not valid Unicode: a lone surrogate U+D800 at character 0",
+    ),
+    (
+        "/v1/embeddings",
+        rb'{"input": ["ok", "a\udfffb"], "lang": "en"}',
+        "invalid_unicode",
+        "input[1] is not valid Unicode: a lone surrogate U+DFFF at character 1",
+    ),
+    (
+        "/embed",
+        rb'{"inputs": ["ok", "\ud800"]}',
+        "invalid_unicode",
+        "inputs[1] is not valid Unicode: a lone surrogate U+D800",
+    ),
+    ("/embed", rb'{"inputs": "\ud800"}', "invalid_unicode", "inputs[0] is not valid Unicode"),
+    ("/v1/embeddings", rb'{"input": "ok", "user": "\ud800"}', "invalid_unicode", "user is not valid Unicode"),
+    ("/v1/embeddings", rb'{"input": "ok", "mode": "\ud800"}', "invalid_unicode", "mode is not valid Unicode"),
+    ("/embed", rb'{"inputs": "ok", "\ud800": 1}', "invalid_unicode", "a field name is not valid Unicode"),
+    ("/embed", rb'{"inputs": "ok", "lang": "\ud800"}', "unknown_language", "invalid language code '\\ud800'"),
+    (
+        "/v1/embeddings",
+        b'{"input": "caf\xe9"}',
+        "invalid_unicode",
+        "request body is not valid UTF-8: byte 0xe9 at offset 14",
+    ),
+    (
+        "/embed",
+        b'\xff\xfe{"inputs": "ok"}',
+        "invalid_unicode",
+        "request body is not valid UTF-8: byte 0xff at offset 0",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "code", "words"), UNICODE)
+def test_invalid_unicode_gets_a_400_naming_it_and_one_log_line(
+    strict_client, caplog, path, body, code, words
+) -> None:
+    caplog.set_level(logging.INFO, logger="modsenc.serving")
+    response = strict_client.post(path, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    if path.startswith("/v1/"):
+        assert error["code"] == code and words in error["message"], error
+    else:
+        assert response.json()["error_type"] == code and words in error, error
+    logged = [r.getMessage() for r in caplog.records if r.name == "modsenc.serving"]
+    assert len(logged) == 1, logged
+    assert logged[0].startswith(f"modsenc serve: POST {path} refused, 400 {code}: ") and words in logged[0]
+    assert not any(r.exc_info for r in caplog.records)  # an expected refusal: no traceback
 
 
 def test_invalid_json_oversized_bodies_and_unknown_paths(strict_client) -> None:

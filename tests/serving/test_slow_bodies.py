@@ -1,0 +1,149 @@
+"""Request bodies that stop short, trickle in or grow past the limit, against a real uvicorn server in
+a thread: TestClient hands the app each body at once, so it cannot stall one. The server runs
+without its lifespan, so no model loads: the middleware answers before any endpoint would."""
+
+from __future__ import annotations
+
+import json
+import logging
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import uvicorn
+
+from modsenc.serving.app import ServeConfig, create_app
+from modsenc.serving.server import bind
+
+
+@contextmanager
+def connected(tmp_path, **settings) -> Iterator[socket.socket]:
+    """A connection to a server for ``ServeConfig(tmp_path, **settings)``."""
+    app = create_app(ServeConfig(str(tmp_path), device="cpu", **settings))
+    sock = bind("127.0.0.1", 0)
+    # log_config=None: uvicorn leaves logging alone, so caplog sees its records and the app's
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_config=None, access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn never started"
+            time.sleep(0.01)
+        with socket.create_connection(sock.getsockname()[:2]) as conn:
+            yield conn
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def head(path: str, *headers: str) -> bytes:
+    lines = [f"POST {path} HTTP/1.1", "Host: test", "Content-Type: application/json", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def answered(conn: socket.socket, within: float) -> bool:
+    return bool(select.select([conn], [], [], within)[0])
+
+
+def response(conn: socket.socket) -> tuple[int, dict[str, str], dict]:
+    """Status, headers and JSON body, read to the end of the stream: a refusal closes the connection
+    (a connection left open fails here on the socket's timeout)."""
+    conn.settimeout(10)
+    raw = b""
+    while data := conn.recv(65536):
+        raw += data
+    top, _, body = raw.partition(b"\r\n\r\n")
+    status_line, *header_lines = top.decode().split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in header_lines)
+    return int(status_line.split()[1]), headers, json.loads(body)
+
+
+def one_refusal(caplog, status: int, kind: str) -> str:
+    """The single line the app logged for the request; nothing logged a traceback."""
+    logged = [r.getMessage() for r in caplog.records if r.name == "modsenc.serving"]
+    assert len(logged) == 1 and f"refused, {status} {kind}: " in logged[0], logged
+    assert not any(r.exc_info or r.levelno >= logging.ERROR for r in caplog.records), caplog.text
+    return logged[0]
+
+
+def test_a_body_that_stops_short_of_its_content_length_gets_408(tmp_path, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="modsenc.serving")
+    with connected(tmp_path, max_body_idle_seconds=1.0) as conn:
+        conn.sendall(head("/embed", "Content-Length: 100") + b'{"inputs":')  # 10 of 100 bytes
+        start = time.monotonic()
+        assert answered(conn, 10), "no answer to a stalled body"
+        waited = time.monotonic() - start
+        status, headers, body = response(conn)
+    assert status == 408 and headers["connection"] == "close"
+    assert body == {
+        "error": "request body stalled: nothing received for 1 s after 10 bytes",
+        "error_type": "body_timeout",
+    }
+    assert 0.9 < waited < 5  # the idle timeout, not the 30 s whole-body one
+    assert "POST /embed refused, 408 body_timeout: request body stalled" in one_refusal(
+        caplog, 408, "body_timeout"
+    )
+
+
+def test_a_body_trickled_in_past_the_time_limit_gets_408(tmp_path, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="modsenc.serving")
+    with connected(tmp_path, max_body_seconds=1.0) as conn:
+        conn.sendall(head("/v1/embeddings", "Transfer-Encoding: chunked"))
+        start = time.monotonic()
+        sent = 0
+        while not answered(conn, 0.1):  # five bytes every 0.1 s: never idle, never done
+            assert time.monotonic() - start < 10, "no answer to a body trickled in"
+            conn.sendall(chunk(b"     "))
+            sent += 1
+        waited = time.monotonic() - start
+        status, headers, body = response(conn)
+    assert status == 408 and headers["connection"] == "close"
+    assert body["error"]["code"] == "body_timeout"
+    assert body["error"]["message"].startswith("request body did not arrive within 1 s (")
+    assert 0.9 < waited < 5 and sent >= 5
+    one_refusal(caplog, 408, "body_timeout")
+
+
+def test_a_chunked_body_is_refused_with_413_as_it_passes_the_limit(tmp_path, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="modsenc.serving")
+    with connected(tmp_path, max_body_bytes=1000) as conn:
+        conn.sendall(head("/embed", "Transfer-Encoding: chunked"))
+        for _ in range(3):  # 900 bytes, slowly: under the limit, no answer yet
+            conn.sendall(chunk(b" " * 300))
+            assert not answered(conn, 0.2)
+        conn.sendall(chunk(b" " * 300))  # 1200: answered now, not at the 10 s or 30 s timeouts
+        start = time.monotonic()
+        assert answered(conn, 10)
+        waited = time.monotonic() - start
+        status, headers, body = response(conn)
+    assert status == 413 and headers["connection"] == "close"
+    assert body == {"error": "request body is larger than 1000 bytes", "error_type": "body_too_large"}
+    assert waited < 5
+    one_refusal(caplog, 413, "body_too_large")
+
+
+@pytest.mark.parametrize("name", ["max_body_seconds", "max_body_idle_seconds"])
+def test_body_timeouts_must_be_positive(name) -> None:
+    with pytest.raises(ValueError, match=f"{name} must be > 0, got 0"):
+        ServeConfig("zoo", **{name: 0}).check()
+
+
+def test_serve_help_lists_the_body_time_limits() -> None:
+    from click.testing import CliRunner  # noqa: PLC0415
+
+    from modsenc.cli import main  # noqa: PLC0415
+
+    result = CliRunner().invoke(main, ["serve", "--help"])
+    assert "--max-body-seconds" in result.output and "--max-body-idle-seconds" in result.output
+    refused = CliRunner().invoke(main, ["serve", "--max-body-seconds", "0"])
+    assert refused.exit_code == 2 and "0.0 is not in the range x>0" in refused.output
