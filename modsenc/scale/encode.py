@@ -15,6 +15,7 @@ Output folder::
     manifest.json            the job (zoo, inputs, options), its id, status, counts
     shards/part-NNNNN.parquet  id, file, line, lang, text, vector (float32 or float16), in input order
     rejects/part-NNNNN.jsonl   rows whose language no bundle serves (written before the shard)
+    hashes/part-NNNNN.sha256   the shard's sha256 (written before it; ``modsenc.scale.output``)
     rejects.jsonl            all rejected rows, once the job is complete
 
 On a cluster the output folder must be on storage every node sees (each actor writes its shards).
@@ -25,37 +26,39 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from modsenc.data.errors import DataFormatError
 from modsenc.data.readers import is_language_code
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.routing.router import BACKBONE, OTHER_POLICIES
 from modsenc.scale.cluster import ray_session, user_error
 from modsenc.scale.inputs import InputFile, Shard, list_inputs, plan_shards, read_shard
-from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text, json_digest
+from modsenc.scale.output import (
+    JOB_KIND,
+    MANIFEST,
+    SHARDS,
+    ShardIntegrityError,
+    check_finished_shards,
+    check_output,
+    mark_failed,
+    read_hash,
+    rejects_path,
+    shard_path,
+    write_hash,
+)
+from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text, file_sha256, json_digest
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
-SHARDS, REJECTS = "shards", "rejects"
-JOB_KIND = "modsenc-scale-encode"
 DTYPES = ("float32", "float16")
-# Entries of an output folder this command writes; anything else there is someone else's.
-_OWN = {MANIFEST, SHARDS, REJECTS, "rejects.jsonl"}
-
-
-def shard_path(output: Path, index: int) -> Path:
-    return output / SHARDS / f"part-{index:05d}.parquet"
-
-
-def rejects_path(output: Path, index: int) -> Path:
-    return output / REJECTS / f"part-{index:05d}.jsonl"
 
 
 def _job(
@@ -88,48 +91,6 @@ def _job(
         "quantize": quantize,
         "other": other,
     }
-
-
-def _check_output(output: Path, job: dict[str, Any], resume: bool) -> None:
-    """Refuse a folder holding anything but this job's own files (``--resume``) or nothing."""
-    if not output.exists():
-        return
-    if not output.is_dir():
-        raise FileExistsError(f"--output {output} is a file; give a folder")
-    entries = {p.name for p in output.iterdir()}
-    if not entries:
-        return
-    manifest_path = output / MANIFEST
-    if not manifest_path.is_file():
-        raise FileExistsError(
-            f"--output {output} is not empty and holds no {MANIFEST}: it is not a modsenc scale encode "
-            f"output; choose an empty or new folder"
-        )
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        old = manifest["job"]
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise FileExistsError(f"{manifest_path}: not a modsenc scale encode manifest ({err})") from None
-    if old.get("kind") != JOB_KIND:
-        raise FileExistsError(
-            f"--output {output} holds another kind of job ({old.get('kind')}); choose a new folder"
-        )
-    if not resume:
-        raise FileExistsError(
-            f"--output {output} holds job {manifest.get('job_id')} ({manifest.get('status')}); "
-            f"pass --resume to continue it with the same arguments, or choose another folder"
-        )
-    changed = sorted(key for key in set(old) | set(job) if old.get(key) != job.get(key))
-    if changed:
-        raise FileExistsError(
-            f"--resume: --output {output} holds job {manifest.get('job_id')}, which differs from this one in "
-            f"{', '.join(changed)}; rerun with its arguments or choose another folder"
-        )
-    strangers = entries - _OWN
-    if strangers:
-        raise FileExistsError(
-            f"--output {output} also holds {', '.join(sorted(strangers))}, which modsenc did not write"
-        )
 
 
 class ShardEncoder:
@@ -167,12 +128,19 @@ class ShardEncoder:
         self.mode, self.normalize, self.dtype, self.batch_size = mode, normalize, dtype, batch_size
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        done: dict[str, list[Any]] = {"shard": [], "rows": [], "rejected": [], "seconds": []}
+        done: dict[str, list[Any]] = {"shard": [], "rows": [], "rejected": [], "seconds": [], "error": []}
         for spec in batch["spec"]:
-            started = time.perf_counter()
+            started, error = time.perf_counter(), ""
             shard = Shard(**json.loads(spec))
-            rows, rejected = self.encode_shard(shard)
-            for key, value in zip(done, (shard.index, rows, rejected, time.perf_counter() - started)):
+            try:
+                rows, rejected = self.encode_shard(shard)
+            except (DataFormatError, OSError) as err:
+                # Raised, it would reach the driver as Ray's UserCodeException without its cause
+                # (lost in pickling) under a page of traceback: a bad input (or an unwritable
+                # output) travels back as a value, for the driver to raise as it is, in one line.
+                rows, rejected, error = 0, 0, pickle.dumps(err).hex()
+            values = (shard.index, rows, rejected, time.perf_counter() - started, error)
+            for key, value in zip(done, values):
                 done[key].append(value)
         return {key: np.asarray(values) for key, values in done.items()}
 
@@ -255,6 +223,8 @@ class ShardEncoder:
         )
         with atomic_file(shard_path(self.output, shard.index)) as tmp:
             pq.write_table(table, tmp)
+            # Before the rename, as the rejects: a shard file on disk always has its hash on disk.
+            write_hash(self.output, shard.index, file_sha256(tmp))
         return len(keep), len(rejected)
 
 
@@ -294,6 +264,40 @@ def encode_corpus(
     zoo = _check_options(zoo_dir, lang, dtype, workers, threads)
     output = Path(output)
     check_outside_zoo(output, zoo, "--output")
+    infos, shards = _plan(inputs, output, shard_size, text_field, lang_field)
+    job = _job(zoo, infos, lang, lang_field, text_field, mode, normalize, dtype, shard_size, quantize, other)
+    check_output(output, job, resume)
+    # Before the manifest says running: a refused shard leaves the folder as it was.
+    check_finished_shards(output, [s.index for s in shards])
+    (output / SHARDS).mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, Any] = {"job": job, "job_id": json_digest(job)[:16], "status": "running"}
+    manifest.update(shards=len(shards), rows=sum(f.rows for f in infos), dim=None)
+    atomic_write_json(output / MANIFEST, manifest)
+    todo = [s for s in shards if not shard_path(output, s.index).exists()]
+    total_rows = sum(s.rows for s in todo)
+    log.info(
+        "encode: %d rows in %d shards, %d to do (%d rows), %d worker(s)",
+        *(manifest["rows"], len(shards), len(todo), total_rows, workers),
+    )
+    try:
+        if todo:
+            _run(zoo_dir, output, todo, job, batch_size, workers, threads, address, device, verify)
+        return _finish(output, manifest, shards)
+    except Exception as err:
+        # A failed job says so, and why, in its manifest; a killed or interrupted one stays
+        # "running". --resume continues either (its finished shards are kept).
+        mark_failed(output, manifest, err)
+        raise
+
+
+def _plan(
+    inputs: Sequence[str | os.PathLike],
+    output: Path,
+    shard_size: int,
+    text_field: str,
+    lang_field: str | None,
+) -> tuple[list[InputFile], list[Shard]]:
+    """The input files and their shards; the fields the job reads checked in each (before Ray starts)."""
     files = list_inputs(inputs)
     for path in files:
         if path.resolve().is_relative_to(output.resolve()):
@@ -303,45 +307,7 @@ def encode_corpus(
         raise ValueError(
             f"--lang-field {lang_field}: plain-text inputs have no fields (give JSONL or Parquet)"
         )
-    job = _job(zoo, infos, lang, lang_field, text_field, mode, normalize, dtype, shard_size, quantize, other)
-    job_id = json_digest(job)[:16]
-    _check_output(output, job, resume)
-    (output / SHARDS).mkdir(parents=True, exist_ok=True)
-    manifest: dict[str, Any] = {
-        "job": job,
-        "job_id": job_id,
-        "status": "running",
-        "shards": len(shards),
-        "rows": sum(f.rows for f in infos),
-        "dim": None,
-    }
-    atomic_write_json(output / MANIFEST, manifest)
-    todo = [s for s in shards if not shard_path(output, s.index).exists()]
-    total_rows = sum(s.rows for s in todo)
-    log.info(
-        "encode: %d rows in %d shards, %d to do (%d rows), %d worker(s)",
-        manifest["rows"],
-        len(shards),
-        len(todo),
-        total_rows,
-        workers,
-    )
-    if todo:
-        _run(
-            zoo_dir,
-            output,
-            infos,
-            todo,
-            job,
-            batch_size,
-            workers,
-            threads,
-            address,
-            device,
-            verify,
-            total_rows,
-        )
-    return _finish(output, manifest, shards)
+    return infos, shards
 
 
 def _check_options(zoo_dir: str | os.PathLike, lang: str, dtype: str, workers: int, threads: int) -> Zoo:
@@ -368,7 +334,6 @@ def _check_options(zoo_dir: str | os.PathLike, lang: str, dtype: str, workers: i
 def _run(
     zoo_dir: str | os.PathLike,
     output: Path,
-    infos: list[InputFile],
     todo: list[Shard],
     job: dict[str, Any],
     batch_size: int,
@@ -377,9 +342,7 @@ def _run(
     address: str | None,
     device: str | None,
     verify: bool,
-    total_rows: int,
 ) -> None:
-    rows_of = {s.index: s.rows for s in todo}
     with ray_session(address, local_cpus=max(os.cpu_count() or 1, workers * threads)) as ray:
         dataset = ray.data.from_items(
             [{"spec": json.dumps(s.as_dict())} for s in todo], override_num_blocks=min(len(todo), 200)
@@ -411,29 +374,31 @@ def _run(
             max_restarts=3,
             max_task_retries=3,
         )
-        started, done_rows, done_shards = time.perf_counter(), 0, 0
         try:
-            for row in encoded.iter_rows():
-                done_shards += 1
-                done_rows += rows_of[int(row["shard"])]
-                elapsed = time.perf_counter() - started
-                rate = done_rows / elapsed if elapsed > 0 else 0.0
-                left = (total_rows - done_rows) / rate if rate > 0 else 0.0
-                log.info(
-                    "encode: shard %d done (%d/%d shards, %d/%d rows), %.0f rows/s, ETA %s",
-                    int(row["shard"]),
-                    done_shards,
-                    len(todo),
-                    done_rows,
-                    total_rows,
-                    rate,
-                    _eta(left),
-                )
+            _follow(encoded.iter_rows(), todo)
         except Exception as err:
             cause = user_error(err)
             if cause is not err and isinstance(cause, (ValueError, KeyError, FileNotFoundError, OSError)):
                 raise cause from None
             raise
+
+
+def _follow(done: Iterable[dict[str, Any]], todo: list[Shard]) -> None:
+    """Log each shard as it is finished (rows/s, ETA); raise the input error a worker sent back."""
+    rows_of = {s.index: s.rows for s in todo}
+    total_rows = sum(rows_of.values())
+    started, done_rows = time.perf_counter(), 0
+    for done_shards, row in enumerate(done, 1):
+        if row["error"]:  # pickled by our own ShardEncoder (see its __call__), as trusted as Ray's
+            raise pickle.loads(bytes.fromhex(str(row["error"])))
+        done_rows += rows_of[int(row["shard"])]
+        elapsed = time.perf_counter() - started
+        rate = done_rows / elapsed if elapsed > 0 else 0.0
+        left = (total_rows - done_rows) / rate if rate > 0 else 0.0
+        log.info(
+            "encode: shard %d done (%d/%d shards, %d/%d rows), %.0f rows/s, ETA %s",
+            *(int(row["shard"]), done_shards, len(todo), done_rows, total_rows, rate, _eta(left)),
+        )
 
 
 def _finish(output: Path, manifest: dict[str, Any], shards: list[Shard]) -> dict[str, Any]:
@@ -444,10 +409,16 @@ def _finish(output: Path, manifest: dict[str, Any], shards: list[Shard]) -> dict
         raise RuntimeError(
             f"{len(missing)} shards were not written (first: {missing[0]}); rerun with --resume"
         )
-    counts = []
+    counts, hashes = [], []
     for s in shards:
         meta = pq.ParquetFile(shard_path(output, s.index))
         counts.append(meta.metadata.num_rows)
+        hashes.append(read_hash(output, s.index))
+        if hashes[-1] is None:  # each writer records it before its shard: someone removed it since
+            raise ShardIntegrityError(
+                f"shard {shard_path(output, s.index)} has no recorded sha256; "
+                "delete it and rerun with --resume"
+            )
         if manifest["dim"] is None:
             manifest["dim"] = meta.schema_arrow.field("vector").type.list_size
     rejected_lines: list[str] = []
@@ -462,6 +433,7 @@ def _finish(output: Path, manifest: dict[str, Any], shards: list[Shard]) -> dict
         rejected=len(rejected_lines),
         shard_files=[str(shard_path(output, s.index).relative_to(output)) for s in shards],
         shard_rows=counts,
+        shard_sha256=hashes,
     )
     atomic_write_json(output / MANIFEST, manifest)
     log.info(
@@ -516,6 +488,7 @@ def write_embeddings(
         "rejected": 0,
         "shard_files": [str(shard_path(output, i).relative_to(output)) for i in range(len(starts))],
         "shard_rows": [min(shard_size, n - s) for s in starts],
+        "shard_sha256": [file_sha256(shard_path(output, i)) for i in range(len(starts))],
     }
     atomic_write_json(output / MANIFEST, manifest)
     return manifest

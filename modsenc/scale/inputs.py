@@ -17,6 +17,7 @@ stream cannot seek, so a gzip shard decompresses the file from its start (prefer
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -30,6 +31,10 @@ from modsenc.data.readers import decode_line
 TEXT, JSONL, PARQUET = "text", "jsonl", "parquet"
 # Suffixes picked up when a folder is given (a file named explicitly is read whatever its suffix).
 _FOLDER_SUFFIXES = (".txt", ".jsonl", ".ndjson", ".parquet")
+# JSONL records read before the job starts to find --lang-field. A row may leave its language out
+# (--lang decides it), so one record without the field proves nothing; none of the first 100
+# having it is a mistyped name, which would otherwise route every row by detection, silently.
+_PROBE_RECORDS = 100
 
 
 def file_format(path: Path) -> tuple[str, bool]:
@@ -159,6 +164,8 @@ def plan_shards(
                 raise DataFormatError(path, None, f"cannot be read ({err})") from None
         if rows == 0:
             raise DataFormatError(path, None, "is empty (no rows); remove it from --input")
+        if fmt == JSONL:
+            _jsonl_fields(path, compressed, text_field, lang_field)
         stat = path.stat()
         inputs.append(InputFile(str(path), fmt, compressed, rows, stat.st_size, stat.st_mtime_ns))
         for k, offset in enumerate(offsets):
@@ -169,7 +176,24 @@ def plan_shards(
     return inputs, shards
 
 
-def _json_row(raw: bytes, path: str, lineno: int, text_field: str, lang_field: str | None) -> tuple[str, Any]:
+def _jsonl_fields(path: Path, compressed: bool, text_field: str, lang_field: str | None) -> None:
+    """Refuse a JSONL file one of whose first rows is not an object with a string ``text_field`` (every
+    row needs one) or whose first rows all lack ``lang_field``, before any worker starts (a worker's
+    error comes after the model loads, minutes into a job on a cluster)."""
+    with _open(path, compressed) as handle:
+        head = list(itertools.islice(handle, _PROBE_RECORDS))
+    records = [_json_object(raw, str(path), n, text_field) for n, raw in enumerate(head, 1)]
+    if lang_field is not None and not any(lang_field in record for record in records):
+        fields = ", ".join(dict.fromkeys(key for record in records for key in record))
+        raise DataFormatError(
+            path,
+            None,
+            f"no field {lang_field!r} (--lang-field) in its first {len(records)} rows; fields: {fields}",
+        )
+
+
+def _json_object(raw: bytes, path: str, lineno: int, text_field: str) -> dict[str, Any]:
+    """One JSONL row as its object, with a string ``text_field``."""
     line = decode_line(raw, path, lineno)
     try:
         obj = json.loads(line)
@@ -186,7 +210,12 @@ def _json_row(raw: bytes, path: str, lineno: int, text_field: str, lang_field: s
         raise DataFormatError(
             path, lineno, f"field {text_field!r} is {type(text).__name__}, expected a string"
         )
-    return text, (obj.get(lang_field) if lang_field else None)
+    return obj
+
+
+def _json_row(raw: bytes, path: str, lineno: int, text_field: str, lang_field: str | None) -> tuple[str, Any]:
+    obj = _json_object(raw, path, lineno, text_field)
+    return obj[text_field], (obj.get(lang_field) if lang_field else None)
 
 
 def _lines(info: InputFile, shard: Shard) -> Iterator[tuple[int, bytes]]:

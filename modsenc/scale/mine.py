@@ -40,7 +40,7 @@ import numpy as np
 from modsenc.eval.bitext import l2_normalise
 from modsenc.eval.mining import MinedPair, best_by_margin, neighbour_means, select_pairs, write_pairs
 from modsenc.scale.cluster import ray_session
-from modsenc.scale.encode import JOB_KIND, MANIFEST
+from modsenc.scale.output import JOB_KIND, MANIFEST, verify_shards
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,17 @@ class Embeddings:
                 raise FileNotFoundError(f"{what} {path}: shard {file} is missing")
         if manifest["encoded"] == 0:
             raise ValueError(f"{what} {path}: no rows were encoded (all rejected?); nothing to mine")
+        if "shard_sha256" in manifest:  # before any search: a changed shard would pair the wrong rows
+            verify_shards(files, manifest["shard_sha256"], f"{what} {path}")
+        else:
+            # Written by a modsenc older than shard hashes: refusing would force re-encoding a whole
+            # corpus that was fine when written, so it is mined as before, with a warning.
+            log.warning(
+                "%s %s: the manifest records no shard sha256 (an older modsenc wrote it); its shards "
+                "are used unverified (encode it again to have them checked)",
+                what,
+                path,
+            )
         return cls(root, files, list(manifest["shard_rows"]), int(manifest["dim"]))
 
     def read(self, file: Path, column: str = "vector") -> Any:

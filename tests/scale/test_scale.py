@@ -24,8 +24,10 @@ from modsenc.eval.mining import mine
 from modsenc.scale import encode as scale_encode
 from modsenc.scale.encode import encode_corpus, shard_path, write_embeddings
 from modsenc.scale.mine import mine_corpus
-from modsenc.utils.io import temporary_file
+from modsenc.scale.output import ShardIntegrityError, hash_path
+from modsenc.utils.io import file_sha256, temporary_file
 from tests._zoo import HELD_OUT
+from tests.scale._shards import shift_vectors
 
 ray = pytest.importorskip("ray")
 
@@ -152,6 +154,8 @@ class DyingEncoder(scale_encode.ShardEncoder):
 def test_worker_death_leaves_no_half_shard_and_resume_completes(
     cluster, zoo_dir, encoder, tmp_path, monkeypatch
 ) -> None:
+    """Then every shard's sha256 is in the manifest; a shard changed afterwards is refused by --resume
+    and by scale mine, and deleting it and resuming (as their message says) encodes it again."""
     rows = _mixed()[:10]
     source = tmp_path / "in.txt"
     source.write_text("\n".join(rows) + "\n", encoding="utf-8")
@@ -160,7 +164,8 @@ def test_worker_death_leaves_no_half_shard_and_resume_completes(
     with pytest.raises(Exception):  # noqa: B017 - Ray's own error once its retries are spent
         encode_corpus(zoo_dir, [source], out, shard_size=2, workers=1, device="cpu")
     assert not shard_path(out, 2).exists()  # retried, then given up: never half-written
-    assert json.loads((out / "manifest.json").read_text())["status"] == "running"
+    failed = json.loads((out / "manifest.json").read_text())
+    assert failed["status"] == "failed" and "\n" not in failed["reason"], failed.get("reason")
     monkeypatch.undo()
     with pytest.raises(FileExistsError, match="pass --resume"):
         encode_corpus(zoo_dir, [source], out, shard_size=2, workers=1, device="cpu")
@@ -172,6 +177,30 @@ def test_worker_death_leaves_no_half_shard_and_resume_completes(
     table = _read(out)
     assert table.column("id").to_pylist() == list(range(len(rows)))
     assert _cosines(_vectors(table), encoder.encode(rows)).min() >= 0.99999
+    assert manifest["shard_sha256"] == [file_sha256(shard_path(out, i)) for i in range(5)]
+    assert [hash_path(out, i).read_text().strip() for i in range(5)] == manifest["shard_sha256"]
+    _changed_shard_is_refused_then_encoded_again(zoo_dir, source, out)
+
+
+def _changed_shard_is_refused_then_encoded_again(zoo_dir, source: Path, out: Path) -> None:
+    shard = shard_path(out, 3)
+    original = shard.read_bytes()
+    shift_vectors(shard)  # valid Parquet, same rows: only the hash tells
+    changed, manifest = shard.read_bytes(), (out / "manifest.json").read_bytes()
+    with pytest.raises(
+        ShardIntegrityError, match=r"--resume: shard .*part-00003.parquet differs from the sha256"
+    ):
+        encode_corpus(zoo_dir, [source], out, shard_size=2, workers=1, device="cpu", resume=True)
+    result = CliRunner().invoke(
+        main, ["scale", "mine", str(out), str(out), "--output", str(out.parent / "p.tsv")]
+    )
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert f"Error: SRC {out}: shard {shard} differs from the sha256 recorded" in result.output
+    assert shard.read_bytes() == changed and (out / "manifest.json").read_bytes() == manifest
+    assert not (out.parent / "p.tsv").exists()
+    shard.unlink()
+    resumed = encode_corpus(zoo_dir, [source], out, shard_size=2, workers=1, device="cpu", resume=True)
+    assert shard.read_bytes() == original and resumed["shard_sha256"][3] == file_sha256(shard)
 
 
 class DyingOnce(scale_encode.ShardEncoder):
@@ -300,3 +329,24 @@ def test_mine_synthetic_equals_single_process_and_ivf_recall(cluster, tmp_path) 
         tmp_path / "src", tmp_path / "tgt", tmp_path / "q.tsv", workers=2, part_rows=20, exact_limit=0
     )
     assert len({(p.src, p.tgt) for p in ivf} & truth) >= 57
+
+
+def test_a_bad_row_fails_the_job_in_one_line_and_the_manifest_says_why(cluster, zoo_dir, tmp_path) -> None:
+    """A JSONL row without the text field, past the rows checked before the job starts: the worker's
+    error is the command's one-line error (no Ray traceback), exit 1, and the manifest says failed, why."""
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "a"}\n' * 101 + '{"txt": "b"}\n', encoding="utf-8")
+    before = source.read_bytes()
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        main,
+        ["scale", "encode", "--zoo", str(zoo_dir), "--input", str(source), "--output", str(out),
+         "--shard-size", "200", "--device", "cpu"],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and "UserCodeException" not in result.output
+    expected = f"{source}, line 102: no field 'text' (--text-field); fields: txt"
+    assert [line for line in result.output.splitlines() if line.startswith("Error")] == [f"Error: {expected}"]
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "failed" and manifest["reason"] == f"DataFormatError: {expected}"
+    assert not list((out / "shards").iterdir()) and source.read_bytes() == before

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import logging
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
 from modsenc.cli import main
-from modsenc.scale.encode import write_embeddings
+from modsenc.scale import encode as scale_encode
+from modsenc.scale import mine as scale_mine
+from modsenc.scale.encode import shard_path, write_embeddings
 from modsenc.scale.inputs import list_inputs, plan_shards, read_shard
+from modsenc.scale.mine import mine_corpus
+from tests.scale._shards import shift_vectors
 
 
 def _encode(zoo, *args: str) -> str:
@@ -20,6 +27,20 @@ def _encode(zoo, *args: str) -> str:
     message = result.output.strip()
     assert message.startswith("Error: ") and "\n" not in message and "Traceback" not in message
     return message
+
+
+@pytest.fixture
+def ray_starts(monkeypatch) -> list[str]:
+    """Every attempt of scale encode or mine to start Ray, recorded (and failed): a refusal comes first."""
+    started: list[str] = []
+
+    def no_ray(*args, **kwargs):
+        started.append("ray")
+        raise RuntimeError("Ray was started")
+
+    monkeypatch.setattr(scale_encode, "ray_session", no_ray)
+    monkeypatch.setattr(scale_mine, "ray_session", no_ray)
+    return started
 
 
 @pytest.fixture
@@ -84,16 +105,22 @@ def test_output_holding_other_files_or_another_job(fake_zoo, tmp_path) -> None:
 
 def test_bad_jsonl_rows_name_file_and_line(tmp_path) -> None:
     source = tmp_path / "in.jsonl"
-    source.write_text('{"text": "a"}\n{"text": 3}\n{"txt": "c"}\nnot json\n', encoding="utf-8")
-    infos, shards = plan_shards(list_inputs([source]), shard_size=1)
-    assert [s.offset for s in shards] == [0, 14, 26, 39]
-    assert read_shard(infos[0], shards[0]) == (["a"], None)
+    bad = '{"text": 3}\n{"txt": "c"}\nnot json\n'
+    source.write_text('{"text": "a"}\n' + bad, encoding="utf-8")
+    # Among a file's first 100 rows: refused when the job is planned, before any worker starts.
     with pytest.raises(ValueError, match=r"in.jsonl, line 2: field 'text' is int, expected a string"):
-        read_shard(infos[0], shards[1])
-    with pytest.raises(ValueError, match=r"line 3: no field 'text' \(--text-field\); fields: txt"):
-        read_shard(infos[0], shards[2])
-    with pytest.raises(ValueError, match=r"line 4: not valid JSON"):
-        read_shard(infos[0], shards[3])
+        plan_shards(list_inputs([source]), shard_size=1)
+    # Further down: by the worker that reads the shard.
+    source.write_text('{"text": "a"}\n' * 100 + bad, encoding="utf-8")
+    infos, shards = plan_shards(list_inputs([source]), shard_size=1)
+    assert [s.offset for s in shards[99:]] == [1386, 1400, 1412, 1425]
+    assert read_shard(infos[0], shards[0]) == (["a"], None)
+    with pytest.raises(ValueError, match=r"in.jsonl, line 101: field 'text' is int, expected a string"):
+        read_shard(infos[0], shards[100])
+    with pytest.raises(ValueError, match=r"line 102: no field 'text' \(--text-field\); fields: txt"):
+        read_shard(infos[0], shards[101])
+    with pytest.raises(ValueError, match=r"line 103: not valid JSON"):
+        read_shard(infos[0], shards[102])
 
 
 def test_shards_of_text_gzip_and_parquet_read_the_same_rows(tmp_path) -> None:
@@ -133,3 +160,71 @@ def test_mine_refuses_what_is_not_a_finished_encode(tmp_path) -> None:
         main, ["scale", "mine", str(tmp_path / "ok"), str(tmp_path / "ok"), "--output", "p.tsv"]
     )
     assert result.exit_code == 1 and "did not finish; rerun it with --resume" in result.output
+
+
+def test_unknown_fields_are_refused_before_ray_starts(fake_zoo, tmp_path, ray_starts) -> None:
+    """A mistyped --lang-field or --text-field names the field, the file and the fields it has, in one
+    line, before Ray starts and before --output is created (the typo used to route rows by detection)."""
+    rows = [{"text": "one", "lang": "en"}, {"text": "two", "lang": "uz", "source": "web"}]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = str(tmp_path / "out")
+    message = _encode(fake_zoo, "--input", str(source), "--output", out, "--lang-field", "lnag")
+    assert message == (
+        f"Error: {source}: no field 'lnag' (--lang-field) in its first 2 rows; fields: text, lang, source"
+    )
+    message = _encode(fake_zoo, "--input", str(source), "--output", out, "--text-field", "body")
+    assert message == f"Error: {source}, line 1: no field 'body' (--text-field); fields: text, lang"
+    packed = tmp_path / "in.jsonl.gz"
+    with gzip.open(packed, "wt", encoding="utf-8") as handle:
+        handle.write(source.read_text(encoding="utf-8"))
+    message = _encode(fake_zoo, "--input", str(packed), "--output", out, "--lang-field", "language")
+    assert f"{packed}: no field 'language' (--lang-field)" in message
+    table = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": ["one", "two"], "lang": ["en", "uz"], "source": [None, "web"]}), table)
+    message = _encode(fake_zoo, "--input", str(table), "--output", out, "--lang-field", "lnag")
+    assert message == f"Error: {table}: no column 'lnag' (--lang-field); columns: text, lang, source"
+    assert ray_starts == [] and not (tmp_path / "out").exists()
+    # A row may leave its language out (--lang decides it): the field found in a later row is enough.
+    sparse = tmp_path / "sparse.jsonl"
+    sparse.write_text('{"text": "a"}\n{"text": "b", "lang": "uz"}\n', encoding="utf-8")
+    infos, _ = plan_shards(list_inputs([sparse]), shard_size=1, lang_field="lang")
+    assert infos[0].rows == 2
+
+
+def test_mine_refuses_a_shard_changed_after_it_was_written(tmp_path, ray_starts) -> None:
+    """A shard rewritten as valid Parquet with its vectors shifted one row (mined silently before: every
+    pair wrong) differs from the sha256 the manifest recorded: refused in one line naming the shard."""
+    rng = np.random.default_rng(0)
+    src = rng.normal(size=(40, 8)).astype(np.float32)
+    write_embeddings(tmp_path / "src", src, [f"s{i}" for i in range(40)], shard_size=10)
+    write_embeddings(tmp_path / "tgt", src + 0.01, [f"t{i}" for i in range(40)], shard_size=10)
+    shard = shard_path(tmp_path / "tgt", 1)
+    shift_vectors(shard)
+    assert pq.read_metadata(shard).num_rows == 10
+    changed, manifest = shard.read_bytes(), (tmp_path / "tgt" / "manifest.json").read_bytes()
+    pairs = tmp_path / "pairs.tsv"
+    result = CliRunner().invoke(
+        main, ["scale", "mine", str(tmp_path / "src"), str(tmp_path / "tgt"), "--output", str(pairs)]
+    )
+    assert result.exit_code == 1, result.output
+    message = result.output.strip()
+    assert "\n" not in message and "Traceback" not in message
+    expected = f"Error: TGT {tmp_path / 'tgt'}: shard {shard} differs from the sha256 recorded"
+    assert message.startswith(expected)
+    assert "delete it and rerun `modsenc scale encode --resume`" in message
+    assert ray_starts == [] and not pairs.exists()
+    assert shard.read_bytes() == changed and (tmp_path / "tgt" / "manifest.json").read_bytes() == manifest
+
+
+def test_mine_takes_an_output_without_shard_hashes_with_a_warning(tmp_path, ray_starts, caplog) -> None:
+    """A manifest from before shard hashes (no shard_sha256) is mined as before, with a warning."""
+    write_embeddings(tmp_path / "old", np.eye(4, dtype=np.float32), list("abcd"), shard_size=2)
+    manifest_path = tmp_path / "old" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["shard_sha256"]
+    manifest_path.write_text(json.dumps(manifest))
+    with caplog.at_level(logging.WARNING, logger="modsenc.scale"), pytest.raises(RuntimeError, match="Ray"):
+        mine_corpus(tmp_path / "old", tmp_path / "old", tmp_path / "p.tsv")
+    assert ray_starts == ["ray"]  # accepted: the search was about to start
+    assert "records no shard sha256" in caplog.text and "used unverified" in caplog.text
