@@ -36,10 +36,10 @@ from modsenc.backbone.encoder import Backbone
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.modules.modular import LORA_KINDS, ModularBackbone, module_name
 from modsenc.utils.hub import NOT_MISTRAL
-from modsenc.utils.outputs import check_output_folder, owned_directory, record_owned_files
+from modsenc.utils.outputs import EXPORT_MANIFEST, check_output_folder, owned_directory, record_owned_files
 
 # Written into every export: proves the folder is modsenc's, so a later export may replace it.
-EXPORT_MARKER = "modsenc_export.json"
+EXPORT_MARKER = EXPORT_MANIFEST
 
 
 def check_parallel_layout(adapter: torch.nn.Module) -> None:
@@ -88,7 +88,7 @@ def export_sentence_transformer(
     output_dir = Path(output_dir)
     # Before any work: the output must not be (in) the zoo, nor a folder of the user's.
     check_outside_zoo(output_dir, zoo, "--output")
-    check_output_folder(output_dir, "--output", EXPORT_MARKER, overwrite=overwrite)
+    check_output_folder(output_dir, "--output", EXPORT_MARKER, overwrite=overwrite, own_kind="export")
     manifest = zoo.read_compatible_manifest(lang)
     backbone = Backbone.from_pretrained(zoo.backbone_path(), attention="sdpa")
     modular = ModularBackbone(backbone)

@@ -41,6 +41,7 @@ from modsenc.eval.bitext import l2_normalise
 from modsenc.eval.mining import MinedPair, best_by_margin, neighbour_means, select_pairs, write_pairs
 from modsenc.scale.cluster import ray_session
 from modsenc.scale.output import JOB_KIND, MANIFEST, verify_shards
+from modsenc.utils.outputs import check_output_location
 
 log = logging.getLogger(__name__)
 
@@ -296,11 +297,13 @@ def _open_pair(src_dir: str | os.PathLike, tgt_dir: str | os.PathLike) -> tuple[
     return src, tgt
 
 
-def _prepare_output(output: str | os.PathLike) -> Path:
-    """The pairs file's path, refused when it is a folder, with its parent folder created."""
+def _prepare_output(output: str | os.PathLike, inputs: tuple[str | os.PathLike, ...]) -> Path:
+    """The pairs file's path, refused when it is a folder, an input or inside one (a ``scale
+    encode`` folder) or inside a zoo, with its parent folder created."""
     output = Path(output)
     if output.is_dir():
         raise ValueError(f"--output {output} is a folder; give a file name for the pairs (TSV)")
+    check_output_location(output, "--output", inputs=inputs)
     output.parent.mkdir(parents=True, exist_ok=True)
     return output
 
@@ -361,7 +364,7 @@ def mine_corpus(
     if workers < 1 or part_rows < 1 or chunk_rows < 1 or k < 1:
         raise ValueError("--workers, --part-rows, --chunk-rows and --k must be at least 1")
     src, tgt = _open_pair(src_dir, tgt_dir)
-    output = _prepare_output(output)
+    output = _prepare_output(output, (src_dir, tgt_dir))
     k = min(k, src.total, tgt.total)
     # The k-NN lists are memory-mapped in a scratch folder next to the output, removed at the end.
     with tempfile.TemporaryDirectory(prefix=".modsenc-mine-", dir=output.parent) as scratch:

@@ -172,6 +172,24 @@ def check_regular_target(path: str | os.PathLike) -> None:
         raise FileExistsError(f"{path} is not a regular file (a FIFO, socket or device); it is left as is")
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it where Linux reports it (``os.umask`` can only
+    be read by setting it, which another thread could observe)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _as_created(path: str | os.PathLike, folder: bool = False) -> None:
+    """Give a temporary (mkstemp: 0600, mkdtemp: 0700) the mode ``open``/``mkdir`` would have given
+    the output, so an output meant to be shared is readable as the umask allows."""
+    os.chmod(path, (0o777 if folder else 0o666) & ~current_umask())
+
+
 def temporary_file(path: str | os.PathLike) -> Path:
     """Create (empty) and return a temporary file for ``path``, unique to this process."""
     path = Path(path)
@@ -180,6 +198,7 @@ def temporary_file(path: str | os.PathLike) -> Path:
     clean_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent)
     os.close(fd)
+    _as_created(tmp)
     return Path(tmp)
 
 
@@ -211,6 +230,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     clean_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent)
     try:
+        _as_created(tmp)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -281,6 +301,7 @@ def atomic_directory(
     clean_stale_temporaries(path)
     tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent))
     try:
+        _as_created(tmp, folder=True)
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

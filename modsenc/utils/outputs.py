@@ -35,6 +35,7 @@ from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
 
 BACKBONE_MANIFEST = "modsenc_backbone.json"
 BUNDLE_MANIFEST = "modsenc_bundle.json"
+EXPORT_MANIFEST = "modsenc_export.json"  # in every `modsenc export` folder (a sentence-transformers model)
 ZOO_INDEX = "index.json"
 ZOO_BACKBONE_DIR = "backbone"
 HASHES_KEY = "file_sha256"  # in every modsenc manifest: {relative posix path: sha256} of what it wrote
@@ -58,9 +59,11 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def artefact_at(folder: Path) -> str | None:
-    """ "zoo", "bundle" or "backbone" if ``folder`` is one of modsenc's artefacts, else None."""
+    """ "zoo", "bundle", "backbone" or "export" if ``folder`` is one of modsenc's artefacts, else None."""
     if (folder / BACKBONE_MANIFEST).is_file():
         return "backbone"
+    if (folder / EXPORT_MANIFEST).is_file():
+        return "export"
     if (folder / BUNDLE_MANIFEST).is_file():
         return "bundle"
     if (folder / ZOO_INDEX).is_file() and (
@@ -88,8 +91,8 @@ def _check_not_in_artefact(path: Path, option: str, own_kind: str | None) -> Non
             continue
         where = "is" if folder == resolved else "is inside"
         raise OutputError(
-            f"{option} {path} {where} the {kind} {folder}: modsenc never writes into a zoo, bundle or "
-            "backbone it is not building; choose a path outside it"
+            f"{option} {path} {where} the {kind} {folder}: modsenc never writes into a zoo, bundle, "
+            "backbone or export it is not building; choose a path outside it"
         )
 
 
@@ -141,6 +144,8 @@ def check_output_file(
     overwrite: bool = False,
 ) -> Path:
     """Refuse a file output that the rules of this module forbid; returns it as a Path."""
+    if str(path).endswith(("/", os.sep)):  # Path() drops the slash that says "a folder"
+        raise OutputError(f"{option} {path} names a folder (it ends with /); give a file name")
     path = Path(path)
     mode = _mode(path)
     if mode is not None and stat.S_ISDIR(mode):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,9 @@ from modsenc.utils.io import (
     atomic_directory,
     atomic_file,
     atomic_write_bytes,
+    atomic_write_text,
     clean_stale_temporaries,
+    current_umask,
     file_sha256,
     temporary_file,
 )
@@ -130,3 +133,29 @@ def test_file_sha256_matches_hashlib(tmp_path: Path) -> None:
     path.write_bytes(b"abc")
     # sha256("abc"), FIPS 180-2 test vector
     assert file_sha256(path) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+@pytest.mark.parametrize(
+    ("umask", "file_mode", "folder_mode"), [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)]
+)
+def test_outputs_take_their_mode_from_the_umask(
+    tmp_path: Path, umask: int, file_mode: int, folder_mode: int
+) -> None:
+    """mkstemp/mkdtemp make 0600/0700 temporaries; the outputs they become get what open()/mkdir()
+    would have given them, also when --overwrite replaces a file of another mode."""
+    previous = os.umask(umask)
+    try:
+        assert current_umask() == umask
+        atomic_write_text(tmp_path / "a.json", "{}")
+        with atomic_file(tmp_path / "b.npy") as tmp:
+            tmp.write_bytes(b"x")
+        (tmp_path / "c.txt").write_text("old")
+        os.chmod(tmp_path / "c.txt", 0o640)
+        atomic_write_text(tmp_path / "c.txt", "new")
+        with atomic_directory(tmp_path / "export") as folder:
+            (folder / "config.json").write_text("{}")
+    finally:
+        os.umask(previous)
+    for name in ("a.json", "b.npy", "c.txt"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == file_mode, name
+    assert stat.S_IMODE((tmp_path / "export").stat().st_mode) == folder_mode
