@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from modsenc.data.readers import ParaphrasePair, read_paraphrase_tsv
-from modsenc.utils.hub import load_tokenizer
+from modsenc.utils.hub import check_model_source, load_tokenizer
 from modsenc.utils.io import atomic_write_json, atomic_write_text, fsync_dir
 
 log = logging.getLogger(__name__)
@@ -359,8 +359,13 @@ class HFTranslator:
         import torch  # noqa: PLC0415
         from transformers import AutoModelForSeq2SeqLM  # noqa: PLC0415
 
+        from modsenc.utils.devices import check_device  # noqa: PLC0415 - torch loads on first use
+
         self.name = model
-        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        # Both checked before anything loads: a wrong device or model name is one line, at once
+        # (a mistyped hub name would otherwise cost a minute of retries and end in a traceback).
+        self.device = str(check_device(device))
+        check_model_source(model)
         dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
         self.tokenizer = load_tokenizer(model)
         self.model = AutoModelForSeq2SeqLM.from_pretrained(model, dtype=dtype).to(self.device).eval()

@@ -41,6 +41,7 @@ from modsenc.training.configs import BackboneDataConfig, BackboneTrainingConfig,
 from modsenc.training.distributed import DistContext, init_distributed
 from modsenc.training.loop import LoopConfig, TrainModule, train_loop
 from modsenc.training.optim import build_optimizer, build_scheduler
+from modsenc.utils.devices import check_device
 from modsenc.utils.io import check_replaceable
 from modsenc.utils.outputs import check_output_folder
 
@@ -267,6 +268,7 @@ def run(
         torch.set_num_threads(train_cfg.num_threads)
     _check_outputs(run_dir, final_dir, resume, overwrite)
     _check_batch_size(train_cfg.batch_size, dist)
+    pick_device(train_cfg.device, dist)  # "cuda" on a CPU-only torch: one line, before the data loads
     seed_everything(seed)
 
     specs, corpora, pairs = _load_pairs(config.data, recipe_path)
@@ -317,8 +319,9 @@ def run(
 
 
 def pick_device(name: str, dist: DistContext) -> torch.device:
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and dist.is_distributed:
+    """``training.device`` on this machine (auto: CUDA when available); one line, no traceback, for
+    a device this torch lacks. Under torchrun a plain "cuda" is the process's own GPU."""
+    device = check_device(name, "training.device")
+    if device.type == "cuda" and device.index is None and dist.is_distributed:
         return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    return torch.device(name)
+    return device

@@ -43,11 +43,14 @@ def _ask_hub(kind: str, name: str) -> str | None:
         response = get_session().head(url, timeout=HUB_TIMEOUT_S, allow_redirects=True)
     except Exception as err:  # requests' connection errors and timeouts, whatever their class
         return (
-            f"the Hugging Face Hub did not answer within {HUB_TIMEOUT_S:.0f} s ({type(err).__name__}); "
-            "to use a cached copy set HF_HUB_OFFLINE=1"
+            f"the Hugging Face Hub could not be reached ({type(err).__name__}, {HUB_TIMEOUT_S:.0f} s "
+            "timeout); to use a cached copy set HF_HUB_OFFLINE=1, or pass a local folder"
         )
     if response.status_code in (401, 403, 404):
-        return f"no such {kind} on the Hugging Face Hub (HTTP {response.status_code}), nor a local folder"
+        return (
+            f"no such {kind} on the Hugging Face Hub (HTTP {response.status_code}), nor a local folder; "
+            "check the name"
+        )
     return None
 
 
@@ -65,7 +68,8 @@ def check_model_source(name: str, kind: str = "model") -> None:
 
         if not isinstance(try_to_load_from_cache(name, "config.json"), str):
             raise OSError(
-                f"{name}: not a local folder, and not in the Hugging Face cache (HF_HUB_OFFLINE is set)"
+                f"{name}: not a local folder, and not in the Hugging Face cache (HF_HUB_OFFLINE is set); "
+                f"check the name, download it once online (`hf download {name}`), or pass a local folder"
             )
         return
     problem = _ask_hub(kind, name)

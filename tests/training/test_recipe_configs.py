@@ -171,7 +171,7 @@ def test_train_backbone_sections_refuse_what_cannot_run() -> None:
         _backbone(data={"parallel": []})
     with pytest.raises(
         RecipeError,
-        match=r"training.device must be auto or a torch device \(cpu, cuda, cuda:N, mps, ...\), got 'gpu'",
+        match=r"training.device gpu: not a device modsenc can run on; use auto, cpu, cuda, cuda:N or mps",
     ):
         _backbone(training={"device": "gpu"})
     with pytest.raises(RecipeError, match=r"recipe key 'training.max_steps' must be positive, got -5"):
