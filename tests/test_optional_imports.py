@@ -62,3 +62,36 @@ def test_importing_modular_encoder_imports_no_optional_backend(tmp_path) -> None
     # With transformers' own torchao import switched off, nothing optional is left in sys.modules:
     # neither modsenc nor peft, adapters or sentence-transformers import one at start-up.
     assert _import(tmp_path, "hide-from-transformers") == {"loaded": [], "first": {}}
+
+
+# `modsenc --help`, `zoo list` and `zoo info` read JSON only: torch and transformers (seconds of import
+# time) must stay out of them. Run in a fresh interpreter, since this one has imported torch already.
+TORCH_FREE = """
+import json, sys
+from click.testing import CliRunner
+import modsenc.cli
+heavy = ("torch", "transformers", "safetensors", "ray", "faiss")
+loaded = {{"import": sorted(m for m in heavy if m in sys.modules)}}
+for args in ({commands!r}):
+    result = CliRunner().invoke(modsenc.cli.main, args)
+    assert result.exit_code == 0, (args, result.output)
+    loaded[" ".join(args)] = sorted(m for m in heavy if m in sys.modules)
+print(json.dumps(loaded))
+"""
+
+
+def test_cli_start_up_and_zoo_list_import_no_torch(tmp_path) -> None:
+    from modsenc.modules.defaults import shipped_zoo  # noqa: PLC0415
+
+    zoo = str(shipped_zoo())
+    commands = (["--help"], ["zoo", "list", "--zoo", zoo], ["zoo", "info", "uz", "--zoo", zoo])
+    done = subprocess.run(
+        [sys.executable, "-c", TORCH_FREE.format(commands=commands)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,  # no adapters_zoo/ here: the shipped zoo, named explicitly anyway
+    )
+    assert done.returncode == 0, done.stderr
+    expected = {"import": []} | {" ".join(args): [] for args in commands}
+    assert json.loads(done.stdout) == expected

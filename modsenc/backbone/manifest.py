@@ -22,9 +22,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch
-from safetensors import safe_open
-
 from modsenc.utils.io import file_sha256
 from modsenc.utils.outputs import BACKBONE_MANIFEST, HASHES_KEY, confined
 
@@ -41,6 +38,10 @@ class BackboneIntegrityError(ValueError):
 
 
 def _hash_weights(digest: Any, weights: Path) -> None:
+    # Here, not at the top: reading a manifest (`zoo list`, `zoo info`) must not pay for torch.
+    import torch  # noqa: PLC0415
+    from safetensors import safe_open  # noqa: PLC0415
+
     try:
         with safe_open(weights, framework="pt") as f:
             for name in sorted(f.keys()):

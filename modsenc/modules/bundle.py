@@ -43,8 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from modsenc.backbone.cache import REBUILDABLE_SOURCES, rebuilt_backbone, source_version
-from modsenc.backbone.encoder import load_manifest
-from modsenc.backbone.manifest import MANIFEST_NAME, fingerprint
+from modsenc.backbone.manifest import MANIFEST_NAME, fingerprint, read_backbone_manifest
 from modsenc.data.readers import is_language_code
 from modsenc.modules.manifest import BundleIntegrityError, BundleManifest
 from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
@@ -260,7 +259,7 @@ class Zoo:
         recorded = self.backbone_record().get("fingerprint")
         if self.backbone_is_linked():
             return str(recorded)
-        theirs = load_manifest(self.backbone_dir)["fingerprint"]
+        theirs = read_backbone_manifest(self.backbone_dir)["fingerprint"]
         if recorded is not None and recorded != theirs:
             raise BundleIntegrityError(
                 f"{self.index_path} names backbone {str(recorded)[:12]} but {self.backbone_dir} is "
@@ -323,7 +322,7 @@ class Zoo:
 
     def _link_backbone(self, source: str) -> Path:
         path = rebuilt_backbone(source)
-        theirs = load_manifest(path)["fingerprint"]
+        theirs = read_backbone_manifest(path)["fingerprint"]
         with self.locked():
             if self.has_backbone():
                 if theirs != self.backbone_fingerprint():

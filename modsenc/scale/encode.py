@@ -13,7 +13,8 @@ shard (``max_restarts``/``max_task_retries``).
 Output folder::
 
     manifest.json            the job (zoo, inputs, options), its id, status, counts
-    shards/part-NNNNN.parquet  id, file, line, lang, text, vector (float32 or float16), in input order
+    shards/part-NNNNN.parquet  id, file, line, lang, route, text, [input_id,] vector (float32 or
+                             float16), in input order; input_id: the --id-column value, as text
     rejects/part-NNNNN.jsonl   rows whose language no bundle serves (written before the shard)
     hashes/part-NNNNN.sha256   the shard's sha256 (written before it; ``modsenc.scale.output``)
     rejects.jsonl            all rejected rows, once the job is complete
@@ -28,8 +29,8 @@ import logging
 import os
 import pickle
 import time
+import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -42,55 +43,27 @@ from modsenc.routing.router import BACKBONE, OTHER_POLICIES
 from modsenc.scale.cluster import ray_session, user_error
 from modsenc.scale.inputs import InputFile, Shard, list_inputs, plan_shards, read_shard
 from modsenc.scale.output import (
-    JOB_KIND,
+    INPUT_ID,
     MANIFEST,
     SHARDS,
     ShardIntegrityError,
     check_finished_shards,
     check_output,
+    job_record,
     mark_failed,
     read_hash,
     rejects_path,
     shard_path,
+    shard_table,
     write_hash,
 )
+from modsenc.scale.output import write_embeddings as write_embeddings  # where callers found it before
+from modsenc.utils.devices import check_device
 from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text, file_sha256, json_digest
 
 log = logging.getLogger(__name__)
 
 DTYPES = ("float32", "float16")
-
-
-def _job(
-    zoo: Zoo,
-    inputs: list[InputFile],
-    lang: str,
-    lang_field: str | None,
-    text_field: str,
-    mode: str,
-    normalize: bool,
-    dtype: str,
-    shard_size: int,
-    quantize: str | None,
-    other: str = "backbone",
-) -> dict[str, Any]:
-    """What the output depends on (and nothing else: workers, batch size and address may change on resume)."""
-    return {
-        "kind": JOB_KIND,
-        "zoo": str(zoo.root.resolve()),
-        "backbone_fingerprint": zoo.backbone_fingerprint(),
-        "languages": zoo.languages(),
-        "inputs": [asdict(f) for f in inputs],
-        "lang": lang,
-        "lang_field": lang_field,
-        "text_field": text_field,
-        "mode": mode,
-        "normalize": normalize,
-        "dtype": dtype,
-        "shard_size": shard_size,
-        "quantize": quantize,
-        "other": other,
-    }
 
 
 class ShardEncoder:
@@ -113,6 +86,7 @@ class ShardEncoder:
         quantize: str | None,
         threads: int,
         other: str = "backbone",
+        id_column: str | None = None,
     ) -> None:
         import torch  # noqa: PLC0415
 
@@ -124,7 +98,7 @@ class ShardEncoder:
         )
         self.output = Path(output)
         self.inputs = [InputFile(**f) for f in inputs]
-        self.lang, self.lang_field, self.text_field = lang, lang_field, text_field
+        self.lang, self.lang_field, self.text_field, self.id_column = lang, lang_field, text_field, id_column
         self.mode, self.normalize, self.dtype, self.batch_size = mode, normalize, dtype, batch_size
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -174,31 +148,15 @@ class ShardEncoder:
         return langs, routes, reasons
 
     def encode_shard(self, shard: Shard) -> tuple[int, int]:
-        import pyarrow as pa  # noqa: PLC0415
         import pyarrow.parquet as pq  # noqa: PLC0415
 
         info = self.inputs[shard.file]
-        texts, given = read_shard(info, shard, self.text_field, self.lang_field)
+        texts, given, ids = read_shard(info, shard, self.text_field, self.lang_field, self.id_column)
         langs, routes, reasons = self._route(texts, given)
         keep = [i for i, route in enumerate(routes) if route != "refused"]
         rejected = [i for i, route in enumerate(routes) if route == "refused"]
         if rejected:  # before the shard: a shard file on disk means its rejects are on disk too
-            lines = [
-                json.dumps(
-                    {
-                        "id": shard.first_id + i,
-                        "file": info.path,
-                        "line": shard.start + i + 1,
-                        "lang": given[i] if given is not None and given[i] is not None else self.lang,
-                        "reason": reasons[i],
-                        "text": texts[i],
-                    },
-                    ensure_ascii=False,
-                )
-                + "\n"
-                for i in rejected
-            ]
-            atomic_write_text(rejects_path(self.output, shard.index), "".join(lines))
+            self._write_rejects(shard, texts, given, ids, reasons, rejected)
         dim = self.encoder.get_sentence_embedding_dimension()
         vectors = np.zeros((0, dim), dtype=np.float32)
         if keep:
@@ -209,23 +167,47 @@ class ShardEncoder:
                 normalize_embeddings=self.normalize,
                 mode=self.mode,
             )
-        flat = pa.array(vectors.astype(self.dtype).reshape(-1))
-        table = pa.table(
-            {
-                "id": pa.array([shard.first_id + i for i in keep], pa.int64()),
-                "file": pa.array([shard.file] * len(keep), pa.int32()),
-                "line": pa.array([shard.start + i + 1 for i in keep], pa.int64()),
-                "lang": pa.array([langs[i] for i in keep], pa.string()),
-                "route": pa.array([routes[i] for i in keep], pa.string()),
-                "text": pa.array([texts[i] for i in keep], pa.string()),
-                "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
-            }
+        table = shard_table(
+            [shard.first_id + i for i in keep],
+            [shard.file] * len(keep),
+            [shard.start + i + 1 for i in keep],
+            [langs[i] for i in keep],
+            [routes[i] for i in keep],
+            [texts[i] for i in keep],
+            np.ascontiguousarray(vectors.astype(self.dtype)),
+            None if ids is None else [ids[i] for i in keep],
         )
         with atomic_file(shard_path(self.output, shard.index)) as tmp:
             pq.write_table(table, tmp)
             # Before the rename, as the rejects: a shard file on disk always has its hash on disk.
             write_hash(self.output, shard.index, file_sha256(tmp))
         return len(keep), len(rejected)
+
+    def _write_rejects(
+        self,
+        shard: Shard,
+        texts: list[str],
+        given: list[Any] | None,
+        ids: list[str] | None,
+        reasons: list[str | None],
+        rejected: list[int],
+    ) -> None:
+        """The shard's refused rows, one JSON object a line, with their file, line and why."""
+        info = self.inputs[shard.file]
+        lines = []
+        for i in rejected:
+            row = {
+                "id": shard.first_id + i,
+                "file": info.path,
+                "line": shard.start + i + 1,
+                "lang": given[i] if given is not None and given[i] is not None else self.lang,
+                "reason": reasons[i],
+                "text": texts[i],
+            }
+            if ids is not None:
+                row[INPUT_ID] = ids[i]
+            lines.append(json.dumps(row, ensure_ascii=False) + "\n")
+        atomic_write_text(rejects_path(self.output, shard.index), "".join(lines))
 
 
 def _eta(seconds: float) -> str:
@@ -253,26 +235,28 @@ def encode_corpus(
     verify: bool = True,
     quantize: str | None = None,
     other: str = "backbone",
+    id_column: str | None = None,
 ) -> dict[str, Any]:
     """Encode ``inputs`` (files or folders) into Parquet shards under ``output``; returns the manifest.
 
     Each shard row keeps its ``lang`` and ``route``: ``bundle`` (its language's modules) or
     ``backbone`` (a language the zoo has no bundle for, by the ``other`` policy; ``refuse`` writes
-    such rows to the rejects instead)."""
+    such rows to the rejects instead). ``id_column`` (a JSONL field or Parquet column) is kept as
+    each row's ``input_id`` (``modsenc.scale.inputs``: every row needs one; not checked unique)."""
     if other not in OTHER_POLICIES:
         raise ValueError(f"--other must be one of {', '.join(OTHER_POLICIES)}, got {other!r}")
+    # Before Ray starts: the actors run on this machine unless ``address`` names a remote cluster,
+    # whose GPUs this machine cannot see (there only the name is checked, the actors do the rest).
+    check_device(device, "--device", available=address in (None, "auto"))
     zoo = _check_options(zoo_dir, lang, dtype, workers, threads)
     output = Path(output)
     check_outside_zoo(output, zoo, "--output")
-    infos, shards = _plan(inputs, output, shard_size, text_field, lang_field)
-    job = _job(zoo, infos, lang, lang_field, text_field, mode, normalize, dtype, shard_size, quantize, other)
-    check_output(output, job, resume)
-    # Before the manifest says running: a refused shard leaves the folder as it was.
-    check_finished_shards(output, [s.index for s in shards])
-    (output / SHARDS).mkdir(parents=True, exist_ok=True)
-    manifest: dict[str, Any] = {"job": job, "job_id": json_digest(job)[:16], "status": "running"}
-    manifest.update(shards=len(shards), rows=sum(f.rows for f in infos), dim=None)
-    atomic_write_json(output / MANIFEST, manifest)
+    infos, shards = _plan(inputs, output, shard_size, text_field, lang_field, id_column)
+    job = job_record(
+        zoo, infos, lang, lang_field, text_field, mode, normalize, dtype, shard_size, quantize, other,
+        id_column,
+    )  # fmt: skip
+    manifest = _begin(output, job, infos, shards, resume)
     todo = [s for s in shards if not shard_path(output, s.index).exists()]
     total_rows = sum(s.rows for s in todo)
     log.info(
@@ -290,19 +274,35 @@ def encode_corpus(
         raise
 
 
+def _begin(
+    output: Path, job: dict[str, Any], infos: list[InputFile], shards: list[Shard], resume: bool
+) -> dict[str, Any]:
+    """The output folder checked (empty, or this job's with ``resume``) and its manifest written,
+    status running; returns the manifest."""
+    check_output(output, job, resume)
+    # Before the manifest says running: a refused shard leaves the folder as it was.
+    check_finished_shards(output, [s.index for s in shards])
+    (output / SHARDS).mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, Any] = {"job": job, "job_id": json_digest(job)[:16], "status": "running"}
+    manifest.update(shards=len(shards), rows=sum(f.rows for f in infos), dim=None)
+    atomic_write_json(output / MANIFEST, manifest)
+    return manifest
+
+
 def _plan(
     inputs: Sequence[str | os.PathLike],
     output: Path,
     shard_size: int,
     text_field: str,
     lang_field: str | None,
+    id_column: str | None = None,
 ) -> tuple[list[InputFile], list[Shard]]:
     """The input files and their shards; the fields the job reads checked in each (before Ray starts)."""
     files = list_inputs(inputs)
     for path in files:
         if path.resolve().is_relative_to(output.resolve()):
             raise ValueError(f"--input {path} lies inside --output {output}")
-    infos, shards = plan_shards(files, shard_size, text_field, lang_field)
+    infos, shards = plan_shards(files, shard_size, text_field, lang_field, id_column)
     if lang_field is not None and all(f.format == "text" for f in infos):
         raise ValueError(
             f"--lang-field {lang_field}: plain-text inputs have no fields (give JSONL or Parquet)"
@@ -347,33 +347,14 @@ def _run(
         dataset = ray.data.from_items(
             [{"spec": json.dumps(s.as_dict())} for s in todo], override_num_blocks=min(len(todo), 200)
         )
-        encoded = dataset.map_batches(
-            ShardEncoder,
-            batch_size=1,  # one shard per call: a shard is the unit of retry and of output
-            compute=ray.data.ActorPoolStrategy(size=workers),
-            num_cpus=threads,
-            num_gpus=1 if device and device.startswith("cuda") else None,
-            fn_constructor_kwargs={
-                "zoo_dir": str(zoo_dir),
-                "output": str(output),
-                "inputs": job["inputs"],
-                "lang": job["lang"],
-                "lang_field": job["lang_field"],
-                "text_field": job["text_field"],
-                "mode": job["mode"],
-                "normalize": job["normalize"],
-                "dtype": job["dtype"],
-                "batch_size": batch_size,
-                "device": device,
-                "verify": verify,
-                "quantize": job["quantize"],
-                "threads": threads,
-                "other": job["other"],
-            },
-            # A dead actor is replaced and its shard retried; a shard that kills three in a row is an error.
-            max_restarts=3,
-            max_task_retries=3,
-        )
+        # Ray 2.60 deprecates extra ``ray_remote_args`` keywords but has no named parameter for
+        # max_restarts/max_task_retries, and Ray Data's own default (restart forever) would retry a
+        # shard that kills its actor every time forever: keep them, without the warning about them.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+            encoded = _encoded(
+                ray, dataset, zoo_dir, output, job, batch_size, workers, threads, device, verify
+            )
         try:
             _follow(encoded.iter_rows(), todo)
         except Exception as err:
@@ -381,6 +362,49 @@ def _run(
             if cause is not err and isinstance(cause, (ValueError, KeyError, FileNotFoundError, OSError)):
                 raise cause from None
             raise
+
+
+def _encoded(
+    ray: Any,
+    dataset: Any,
+    zoo_dir: str | os.PathLike,
+    output: Path,
+    job: dict[str, Any],
+    batch_size: int,
+    workers: int,
+    threads: int,
+    device: str | None,
+    verify: bool,
+) -> Any:
+    """``dataset`` (one row per shard to encode) mapped through a pool of ``workers`` ShardEncoders."""
+    return dataset.map_batches(
+        ShardEncoder,
+        batch_size=1,  # one shard per call: a shard is the unit of retry and of output
+        compute=ray.data.ActorPoolStrategy(size=workers),
+        num_cpus=threads,
+        num_gpus=1 if device and device.startswith("cuda") else None,
+        fn_constructor_kwargs={
+            "zoo_dir": str(zoo_dir),
+            "output": str(output),
+            "inputs": job["inputs"],
+            "lang": job["lang"],
+            "lang_field": job["lang_field"],
+            "text_field": job["text_field"],
+            "mode": job["mode"],
+            "normalize": job["normalize"],
+            "dtype": job["dtype"],
+            "batch_size": batch_size,
+            "device": device,
+            "verify": verify,
+            "quantize": job["quantize"],
+            "threads": threads,
+            "other": job["other"],
+            "id_column": job.get("id_column"),
+        },
+        # A dead actor is replaced and its shard retried; a shard that kills three in a row is an error.
+        max_restarts=3,
+        max_task_retries=3,
+    )
 
 
 def _follow(done: Iterable[dict[str, Any]], todo: list[Shard]) -> None:
@@ -442,53 +466,4 @@ def _finish(output: Path, manifest: dict[str, Any], shards: list[Shard]) -> dict
         len(rejected_lines),
         output / "rejects.jsonl",
     )
-    return manifest
-
-
-def write_embeddings(
-    output: str | os.PathLike, vectors: np.ndarray, texts: Sequence[str], shard_size: int, lang: str = "xx"
-) -> dict[str, Any]:
-    """Vectors computed elsewhere, written in ``scale encode``'s output format (for benchmarks and tests
-    of ``scale mine`` on synthetic data). ``output`` must not exist yet."""
-    import pyarrow as pa  # noqa: PLC0415
-    import pyarrow.parquet as pq  # noqa: PLC0415
-
-    output = Path(output)
-    if output.exists():
-        raise FileExistsError(f"{output} exists; give a new folder")
-    if len(vectors) != len(texts):
-        raise ValueError(f"{len(vectors)} vectors for {len(texts)} texts")
-    (output / SHARDS).mkdir(parents=True)
-    n, dim = vectors.shape
-    starts = range(0, n, shard_size)
-    for index, start in enumerate(starts):
-        block = np.ascontiguousarray(vectors[start : start + shard_size], dtype=np.float32)
-        rows = len(block)
-        table = pa.table(
-            {
-                "id": pa.array(np.arange(start, start + rows), pa.int64()),
-                "file": pa.array(np.zeros(rows, np.int32)),
-                "line": pa.array(np.arange(start + 1, start + rows + 1), pa.int64()),
-                "lang": pa.array([lang] * rows, pa.string()),
-                "route": pa.array(["bundle"] * rows, pa.string()),
-                "text": pa.array(list(texts[start : start + rows]), pa.string()),
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(block.reshape(-1)), dim),
-            }
-        )
-        with atomic_file(shard_path(output, index)) as tmp:
-            pq.write_table(table, tmp)
-    manifest = {
-        "job": {"kind": JOB_KIND, "synthetic": True, "rows": n, "dim": dim},
-        "job_id": "synthetic",
-        "status": "complete",
-        "shards": len(starts),
-        "rows": n,
-        "dim": dim,
-        "encoded": n,
-        "rejected": 0,
-        "shard_files": [str(shard_path(output, i).relative_to(output)) for i in range(len(starts))],
-        "shard_rows": [min(shard_size, n - s) for s in starts],
-        "shard_sha256": [file_sha256(shard_path(output, i)) for i in range(len(starts))],
-    }
-    atomic_write_json(output / MANIFEST, manifest)
     return manifest

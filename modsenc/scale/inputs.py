@@ -12,6 +12,12 @@ it: every line is a row, empty lines included). ``.gz`` on top of text or JSONL 
 gzip. Plain text and JSONL shards start at a byte offset found by one scan of the file; a gzip
 stream cannot seek, so a gzip shard decompresses the file from its start (prefer many small
 ``.gz`` files to one large one).
+
+``--id-column`` names a JSONL field or Parquet column holding the user's own id of each row: every
+row must have one, a string or an integer (kept as its text, ``7`` as ``"7"``), without tabs or line
+breaks (it ends up in ``scale mine``'s TSV). Plain-text inputs have no fields and are refused with it.
+Ids are not checked to be unique (that needs every id of the corpus in one place): a duplicate is
+carried as it is, and the row position (``id``) stays the unique key.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from modsenc.data.errors import DataFormatError
 from modsenc.data.readers import decode_line
@@ -122,7 +128,31 @@ def _open(path: Path, compressed: bool) -> IO[bytes]:
     return gzip.open(path, "rb") if compressed else path.open("rb")
 
 
-def _parquet_columns(path: Path, text_field: str, lang_field: str | None) -> int:
+class ShardRows(NamedTuple):
+    """A shard's rows as read: texts; each row's language value (with ``lang_field``, None where
+    absent); each row's id (with ``id_field``, as text)."""
+
+    texts: list[str]
+    langs: list[Any] | None
+    ids: list[str] | None
+
+
+def row_id(value: Any, path: str | os.PathLike, line: int | None, where: str, id_field: str) -> str:
+    """An ``--id-column`` value as the text stored in the shard: a string or an integer (not a bool,
+    whose ``True`` would read as ``1``), without the tab or line break that would break the TSV."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise DataFormatError(
+            path, line, f"{where}{id_field!r} (--id-column) is {value!r}, expected a string or an integer"
+        )
+    text = str(value)
+    if not text or any(c in text for c in "\t\r\n"):
+        raise DataFormatError(
+            path, line, f"{where}{id_field!r} (--id-column) is {text!r}: empty, or a tab or line break in it"
+        )
+    return text
+
+
+def _parquet_columns(path: Path, text_field: str, lang_field: str | None, id_field: str | None = None) -> int:
     import pyarrow.parquet as pq  # noqa: PLC0415 - Parquet only when a Parquet input is given
 
     try:
@@ -130,16 +160,25 @@ def _parquet_columns(path: Path, text_field: str, lang_field: str | None) -> int
     except Exception as err:  # pyarrow raises ArrowInvalid and OSError variants for a damaged file
         raise DataFormatError(path, None, f"not a readable Parquet file ({err})") from None
     names = meta.schema_arrow.names
-    for field, option in ((text_field, "--text-field"), (lang_field, "--lang-field")):
+    for field, option in (
+        (text_field, "--text-field"),
+        (lang_field, "--lang-field"),
+        (id_field, "--id-column"),
+    ):
         if field is not None and field not in names:
             raise DataFormatError(path, None, f"no column {field!r} ({option}); columns: {', '.join(names)}")
     return meta.metadata.num_rows
 
 
 def plan_shards(
-    files: Sequence[Path], shard_size: int, text_field: str = "text", lang_field: str | None = None
+    files: Sequence[Path],
+    shard_size: int,
+    text_field: str = "text",
+    lang_field: str | None = None,
+    id_field: str | None = None,
 ) -> tuple[list[InputFile], list[Shard]]:
-    """Scan every input once (row counts, shard byte offsets) and split it into shards."""
+    """Scan every input once (row counts, shard byte offsets) and split it into shards; the fields
+    the job reads are checked in each file (before any worker starts)."""
     if shard_size < 1:
         raise ValueError(f"--shard-size must be at least 1, got {shard_size}")
     inputs: list[InputFile] = []
@@ -147,9 +186,15 @@ def plan_shards(
     next_id = 0
     for number, path in enumerate(files):
         fmt, compressed = file_format(path)
+        if id_field is not None and fmt == TEXT:
+            raise DataFormatError(
+                path,
+                None,
+                f"plain text has no fields, so no {id_field!r} (--id-column): give JSONL or Parquet",
+            )
         offsets: list[int | None] = []
         if fmt == PARQUET:
-            rows = _parquet_columns(path, text_field, lang_field)
+            rows = _parquet_columns(path, text_field, lang_field, id_field)
             offsets = [None] * ((rows + shard_size - 1) // shard_size)
         else:
             rows, position = 0, 0
@@ -165,7 +210,7 @@ def plan_shards(
         if rows == 0:
             raise DataFormatError(path, None, "is empty (no rows); remove it from --input")
         if fmt == JSONL:
-            _jsonl_fields(path, compressed, text_field, lang_field)
+            _jsonl_fields(path, compressed, text_field, lang_field, id_field)
         stat = path.stat()
         inputs.append(InputFile(str(path), fmt, compressed, rows, stat.st_size, stat.st_mtime_ns))
         for k, offset in enumerate(offsets):
@@ -176,13 +221,16 @@ def plan_shards(
     return inputs, shards
 
 
-def _jsonl_fields(path: Path, compressed: bool, text_field: str, lang_field: str | None) -> None:
-    """Refuse a JSONL file one of whose first rows is not an object with a string ``text_field`` (every
-    row needs one) or whose first rows all lack ``lang_field``, before any worker starts (a worker's
-    error comes after the model loads, minutes into a job on a cluster)."""
+def _jsonl_fields(
+    path: Path, compressed: bool, text_field: str, lang_field: str | None, id_field: str | None = None
+) -> None:
+    """Refuse a JSONL file one of whose first rows is not an object with a string ``text_field`` and,
+    with ``id_field``, a valid id (every row needs both) or whose first rows all lack ``lang_field``,
+    before any worker starts (a worker's error comes after the model loads, minutes into a job on a
+    cluster)."""
     with _open(path, compressed) as handle:
         head = list(itertools.islice(handle, _PROBE_RECORDS))
-    records = [_json_object(raw, str(path), n, text_field) for n, raw in enumerate(head, 1)]
+    records = [_json_object(raw, str(path), n, text_field, id_field) for n, raw in enumerate(head, 1)]
     if lang_field is not None and not any(lang_field in record for record in records):
         fields = ", ".join(dict.fromkeys(key for record in records for key in record))
         raise DataFormatError(
@@ -192,8 +240,10 @@ def _jsonl_fields(path: Path, compressed: bool, text_field: str, lang_field: str
         )
 
 
-def _json_object(raw: bytes, path: str, lineno: int, text_field: str) -> dict[str, Any]:
-    """One JSONL row as its object, with a string ``text_field``."""
+def _json_object(
+    raw: bytes, path: str, lineno: int, text_field: str, id_field: str | None = None
+) -> dict[str, Any]:
+    """One JSONL row as its object, with a string ``text_field`` and, with ``id_field``, a valid id."""
     line = decode_line(raw, path, lineno)
     try:
         obj = json.loads(line)
@@ -210,12 +260,13 @@ def _json_object(raw: bytes, path: str, lineno: int, text_field: str) -> dict[st
         raise DataFormatError(
             path, lineno, f"field {text_field!r} is {type(text).__name__}, expected a string"
         )
+    if id_field is not None:
+        if id_field not in obj:
+            raise DataFormatError(
+                path, lineno, f"no field {id_field!r} (--id-column); fields: {', '.join(obj)}"
+            )
+        obj[id_field] = row_id(obj[id_field], path, lineno, "field ", id_field)
     return obj
-
-
-def _json_row(raw: bytes, path: str, lineno: int, text_field: str, lang_field: str | None) -> tuple[str, Any]:
-    obj = _json_object(raw, path, lineno, text_field)
-    return obj[text_field], (obj.get(lang_field) if lang_field else None)
 
 
 def _lines(info: InputFile, shard: Shard) -> Iterator[tuple[int, bytes]]:
@@ -237,51 +288,68 @@ def _lines(info: InputFile, shard: Shard) -> Iterator[tuple[int, bytes]]:
 
 
 def read_shard(
-    info: InputFile, shard: Shard, text_field: str = "text", lang_field: str | None = None
-) -> tuple[list[str], list[Any] | None]:
-    """The shard's texts and, with ``lang_field``, each row's language value (None where absent)."""
-    path = Path(info.path)
-    texts: list[str] = []
-    langs: list[Any] | None = [] if lang_field else None
+    info: InputFile,
+    shard: Shard,
+    text_field: str = "text",
+    lang_field: str | None = None,
+    id_field: str | None = None,
+) -> ShardRows:
+    """The shard's texts and, with ``lang_field``, each row's language value (None where absent),
+    with ``id_field`` each row's id (``row_id``)."""
     if info.format == PARQUET:
-        import pyarrow.parquet as pq  # noqa: PLC0415
-
-        handle = pq.ParquetFile(path)
-        columns = [text_field] + ([lang_field] if lang_field else [])
-        first, groups = 0, []
-        for g in range(handle.metadata.num_row_groups):
-            n = handle.metadata.row_group(g).num_rows
-            if first < shard.stop and first + n > shard.start:
-                groups.append(g)
-            first += n
-        table = handle.read_row_groups(groups, columns=columns)
-        skip = sum(handle.metadata.row_group(g).num_rows for g in range(groups[0])) if groups else 0
-        table = table.slice(shard.start - skip, shard.rows)
-        for i, text in enumerate(table.column(text_field).to_pylist()):
-            if not isinstance(text, str):
-                raise DataFormatError(
-                    path,
-                    None,
-                    f"row {shard.start + i + 1}: column {text_field!r} is {text!r}, expected a string",
-                )
-            texts.append(text)
-        if langs is not None:
-            langs.extend(table.column(lang_field).to_pylist())
+        rows = _parquet_rows(info, shard, text_field, lang_field, id_field)
     else:
+        rows = ShardRows([], [] if lang_field else None, [] if id_field else None)
         for lineno, raw in _lines(info, shard):
             if info.format == JSONL:
-                text, code = _json_row(raw, info.path, lineno, text_field, lang_field)
-                texts.append(text)
-                if langs is not None:
-                    langs.append(code)
+                obj = _json_object(raw, info.path, lineno, text_field, id_field)
+                rows.texts.append(obj[text_field])
+                if rows.langs is not None:
+                    rows.langs.append(obj.get(lang_field))
+                if rows.ids is not None:
+                    rows.ids.append(obj[id_field])
             else:
-                texts.append(decode_line(raw, info.path, lineno))
-                if langs is not None:  # plain text has no language field: --lang decides
-                    langs.append(None)
-    if len(texts) != shard.rows:
+                rows.texts.append(decode_line(raw, info.path, lineno))
+                if rows.langs is not None:  # plain text has no language field: --lang decides
+                    rows.langs.append(None)
+    if len(rows.texts) != shard.rows:
         raise DataFormatError(
-            path,
+            info.path,
             None,
-            f"has {shard.start + len(texts)} rows, fewer than when the job was planned: it changed",
+            f"has {shard.start + len(rows.texts)} rows, fewer than when the job was planned: it changed",
         )
-    return texts, langs
+    return rows
+
+
+def _parquet_rows(
+    info: InputFile, shard: Shard, text_field: str, lang_field: str | None, id_field: str | None
+) -> ShardRows:
+    """``read_shard`` of a Parquet file: only the row groups the shard overlaps are read."""
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    path = Path(info.path)
+    handle = pq.ParquetFile(path)
+    columns = [text_field] + [f for f in (lang_field, id_field) if f is not None]
+    first, groups = 0, []
+    for g in range(handle.metadata.num_row_groups):
+        n = handle.metadata.row_group(g).num_rows
+        if first < shard.stop and first + n > shard.start:
+            groups.append(g)
+        first += n
+    table = handle.read_row_groups(groups, columns=list(dict.fromkeys(columns)))
+    skip = sum(handle.metadata.row_group(g).num_rows for g in range(groups[0])) if groups else 0
+    table = table.slice(shard.start - skip, shard.rows)
+    texts = table.column(text_field).to_pylist()
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise DataFormatError(
+                path, None, f"row {shard.start + i + 1}: column {text_field!r} is {text!r}, expected a string"
+            )
+    langs = table.column(lang_field).to_pylist() if lang_field else None
+    ids = None
+    if id_field is not None:
+        ids = [
+            row_id(value, path, None, f"row {shard.start + i + 1}: column ", id_field)
+            for i, value in enumerate(table.column(id_field).to_pylist())
+        ]
+    return ShardRows(texts, langs, ids)

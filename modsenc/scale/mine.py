@@ -13,7 +13,14 @@ driver into memory-mapped arrays.
 
 The margin (each row's mean similarity to its k neighbours, the ratio margin of the best
 neighbour) and the one-to-one selection are ``modsenc.eval.mining``'s functions, run over those
-arrays; pairs are written as ``score<TAB>src<TAB>tgt``, best first, like ``modsenc mine``.
+arrays; pairs are written as ``score<TAB>src<TAB>tgt``, best first, like ``modsenc mine``; with ids
+(``ids``: by default when a side was encoded with ``--id-column``) as
+``score<TAB>src_id<TAB>tgt_id<TAB>src_text<TAB>tgt_text``, each id its row's ``input_id``, else its
+row position over the inputs (the shard's ``id``).
+
+One mixed ``scale encode`` output mines too: ``src_lang``/``tgt_lang`` keep only the rows whose
+``lang`` column (given by ``--lang``/``--lang-field`` or detected by the router) is that language,
+on each side, and every read (search parts, query chunks, samples, texts) applies the same filter.
 
 Memory: a search actor holds one part (``part_rows x dim x 4`` bytes flat or IVF-Flat,
 ``part_rows x (dim/8 + 8)`` bytes IVF-PQ) and one query chunk; the driver holds the training sample
@@ -40,7 +47,8 @@ import numpy as np
 from modsenc.eval.bitext import l2_normalise
 from modsenc.eval.mining import MinedPair, best_by_margin, neighbour_means, select_pairs, write_pairs
 from modsenc.scale.cluster import ray_session
-from modsenc.scale.output import JOB_KIND, MANIFEST, verify_shards
+from modsenc.scale.output import INPUT_ID, JOB_KIND, MANIFEST, verify_shards
+from modsenc.utils.io import atomic_write_text
 from modsenc.utils.outputs import check_output_location
 
 log = logging.getLogger(__name__)
@@ -48,19 +56,22 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Embeddings:
-    """One ``scale encode`` output: its shard files and their row counts (rows in shard order)."""
+    """One ``scale encode`` output: its shard files and their row counts (rows in shard order); with
+    ``lang``, only the rows of that language (``rows`` counts those)."""
 
     root: Path
     files: list[Path]
     rows: list[int]
     dim: int
+    lang: str | None = None
+    input_ids: bool = False  # the shards carry an input_id column (--id-column)
 
     @property
     def total(self) -> int:
         return sum(self.rows)
 
     @classmethod
-    def open(cls, path: str | os.PathLike, what: str) -> Embeddings:
+    def open(cls, path: str | os.PathLike, what: str, lang: str | None = None) -> Embeddings:
         root = Path(path)
         manifest_path = root / MANIFEST
         if not manifest_path.is_file():
@@ -93,12 +104,40 @@ class Embeddings:
                 what,
                 path,
             )
-        return cls(root, files, list(manifest["shard_rows"]), int(manifest["dim"]))
+        found = cls(root, files, list(manifest["shard_rows"]), int(manifest["dim"]))
+        found.input_ids = INPUT_ID in found.schema_names()
+        return found.select(lang, what, path) if lang is not None else found
 
-    def read(self, file: Path, column: str = "vector") -> Any:
+    def schema_names(self) -> list[str]:
         import pyarrow.parquet as pq  # noqa: PLC0415
 
-        return pq.read_table(file, columns=[column]).column(column)
+        return pq.ParquetFile(self.files[0]).schema_arrow.names
+
+    def select(self, lang: str, what: str, path: str | os.PathLike) -> Embeddings:
+        """Only the rows whose ``lang`` is ``lang``: the row counts per shard from its lang column."""
+        import pyarrow.compute as pc  # noqa: PLC0415
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
+        rows, present = [], set()
+        for file in self.files:
+            column = pq.read_table(file, columns=["lang"]).column("lang")
+            rows.append(int(pc.sum(pc.equal(column, lang)).as_py() or 0))
+            present.update(v for v in pc.unique(column).to_pylist() if v is not None)
+        if sum(rows) == 0:
+            raise ValueError(
+                f"{what} {path}: no rows of language {lang!r}; languages there: {', '.join(sorted(present))}"
+            )
+        return Embeddings(self.root, self.files, rows, self.dim, lang, self.input_ids)
+
+    def read(self, file: Path, column: str = "vector") -> Any:
+        """One column of a shard (its rows of ``lang`` only, when set)."""
+        import pyarrow.compute as pc  # noqa: PLC0415
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
+        if self.lang is None:
+            return pq.read_table(file, columns=[column]).column(column)
+        table = pq.read_table(file, columns=list(dict.fromkeys([column, "lang"])))
+        return table.filter(pc.equal(table.column("lang"), self.lang)).column(column)
 
     def vectors(self, file: Path) -> np.ndarray:
         column = self.read(file).combine_chunks()
@@ -148,15 +187,20 @@ class Embeddings:
             first += n
         return l2_normalise(np.concatenate(out))
 
-    def texts(self, positions: set[int]) -> dict[int, str]:
+    def texts(self, positions: set[int], column: str = "text") -> dict[int, str]:
+        """``column`` (as text) of the rows at ``positions``, reading only the shards that hold them."""
         wanted, out, first = np.sort(np.fromiter(positions, dtype=np.int64)), {}, 0
         for file, n in zip(self.files, self.rows):
             lo, hi = np.searchsorted(wanted, [first, first + n])
             if hi > lo:
-                column = self.read(file, "text").to_pylist()
-                out.update({int(p): column[p - first] for p in wanted[lo:hi]})
+                values = self.read(file, column).to_pylist()
+                out.update({int(p): str(values[p - first]) for p in wanted[lo:hi]})
             first += n
         return out
+
+    def ids(self, positions: set[int]) -> dict[int, str]:
+        """Each row's ``input_id`` (``--id-column``), or else its position over the inputs (``id``)."""
+        return self.texts(positions, INPUT_ID if self.input_ids else "id")
 
 
 def index_spec(n: int, dim: int, exact_limit: int, pq_limit: int) -> str:
@@ -178,11 +222,13 @@ class SearchPart:
         self.index: Any = None
         self.start = 0
 
-    def load(self, files: list[str], start: int, dim: int, template: Any, nprobe: int) -> int:
+    def load(
+        self, files: list[str], start: int, dim: int, template: Any, nprobe: int, lang: str | None = None
+    ) -> int:
         import faiss  # noqa: PLC0415
 
         self.index = None  # free the previous part before reading the next
-        embeddings = Embeddings(Path("."), [Path(f) for f in files], [], dim)
+        embeddings = Embeddings(Path("."), [Path(f) for f in files], [], dim, lang)
         vectors = l2_normalise(np.concatenate([embeddings.vectors(Path(f)) for f in files]))
         if template is None:
             index = faiss.IndexFlatIP(dim)
@@ -229,21 +275,9 @@ def sharded_knn(
 ) -> str:
     """Fill ``out_sims``/``out_ids`` (queries x k) with each query's k nearest database rows; returns
     the index kind."""
-    import faiss  # noqa: PLC0415
 
     spec = index_spec(database.total, database.dim, exact_limit, pq_limit)
-    template = None
-    if spec != "Flat":
-        nlist = int(spec.split(",")[0].removeprefix("IVF"))
-        sample = database.sample(min(database.total, 64 * nlist), seed)
-        trained = faiss.index_factory(database.dim, spec, faiss.METRIC_INNER_PRODUCT)
-        started = time.perf_counter()
-        trained.train(sample)
-        log.info(
-            "%s: %s trained on %d rows in %.1f s", desc, spec, len(sample), time.perf_counter() - started
-        )
-        template = faiss.serialize_index(trained)
-        del sample
+    template = None if spec == "Flat" else _trained_template(database, spec, seed, desc)
     out_sims.fill(-np.inf)
     out_ids.fill(-1)
     parts = database.parts(part_rows)
@@ -254,7 +288,7 @@ def sharded_knn(
         busy = actors[: len(group)]
         ray.get(
             [
-                a.load.remote(files, start, database.dim, template_ref, nprobe)
+                a.load.remote(files, start, database.dim, template_ref, nprobe, database.lang)
                 for a, (start, files) in zip(busy, group)
             ]
         )
@@ -277,6 +311,20 @@ def sharded_knn(
     return spec
 
 
+def _trained_template(database: Embeddings, spec: str, seed: int, desc: str) -> Any:
+    """An empty IVF index of ``spec`` trained on a sample of ``database`` (64 rows per cell), serialised
+    for every search actor to copy."""
+    import faiss  # noqa: PLC0415
+
+    nlist = int(spec.split(",")[0].removeprefix("IVF"))
+    sample = database.sample(min(database.total, 64 * nlist), seed)
+    trained = faiss.index_factory(database.dim, spec, faiss.METRIC_INNER_PRODUCT)
+    started = time.perf_counter()
+    trained.train(sample)
+    log.info("%s: %s trained on %d rows in %.1f s", desc, spec, len(sample), time.perf_counter() - started)
+    return faiss.serialize_index(trained)
+
+
 def _means(sims: np.ndarray, ids: np.ndarray, chunk_rows: int) -> np.ndarray:
     """``neighbour_means`` a chunk at a time (the lists are memory-mapped and may exceed memory)."""
     out = np.empty(len(sims), dtype=np.float32)
@@ -287,9 +335,23 @@ def _means(sims: np.ndarray, ids: np.ndarray, chunk_rows: int) -> np.ndarray:
     return out
 
 
-def _open_pair(src_dir: str | os.PathLike, tgt_dir: str | os.PathLike) -> tuple[Embeddings, Embeddings]:
-    """The two ``scale encode`` outputs to mine, checked to come from one model (same dimension)."""
-    src, tgt = Embeddings.open(src_dir, "SRC"), Embeddings.open(tgt_dir, "TGT")
+def _open_pair(
+    src_dir: str | os.PathLike,
+    tgt_dir: str | os.PathLike | None,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+) -> tuple[Embeddings, Embeddings]:
+    """The two sides to mine, checked to come from one model (same dimension). ``tgt_dir`` None: both
+    sides are rows of ``src_dir``, ``src_lang``'s and ``tgt_lang``'s (a mixed set)."""
+    if tgt_dir is None:
+        if src_lang is None or tgt_lang is None:
+            raise ValueError("one folder (no TGT) is mined with --src-lang and --tgt-lang: give both, or TGT")
+        if src_lang == tgt_lang:
+            raise ValueError(
+                f"--src-lang and --tgt-lang are both {src_lang}: every row would pair with itself"
+            )
+        tgt_dir = src_dir
+    src, tgt = Embeddings.open(src_dir, "SRC", src_lang), Embeddings.open(tgt_dir, "TGT", tgt_lang)
     if src.dim != tgt.dim:
         raise ValueError(
             f"SRC {src_dir} has {src.dim}-dimensional vectors, TGT {tgt_dir} {tgt.dim}: not one model"
@@ -306,6 +368,19 @@ def _prepare_output(output: str | os.PathLike, inputs: tuple[str | os.PathLike, 
     check_output_location(output, "--output", inputs=inputs)
     output.parent.mkdir(parents=True, exist_ok=True)
     return output
+
+
+def write_id_pairs(path: Path, pairs: list[MinedPair], src: Embeddings, tgt: Embeddings) -> None:
+    """``score<TAB>src_id<TAB>tgt_id<TAB>src_text<TAB>tgt_text`` lines, best first, written atomically
+    (``Embeddings.ids``: the ``--id-column`` values, else the row positions over the inputs)."""
+    src_rows, tgt_rows = {p.src for p in pairs}, {p.tgt for p in pairs}
+    src_ids, tgt_ids = src.ids(src_rows), tgt.ids(tgt_rows)
+    src_texts, tgt_texts = src.texts(src_rows), tgt.texts(tgt_rows)
+    lines = [
+        f"{p.score:.6f}\t{src_ids[p.src]}\t{tgt_ids[p.tgt]}\t{src_texts[p.src]}\t{tgt_texts[p.tgt]}\n"
+        for p in pairs
+    ]
+    atomic_write_text(path, "".join(lines))
 
 
 def _knn_lists(scratch: Path, name: str, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -343,7 +418,7 @@ def _margin_candidates(
 
 def mine_corpus(
     src_dir: str | os.PathLike,
-    tgt_dir: str | os.PathLike,
+    tgt_dir: str | os.PathLike | None,
     output: str | os.PathLike,
     k: int = 4,
     threshold: float | None = None,
@@ -356,57 +431,74 @@ def mine_corpus(
     nprobe: int = 16,
     seed: int = 0,
     stats: dict[str, Any] | None = None,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+    ids: bool | None = None,
 ) -> list[MinedPair]:
-    """Mine ``src_dir`` x ``tgt_dir`` (two ``scale encode`` outputs) into the TSV ``output``.
+    """Mine ``src_dir`` x ``tgt_dir`` (two ``scale encode`` outputs) into the TSV ``output``; with
+    ``tgt_dir`` None, the ``src_lang`` rows of ``src_dir`` x its ``tgt_lang`` rows (each side may
+    also be filtered to a language when both folders are given).
 
-    ``stats``, when given, receives the index kinds, the search and scoring times and the peak
-    resident memory of the search actors (for ``bench/scale.py``)."""
+    ``ids``: write ``score src_id tgt_id src_text tgt_text`` (None: when a side carries
+    ``--id-column`` values; False: ``score src_text tgt_text`` as ``modsenc mine``). ``stats``, when
+    given, receives the index kinds, the search and scoring times and the peak resident memory of
+    the search actors (for ``bench/scale.py``)."""
     if workers < 1 or part_rows < 1 or chunk_rows < 1 or k < 1:
         raise ValueError("--workers, --part-rows, --chunk-rows and --k must be at least 1")
-    src, tgt = _open_pair(src_dir, tgt_dir)
-    output = _prepare_output(output, (src_dir, tgt_dir))
+    src, tgt = _open_pair(src_dir, tgt_dir, src_lang, tgt_lang)
+    output = _prepare_output(output, (src_dir,) if tgt_dir is None else (src_dir, tgt_dir))
     k = min(k, src.total, tgt.total)
+    options = {
+        "part_rows": part_rows,
+        "chunk_rows": chunk_rows,
+        "exact_limit": exact_limit,
+        "pq_limit": pq_limit,
+        "nprobe": nprobe,
+        "seed": seed,
+    }
     # The k-NN lists are memory-mapped in a scratch folder next to the output, removed at the end.
     with tempfile.TemporaryDirectory(prefix=".modsenc-mine-", dir=output.parent) as scratch:
         fwd_sims, fwd_ids = _knn_lists(Path(scratch), "fwd", src.total, k)
         bwd_sims, bwd_ids = _knn_lists(Path(scratch), "bwd", tgt.total, k)
-        options = {
-            "part_rows": part_rows,
-            "chunk_rows": chunk_rows,
-            "exact_limit": exact_limit,
-            "pq_limit": pq_limit,
-            "nprobe": nprobe,
-            "seed": seed,
-        }
-        with ray_session(address, local_cpus=max(os.cpu_count() or 1, workers)) as ray:
-            most = max(len(src.parts(part_rows)), len(tgt.parts(part_rows)))
-            actors = [ray.remote(num_cpus=1)(SearchPart).remote() for _ in range(min(workers, most))]
-            try:
-                started = time.perf_counter()
-                kinds = [
-                    sharded_knn(
-                        ray, actors, src, tgt, k, fwd_sims, fwd_ids, desc="search src->tgt", **options
-                    ),
-                    sharded_knn(
-                        ray, actors, tgt, src, k, bwd_sims, bwd_ids, desc="search tgt->src", **options
-                    ),
-                ]
-                peak = max(ray.get([a.peak_rss_mb.remote() for a in actors]))
-                log.info(
-                    "search: %.1f s, peak memory per search actor %.0f MB",
-                    time.perf_counter() - started,
-                    peak,
-                )
-                if stats is not None:
-                    stats.update(index=kinds, search_s=time.perf_counter() - started, actor_peak_rss_mb=peak)
-            finally:
-                for actor in actors:
-                    ray.kill(actor)
+        _search_both(src, tgt, k, (fwd_sims, fwd_ids, bwd_sims, bwd_ids), workers, address, options, stats)
         candidates = _margin_candidates(fwd_sims, fwd_ids, bwd_sims, bwd_ids, chunk_rows, threshold)
         pairs = select_pairs(candidates, src.total, tgt.total, threshold)
         if stats is not None:
             stats["fwd_ids"] = np.array(fwd_ids[:, 0])  # top-1 neighbours, for recall against exact search
-    src_texts = src.texts({p.src for p in pairs})
-    tgt_texts = tgt.texts({p.tgt for p in pairs})
-    write_pairs(output, pairs, src_texts, tgt_texts)
+    if ids or (ids is None and (src.input_ids or tgt.input_ids)):
+        write_id_pairs(output, pairs, src, tgt)
+    else:
+        write_pairs(output, pairs, src.texts({p.src for p in pairs}), tgt.texts({p.tgt for p in pairs}))
     return pairs
+
+
+def _search_both(
+    src: Embeddings,
+    tgt: Embeddings,
+    k: int,
+    lists: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    workers: int,
+    address: str | None,
+    options: dict[str, Any],
+    stats: dict[str, Any] | None,
+) -> None:
+    """Fill the k-NN ``lists`` (forward sims and ids, backward sims and ids) on a pool of search actors;
+    log the search time and the actors' peak memory (and record them in ``stats`` when given)."""
+    fwd_sims, fwd_ids, bwd_sims, bwd_ids = lists
+    part_rows = options["part_rows"]
+    with ray_session(address, local_cpus=max(os.cpu_count() or 1, workers)) as ray:
+        most = max(len(src.parts(part_rows)), len(tgt.parts(part_rows)))
+        actors = [ray.remote(num_cpus=1)(SearchPart).remote() for _ in range(min(workers, most))]
+        try:
+            started = time.perf_counter()
+            kinds = [
+                sharded_knn(ray, actors, src, tgt, k, fwd_sims, fwd_ids, desc="search src->tgt", **options),
+                sharded_knn(ray, actors, tgt, src, k, bwd_sims, bwd_ids, desc="search tgt->src", **options),
+            ]
+            peak = max(ray.get([a.peak_rss_mb.remote() for a in actors]))
+        finally:
+            for actor in actors:
+                ray.kill(actor)
+    log.info("search: %.1f s, peak memory per search actor %.0f MB", time.perf_counter() - started, peak)
+    if stats is not None:
+        stats.update(index=kinds, search_s=time.perf_counter() - started, actor_peak_rss_mb=peak)

@@ -17,10 +17,13 @@ import os
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from modsenc.utils.io import atomic_write_json, atomic_write_text, file_sha256
+import numpy as np
+
+from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text, file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +32,9 @@ SHARDS, REJECTS, HASHES = "shards", "rejects", "hashes"
 JOB_KIND = "modsenc-scale-encode"
 # Entries of an output folder this command writes; anything else there is someone else's.
 OWN = {MANIFEST, SHARDS, REJECTS, HASHES, "rejects.jsonl"}
+# The shard column of each row's --id-column value (a fixed name: the user's own column may well be
+# called "id" or "text", which the shard already has).
+INPUT_ID = "input_id"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Ray colours the first line of its task errors
 
 
@@ -57,6 +63,44 @@ def read_hash(output: Path, index: int) -> str | None:
     """The sha256 recorded for shard ``index``, or None when there is none."""
     path = hash_path(output, index)
     return path.read_text(encoding="utf-8").strip() if path.is_file() else None
+
+
+def job_record(
+    zoo: Any,
+    inputs: Sequence[Any],
+    lang: str,
+    lang_field: str | None,
+    text_field: str,
+    mode: str,
+    normalize: bool,
+    dtype: str,
+    shard_size: int,
+    quantize: str | None,
+    other: str = "backbone",
+    id_column: str | None = None,
+) -> dict[str, Any]:
+    """The manifest's ``job``: what the output depends on (and nothing else: workers, batch size and
+    address may change on resume). ``zoo`` is a ``modsenc.modules.bundle.Zoo``, ``inputs`` the
+    ``modsenc.scale.inputs.InputFile`` of each input."""
+    job: dict[str, Any] = {
+        "kind": JOB_KIND,
+        "zoo": str(zoo.root.resolve()),
+        "backbone_fingerprint": zoo.backbone_fingerprint(),
+        "languages": zoo.languages(),
+        "inputs": [asdict(f) for f in inputs],
+        "lang": lang,
+        "lang_field": lang_field,
+        "text_field": text_field,
+        "mode": mode,
+        "normalize": normalize,
+        "dtype": dtype,
+        "shard_size": shard_size,
+        "quantize": quantize,
+        "other": other,
+    }
+    if id_column is not None:  # only when given: an output written before --id-column keeps its job id
+        job["id_column"] = id_column
+    return job
 
 
 def check_output(output: Path, job: dict[str, Any], resume: bool) -> None:
@@ -160,3 +204,85 @@ def mark_failed(output: Path, manifest: dict[str, Any], err: BaseException) -> N
     """Record in the manifest that the job failed, and why (atomically, as every manifest write)."""
     manifest.update(status="failed", reason=one_line(err))
     atomic_write_json(output / MANIFEST, manifest)
+
+
+def shard_table(
+    ids: Sequence[int],
+    files: Sequence[int],
+    lines: Sequence[int],
+    langs: Sequence[str | None],
+    routes: Sequence[str],
+    texts: Sequence[str],
+    vectors: np.ndarray,
+    input_ids: Sequence[str] | None = None,
+) -> Any:
+    """One shard as a pyarrow table in the documented column order (``modsenc.scale.encode``);
+    ``input_id`` only when the job has an ``--id-column``, so older readers see the old schema."""
+    import pyarrow as pa  # noqa: PLC0415 - pyarrow comes with the ray extra, imported where used
+
+    columns = {
+        "id": pa.array(ids, pa.int64()),
+        "file": pa.array(files, pa.int32()),
+        "line": pa.array(lines, pa.int64()),
+        "lang": pa.array(langs, pa.string()),
+        "route": pa.array(routes, pa.string()),
+        "text": pa.array(texts, pa.string()),
+    }
+    if input_ids is not None:
+        columns[INPUT_ID] = pa.array(input_ids, pa.string())
+    columns["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), vectors.shape[1])
+    return pa.table(columns)
+
+
+def write_embeddings(
+    output: str | os.PathLike,
+    vectors: np.ndarray,
+    texts: Sequence[str],
+    shard_size: int,
+    lang: str | Sequence[str] = "xx",
+    input_ids: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Vectors computed elsewhere, written in ``scale encode``'s output format (for benchmarks and tests
+    of ``scale mine`` on synthetic data). ``lang``: every row's language, or one per row (a mixed
+    set); ``input_ids``: the rows' ``--id-column`` values. ``output`` must not exist yet."""
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    output = Path(output)
+    if output.exists():
+        raise FileExistsError(f"{output} exists; give a new folder")
+    if len(vectors) != len(texts):
+        raise ValueError(f"{len(vectors)} vectors for {len(texts)} texts")
+    (output / SHARDS).mkdir(parents=True)
+    n, dim = vectors.shape
+    langs = [lang] * n if isinstance(lang, str) else list(lang)
+    starts = range(0, n, shard_size)
+    for index, start in enumerate(starts):
+        block = np.ascontiguousarray(vectors[start : start + shard_size], dtype=np.float32)
+        rows = len(block)
+        table = shard_table(
+            np.arange(start, start + rows),
+            np.zeros(rows, np.int32),
+            np.arange(start + 1, start + rows + 1),
+            langs[start : start + rows],
+            ["bundle"] * rows,
+            list(texts[start : start + rows]),
+            block,
+            None if input_ids is None else list(input_ids[start : start + rows]),
+        )
+        with atomic_file(shard_path(output, index)) as tmp:
+            pq.write_table(table, tmp)
+    manifest = {
+        "job": {"kind": JOB_KIND, "synthetic": True, "rows": n, "dim": dim},
+        "job_id": "synthetic",
+        "status": "complete",
+        "shards": len(starts),
+        "rows": n,
+        "dim": dim,
+        "encoded": n,
+        "rejected": 0,
+        "shard_files": [str(shard_path(output, i).relative_to(output)) for i in range(len(starts))],
+        "shard_rows": [min(shard_size, n - s) for s in starts],
+        "shard_sha256": [file_sha256(shard_path(output, i)) for i in range(len(starts))],
+    }
+    atomic_write_json(output / MANIFEST, manifest)
+    return manifest

@@ -114,7 +114,7 @@ def test_bad_jsonl_rows_name_file_and_line(tmp_path) -> None:
     source.write_text('{"text": "a"}\n' * 100 + bad, encoding="utf-8")
     infos, shards = plan_shards(list_inputs([source]), shard_size=1)
     assert [s.offset for s in shards[99:]] == [1386, 1400, 1412, 1425]
-    assert read_shard(infos[0], shards[0]) == (["a"], None)
+    assert read_shard(infos[0], shards[0]) == (["a"], None, None)
     with pytest.raises(ValueError, match=r"in.jsonl, line 101: field 'text' is int, expected a string"):
         read_shard(infos[0], shards[100])
     with pytest.raises(ValueError, match=r"line 102: no field 'text' \(--text-field\); fields: txt"):
@@ -228,3 +228,57 @@ def test_mine_takes_an_output_without_shard_hashes_with_a_warning(tmp_path, ray_
         mine_corpus(tmp_path / "old", tmp_path / "old", tmp_path / "p.tsv")
     assert ray_starts == ["ray"]  # accepted: the search was about to start
     assert "records no shard sha256" in caplog.text and "used unverified" in caplog.text
+
+
+def test_an_unknown_or_bad_id_column_is_refused_before_ray_starts(fake_zoo, tmp_path, ray_starts) -> None:
+    """--id-column: a JSONL field or Parquet column every row has, a string or an integer; refused
+    in one line, before any worker starts, when a file lacks it, has no fields (plain text) or one of
+    its first rows holds no usable id."""
+    out = str(tmp_path / "out")
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text('{"doc": "a", "text": "x"}\n{"doc": 7, "text": "y"}\n', encoding="utf-8")
+    message = _encode(fake_zoo, "--input", str(jsonl), "--output", out, "--id-column", "dco")
+    assert message == f"Error: {jsonl}, line 1: no field 'dco' (--id-column); fields: doc, text"
+    table = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": ["one", "two"], "doc": ["d1", "d2"]}), table)
+    message = _encode(fake_zoo, "--input", str(table), "--output", out, "--id-column", "id")
+    assert message == f"Error: {table}: no column 'id' (--id-column); columns: text, doc"
+    text = tmp_path / "in.txt"
+    text.write_text("one\n", encoding="utf-8")
+    message = _encode(
+        fake_zoo, "--input", str(table), "--input", str(text), "--output", out, "--id-column", "doc"
+    )
+    assert (
+        message
+        == f"Error: {text}: plain text has no fields, so no 'doc' (--id-column): give JSONL or Parquet"
+    )
+    for bad, shown in (("null", "None"), ("1.5", "1.5"), ("true", "True"), ('"a\\tb"', "'a\\tb'")):
+        jsonl.write_text(f'{{"doc": "a", "text": "x"}}\n{{"doc": {bad}, "text": "y"}}\n', encoding="utf-8")
+        message = _encode(fake_zoo, "--input", str(jsonl), "--output", out, "--id-column", "doc")
+        assert message.startswith(f"Error: {jsonl}, line 2: field 'doc' (--id-column) is {shown}"), message
+    assert ray_starts == [] and not (tmp_path / "out").exists()
+    # Read by a worker: each row's id as text (an integer as its digits); a bad Parquet cell named by row.
+    jsonl.write_text('{"doc": "a", "text": "x"}\n{"doc": 7, "text": "y"}\n', encoding="utf-8")
+    infos, shards = plan_shards(list_inputs([jsonl, table]), shard_size=2, id_field="doc")
+    assert [read_shard(infos[s.file], s, id_field="doc").ids for s in shards] == [["a", "7"], ["d1", "d2"]]
+    pq.write_table(pa.table({"text": ["one", "two"], "doc": [1.0, None]}), table)
+    infos, shards = plan_shards(list_inputs([table]), shard_size=2, id_field="doc")
+    with pytest.raises(ValueError, match=r"in.parquet: row 1: column 'doc' \(--id-column\) is 1.0, expected"):
+        read_shard(infos[0], shards[0], id_field="doc")
+
+
+def test_mining_one_mixed_output_needs_two_languages_it_has(tmp_path, ray_starts) -> None:
+    """scale mine JOB (no TGT) takes --src-lang and --tgt-lang, two different languages of its rows;
+    refused in one line otherwise, before Ray starts."""
+    write_embeddings(tmp_path / "mixed", np.eye(4, dtype=np.float32), list("abcd"), 2, lang=["en", "uz"] * 2)
+    runner, pairs = CliRunner(), str(tmp_path / "p.tsv")
+    for args, expected in (
+        ([], "one folder (no TGT) is mined with --src-lang and --tgt-lang: give both, or TGT"),
+        (["--src-lang", "en"], "one folder (no TGT) is mined with --src-lang and --tgt-lang"),
+        (["--src-lang", "uz", "--tgt-lang", "uz"], "--src-lang and --tgt-lang are both uz"),
+        (["--src-lang", "en", "--tgt-lang", "kk"], f"TGT {tmp_path / 'mixed'}: no rows of language 'kk'; "
+         "languages there: en, uz"),
+    ):  # fmt: skip
+        result = runner.invoke(main, ["scale", "mine", str(tmp_path / "mixed"), "--output", pairs, *args])
+        assert result.exit_code == 1 and result.output.startswith(f"Error: {expected}"), result.output
+    assert ray_starts == [] and not (tmp_path / "p.tsv").exists()
