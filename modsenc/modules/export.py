@@ -11,8 +11,10 @@
   there is no exact merge, and the export refuses ``mode="cross"`` rather than approximate.
 
 The result is a plain BERT / XLM-R model that ``SentenceTransformer(DIR)`` loads, with the backbone's
-pooling (CLS or mean) and its input prefix as the default prompt (e5's ``query: ``), so
-``SentenceTransformer(DIR).encode(texts)`` gives the vectors modsenc gives.
+pooling (CLS or mean), its prompts (``ModularEncoder.prompts``: e5's ``query``, ``"query: "``, and
+``document``, ``"passage: "``) and its input prefix as the default prompt, so
+``SentenceTransformer(DIR).encode(texts)``, ``.encode_query`` and ``.encode_document`` give the
+vectors modsenc's do; a README.md model card says what the export holds and how it was made.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import copy
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +35,19 @@ from tokenizers import normalizers
 from transformers import AutoModel, PreTrainedModel
 from transformers.activations import get_activation
 
-from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.encoder import Backbone, backbone_prompts, load_manifest
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
+from modsenc.modules.manifest import BundleManifest
 from modsenc.modules.modular import LORA_KINDS, ModularBackbone, module_name
 from modsenc.utils.hub import NOT_MISTRAL
 from modsenc.utils.outputs import EXPORT_MANIFEST, check_output_folder, owned_directory, record_owned_files
 
 # Written into every export: proves the folder is modsenc's, so a later export may replace it.
 EXPORT_MARKER = EXPORT_MANIFEST
+# The name of the export's default prompt (the backbone's prefix, put before every text as modsenc
+# does). Empty on purpose: sentence-transformers applies a default prompt whenever its name is not
+# None, but logs "Default prompt name is set to ..." on every load only when the name is truthy.
+DEFAULT_PROMPT_NAME = ""
 
 
 def check_parallel_layout(adapter: torch.nn.Module) -> None:
@@ -91,6 +99,10 @@ def export_sentence_transformer(
     check_output_folder(output_dir, "--output", EXPORT_MARKER, overwrite=overwrite, own_kind="export")
     manifest = zoo.read_compatible_manifest(lang)
     backbone = Backbone.from_pretrained(zoo.backbone_path(), attention="sdpa")
+    backbone_manifest = load_manifest(zoo.backbone_path())
+    # as ModularEncoder.from_pretrained derives them, so the export's encode_query/encode_document
+    # are the zoo's
+    prompts = backbone_prompts(backbone.prefix, backbone_manifest.get("source"))
     modular = ModularBackbone(backbone)
     kinds = modular.load_bundle(zoo.bundle_dir(lang), lang)
     if mode == "mono":
@@ -98,9 +110,10 @@ def export_sentence_transformer(
     tokenizer = _language_tokenizer(modular, lang, kinds)
     plain = merged_model(modular, lang, kinds)
     with owned_directory(output_dir, EXPORT_MARKER) as tmp:
-        _save_sentence_transformer(tmp, plain, tokenizer, backbone, f"modsenc-{lang}-{mode}")
-        model_card = f"modsenc export: language {lang}, mode {mode}, modules {sorted(kinds)}"
-        (tmp / "README.md").write_text(model_card + "\n", encoding="utf-8")
+        name = f"modsenc-{lang}-{mode}"
+        _save_sentence_transformer(tmp, plain, tokenizer, backbone, name, prompts)
+        card = model_card(name, manifest, mode, kinds, backbone_manifest, prompts)
+        (tmp / "README.md").write_text(card, encoding="utf-8")
         record_owned_files(
             tmp,
             EXPORT_MARKER,
@@ -185,11 +198,29 @@ def merged_model(
     return plain.eval()
 
 
+def export_prompts(
+    prefix: str, prompts: Mapping[str, str] | None = None
+) -> tuple[dict[str, str], str | None]:
+    """sentence-transformers' ``prompts`` and ``default_prompt_name`` for an export: ``prompts``
+    (default ``backbone_prompts(prefix)``) and, for a backbone with a prefix, that prefix as the
+    default prompt under ``DEFAULT_PROMPT_NAME``, so a plain ``encode`` prefixes as modsenc's does."""
+    found = dict(backbone_prompts(prefix) if prompts is None else prompts)
+    if not prefix:
+        return found, None
+    return found | {DEFAULT_PROMPT_NAME: prefix}, DEFAULT_PROMPT_NAME
+
+
 def _save_sentence_transformer(
-    folder: Path, plain: PreTrainedModel, tokenizer: Any, backbone: Backbone, name: str
+    folder: Path,
+    plain: PreTrainedModel,
+    tokenizer: Any,
+    backbone: Backbone,
+    name: str,
+    prompts: Mapping[str, str] | None = None,
 ) -> None:
     """``plain`` and ``tokenizer`` as a sentence-transformers model in ``folder``, with the
-    backbone's pooling and its prefix as the default prompt."""
+    backbone's pooling, ``prompts`` (default: the backbone's) and its prefix as the default prompt
+    (``export_prompts``)."""
     hf_dir = folder / "hf"
     plain.save_pretrained(hf_dir, safe_serialization=True)
     tokenizer.save_pretrained(hf_dir)
@@ -199,12 +230,12 @@ def _save_sentence_transformer(
     )
     # include_prompt: the prefix tokens count in the mean, as in modsenc (and e5's own engine).
     pooling = Pooling(plain.config.hidden_size, pooling_mode=backbone.pooling, include_prompt=True)
-    prompts = {"query": backbone.prefix} if backbone.prefix else None
+    st_prompts, default_prompt_name = export_prompts(backbone.prefix, prompts)
     st = SentenceTransformer(
         modules=[transformer, pooling],
         device="cpu",
-        prompts=prompts,
-        default_prompt_name="query" if prompts else None,
+        prompts=st_prompts,
+        default_prompt_name=default_prompt_name,
     )
     st.save(str(folder / "model"), model_name=name, create_model_card=False)
     for item in (folder / "model").iterdir():
@@ -217,3 +248,85 @@ def _save_sentence_transformer(
     config = json.loads(st_config.read_text(encoding="utf-8"))
     config["processor_kwargs"] = dict(NOT_MISTRAL)
     st_config.write_text(json.dumps(config, indent=4) + "\n", encoding="utf-8")
+
+
+def _metrics_table(manifest: BundleManifest, row: str) -> list[str]:
+    """The bundle's dev metrics (``dev_metrics``: after each stage), one row per stage, nested
+    scores flattened (``sts_spearman uz-uz``); ``row`` is marked as the export's."""
+    flat: dict[str, dict[str, float]] = {}
+    for stage, scores in manifest.dev_metrics.items():
+        cells: dict[str, float] = {}
+        for key, value in (scores or {}).items():
+            items = value.items() if isinstance(value, Mapping) else [("", value)]
+            for sub, number in items:
+                cells[f"{key} {sub}".strip()] = float(number)
+        flat[stage] = cells
+    columns = sorted({c for cells in flat.values() for c in cells})
+    if not columns:
+        return ["No dev metrics were recorded in the bundle's manifest."]
+    lines = ["| after stage | " + " | ".join(columns) + " |", "|---" + "|---:" * len(columns) + "|"]
+    for stage, cells in flat.items():
+        label = f"**{stage}** (this export)" if stage == row else stage
+        lines.append(
+            f"| {label} | " + " | ".join(f"{cells[c]:.1f}" if c in cells else "" for c in columns) + " |"
+        )
+    return lines
+
+
+def _default_prompt_note(prefix: str) -> str:
+    if not prefix:
+        return "The backbone has no prefix: `encode`, `encode_query` and `encode_document` agree."
+    return f"`encode` puts the backbone's prefix ({prefix!r}) before every text, as modsenc does."
+
+
+def model_card(
+    name: str,
+    manifest: BundleManifest,
+    mode: str,
+    kinds: set[str],
+    backbone_manifest: Mapping[str, Any],
+    prompts: Mapping[str, str],
+) -> str:
+    """The export's README.md: languages, mode, modules, prompts, the bundle's dev metrics and how
+    it was made, from the manifests (Hugging Face card metadata in the YAML header)."""
+    lang, pivot = manifest.language, manifest.pivot
+    languages = [lang] + ([pivot] if mode == "cross" and pivot and pivot != lang else [])
+    source = backbone_manifest.get("source") or {}
+    base = source.get("model")
+    stages = [s for s in manifest.stages if s in kinds]
+    header = ["---", "language:", *[f"- {code}" for code in languages], "library_name: sentence-transformers"]
+    header += ["pipeline_tag: sentence-similarity", "tags:", "- sentence-transformers", "- modsenc"]
+    header += ([f"base_model: {base}"] if base else []) + ["---", ""]
+    use = "cross-lingual tasks (aligned to the pivot)" if mode == "cross" else "monolingual tasks"
+    body = [
+        f"# {name}",
+        "",
+        f"A modsenc export of language `{lang}` ({manifest.script or 'script unknown'}), mode `{mode}` "
+        f"({use}): modules {', '.join(sorted(kinds)) or 'none'} merged into the backbone's weights.",
+        "",
+        "```python",
+        "from sentence_transformers import SentenceTransformer",
+        "",
+        'model = SentenceTransformer("PATH")',
+        "queries = model.encode_query(texts)      # prompt: " + repr(prompts.get("query", "")),
+        "documents = model.encode_document(texts) # prompt: " + repr(prompts.get("document", "")),
+        "```",
+        "",
+        _default_prompt_note(str(backbone_manifest.get("prefix", ""))),
+        "",
+        f"## Dev metrics of the {lang} bundle",
+        "",
+        *_metrics_table(manifest, stages[-1] if stages else "backbone"),
+        "",
+        "## How it was made",
+        "",
+        f"- backbone: {base or 'modsenc backbone'} (fingerprint {str(manifest.backbone_fingerprint)[:12]}), "
+        f"{backbone_manifest.get('pooling', 'cls')} pooling",
+        f"- bundle: stages {', '.join(manifest.stages)}, pivot {pivot}, recipe "
+        f"{Path(manifest.recipe_path).name if manifest.recipe_path else 'unknown'}, built {manifest.created}",
+        f"- data: {json.dumps(manifest.data.get('counts', {}))}",
+        f"- export: `modsenc export --lang {lang} --mode {mode}` (LoRAs merged as peft merges them"
+        + ("; the CLA folded into the feed-forward blocks as extra neurons" if "cla" in kinds else "")
+        + f"), modsenc {manifest.versions.get('modsenc', '')}",
+    ]
+    return "\n".join(header + body) + "\n"

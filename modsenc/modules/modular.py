@@ -403,15 +403,18 @@ class ModularBackbone(nn.Module):
         texts: Sequence[str],
         kinds: Iterable[str] | None = None,
         max_length: int | None = None,
+        prefix: str | None = None,
     ) -> Tokenized:
         """Token ids of ``texts`` as ``lang``'s modules (``kinds``; default all loaded) see them:
-        the language's orthography, the backbone's prefix (e5's ``query: ``), the language's
-        tokenizer, cut to ``max_length`` (default and at most the backbone's). ``encode`` feeds the
-        model exactly these, so a token count taken here is the count the model ran on."""
+        the language's orthography, the prefix (``prefix``, default the backbone's: e5's
+        ``query: ``), the language's tokenizer, cut to ``max_length`` (default and at most the
+        backbone's). ``encode`` feeds the model exactly these, so a token count taken here is the
+        count the model ran on."""
         backbone = self.backbone
         limit = min(max_length or backbone.max_length, backbone.max_length)
         tokenizer = self.tokenizer_of(lang, kinds)
-        return tokenize_texts(tokenizer, texts, limit, backbone.prefix, self.normalizer_of(lang))
+        prefix = backbone.prefix if prefix is None else prefix
+        return tokenize_texts(tokenizer, texts, limit, prefix, self.normalizer_of(lang))
 
     def tokenize(
         self,
@@ -420,9 +423,10 @@ class ModularBackbone(nn.Module):
         kinds: Iterable[str] | None = None,
         max_length: int | None = None,
         warn_truncated: bool = False,
+        prefix: str | None = None,
     ) -> list[list[int]]:
         """The ids of ``tokenized``, with a warning when some text was cut."""
-        tokens = self.tokenized(lang, texts, kinds, max_length)
+        tokens = self.tokenized(lang, texts, kinds, max_length, prefix)
         if warn_truncated:
             tokens.warn_if_truncated(min(max_length or self.backbone.max_length, self.backbone.max_length))
         return tokens.ids
@@ -468,14 +472,15 @@ class ModularBackbone(nn.Module):
         sentences: str | Sequence[str],
         lang: str | None,
         kinds: Iterable[str] | None = None,
+        prefix: str | None = None,
         **kwargs: Any,
     ):
         """Encode through ``lang``'s modules (sentence-transformers conventions, see ``Backbone.encode``),
-        its text through ``tokenize(lang, ..., kinds)``."""
+        its text through ``tokenize(lang, ..., kinds, prefix=prefix)`` (None: the backbone's prefix)."""
         wanted = self._wanted(lang, kinds)
 
         def tokenize(texts: list[str]) -> list[list[int]]:
-            return self.tokenize(lang, texts, wanted, warn_truncated=True)
+            return self.tokenize(lang, texts, wanted, warn_truncated=True, prefix=prefix)
 
         with self.lock:
             self.activate(lang, wanted)
