@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import sys
 
 import click
@@ -529,8 +530,10 @@ def encode(
     cat uz.txt | modsenc encode --lang uz --output uz.jsonl
     """
     from modsenc.encoder import encode_file  # noqa: PLC0415
+    from modsenc.utils.devices import check_device  # noqa: PLC0415
 
     try:
+        check_device(device, "--device")  # before the zoo loads, naming the option
         count = encode_file(
             zoo_dir,
             input_path,
@@ -561,13 +564,23 @@ def zoo_group() -> None:
 @zoo_group.command("list")
 @_zoo_option()
 def zoo_list(zoo_dir) -> None:
-    """Installed languages with their modules and size."""
+    """Installed languages with their modules and size; exit 1 when a bundle is broken (listed as
+    BROKEN with the reason, the others still listed)."""
     from modsenc.modules.bundle import Zoo  # noqa: PLC0415
 
     try:
-        click.echo(Zoo(zoo_dir).table())
+        table = Zoo(zoo_dir).table()
     except (FileNotFoundError, ValueError) as err:
         raise _fail(err) from err
+    click.echo(table)
+    broken = [row.split()[0] for row in table.splitlines() if row.split()[1:2] == ["BROKEN:"]]
+    if broken:
+        raise _fail(
+            ValueError(
+                f"{len(broken)} broken bundle(s) in {zoo_dir}: {', '.join(broken)}; rebuild each with "
+                "`modsenc add-language LANG`, or remove its folder and index entry"
+            )
+        )
 
 
 @zoo_group.command("info")
@@ -599,7 +612,11 @@ def _weights_option():
 @click.argument("target", type=click.Path(file_okay=False))
 @click.option("--languages", help="Comma-separated languages to pack [default: all installed].")
 @_weights_option()
-@click.option("--commit", help="The commit that built the bundles, recorded in TARGET/index.json.")
+@click.option(
+    "--commit",
+    help="The commit that built the bundles (its full 40-digit hash: git rev-parse HEAD), recorded "
+    "in TARGET/index.json.",
+)
 @click.option(
     "--recipe", "built_recipe", help="The recipe that built the bundles, recorded in TARGET/index.json."
 )
@@ -613,6 +630,11 @@ def zoo_pack(source, target, languages, weights, commit, built_recipe) -> None:
     from modsenc.modules.distribution import pack_zoo  # noqa: PLC0415
 
     wanted = [c.strip() for c in languages.split(",") if c.strip()] if languages else None
+    if commit is not None and not re.fullmatch(r"[0-9a-f]{40}", commit):
+        # A short hash can become ambiguous as the history grows; the record must name one commit.
+        raise click.BadParameter(
+            f"{commit!r} is not a full commit hash; pass `git rev-parse COMMIT`'s", param_hint="'--commit'"
+        )
     provenance = {k: v for k, v in (("commit", commit), ("recipe", built_recipe)) if v}
     try:
         pack_zoo(source, target, wanted, weights=weights, provenance=provenance or None)
@@ -844,7 +866,7 @@ def compare_command(model, baseline, bitext, src, tgt, examples, name, baseline_
 )
 @click.option(
     "--exact-limit",
-    type=int,
+    type=click.IntRange(min=0),
     default=200_000,
     show_default=True,
     help="Above this many sentences per side, search an approximate IVF index.",
@@ -956,10 +978,13 @@ def synthesize_command(
         load_source,
         synthesize,
     )  # fmt: skip
+    from modsenc.utils.devices import check_device  # noqa: PLC0415
+    from modsenc.utils.hub import check_model_source  # noqa: PLC0415
     from modsenc.utils.outputs import check_distinct_outputs, check_output_file  # noqa: PLC0415
 
     langs = [code.strip() for value in languages for code in value.split(",") if code.strip()]
     try:
+        check_device(device, "--device")
         # Outputs first, before the source is read or the model loads (a hub model can take minutes).
         report_path = Path(output_path).with_name(Path(output_path).name + ".report.json")
         cache_path = cache_path or Path(output_path).with_name(Path(output_path).name + ".cache.jsonl")
@@ -972,6 +997,9 @@ def synthesize_command(
         if "nllb" in model.lower():
             for lang in langs:
                 flores_code(lang)  # an unknown code fails here, before the model loads
+        # A missing folder or a mistyped or unreachable hub name: one line in seconds, not a minute
+        # of transformers' retries and a traceback (HF_HUB_OFFLINE=1: the local cache alone).
+        check_model_source(model)
         pairs = english_pairs(load_source(source, split, columns.split(",")), max_pairs)
         if not pairs:
             raise ValueError(f"{source}: no English pairs (rows with lang 'en')")
@@ -983,7 +1011,7 @@ def synthesize_command(
         reports = synthesize(
             pairs, langs, translator, output_path, cache_path, batch_size, filters, on_estimate=estimate
         )
-    except (FileNotFoundError, FileExistsError, KeyError, ValueError) as err:
+    except (OSError, KeyError, ValueError, ImportError) as err:  # OSError: what transformers raises
         raise _fail(err) from err
     for lang, r in reports.items():
         dropped = ", ".join(f"{k} {v}" for k, v in r.dropped.items())
@@ -1004,6 +1032,7 @@ def scale_group() -> None:
     modsenc scale encode --input corpus/ --output emb/            # local Ray, one worker per --workers
     modsenc scale encode --input corpus/ --output emb/ --resume   # after a kill: finished shards kept
     modsenc scale mine emb-en/ emb-uz/ --output pairs.tsv --threshold 1.05
+    modsenc scale mine emb/ --src-lang en --tgt-lang uz --output pairs.tsv  # one mixed output
 
     Needs the ray extra: pip install -e '.[ray]'.
     """
@@ -1054,6 +1083,11 @@ def _engine_options(func):
 @click.option(
     "--text-field", default="text", show_default=True, help="JSONL field or Parquet column of the text."
 )
+@click.option(
+    "--id-column",
+    help="JSONL field or Parquet column with each row's own id (string or integer; kept in the shards as "
+    "input_id and written by scale mine; not checked unique) [default: row positions]",
+)
 @_mode_option()
 @click.option("--normalize", is_flag=True, help="L2-normalise the embeddings.")
 @click.option(
@@ -1095,8 +1129,8 @@ def _engine_options(func):
 @_quantize_option("the backbone's")
 @_other_option()
 def scale_encode(
-    zoo_dir, inputs, output_dir, lang, lang_field, text_field, mode, normalize, vector_dtype, shard_size,
-    batch_size, workers, address, threads_per_worker, resume, device, no_verify, quantize, other,
+    zoo_dir, inputs, output_dir, lang, lang_field, text_field, id_column, mode, normalize, vector_dtype,
+    shard_size, batch_size, workers, address, threads_per_worker, resume, device, no_verify, quantize, other,
 ) -> None:  # fmt: skip
     """Embed a corpus with a pool of Ray actors into Parquet shards (resumable; rejects listed)."""
     from modsenc.scale.encode import encode_corpus  # noqa: PLC0415
@@ -1122,6 +1156,7 @@ def scale_encode(
             verify=not no_verify,
             quantize=None if quantize == "none" else quantize,
             other=other,
+            id_column=id_column,
         )
     except (OSError, KeyError, ValueError, TypeError, ImportError) as err:
         raise _fail(err) from err
@@ -1134,9 +1169,21 @@ def scale_encode(
 
 @scale_group.command("mine")
 @click.argument("src", type=click.Path())
-@click.argument("tgt", type=click.Path())
+@click.argument("tgt", type=click.Path(), required=False)
 @click.option(
-    "--output", "output_path", required=True, type=click.Path(dir_okay=False), help="TSV: score src tgt."
+    "--output",
+    "output_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="TSV: score src tgt, or score src_id tgt_id src_text tgt_text (--ids).",
+)
+@click.option("--src-lang", help="Mine only SRC's rows of this language (their lang column).")
+@click.option("--tgt-lang", help="Mine only TGT's rows of this language; without TGT, SRC's (a mixed set).")
+@click.option(
+    "--ids/--no-ids",
+    default=None,
+    help="Write each pair's ids: --id-column values, else row positions "
+    "[default: when a side has --id-column]",
 )
 @click.option(
     "--threshold", type=float, help="Keep pairs with a margin score at least this (LASER used 1.04-1.06)."
@@ -1170,9 +1217,11 @@ def scale_encode(
     "--nprobe", type=click.IntRange(min=1), default=16, show_default=True, help="IVF cells searched."
 )
 def scale_mine(
-    src, tgt, output_path, threshold, k, workers, address, part_rows, exact_limit, pq_limit, nprobe
-) -> None:
-    """Mine translation pairs between two `scale encode` outputs (SRC, TGT folders), margin-scored."""
+    src, tgt, output_path, src_lang, tgt_lang, ids, threshold, k, workers, address, part_rows, exact_limit,
+    pq_limit, nprobe,
+) -> None:  # fmt: skip
+    """Mine translation pairs between two `scale encode` outputs (SRC, TGT folders), margin-scored;
+    or, with --src-lang and --tgt-lang and no TGT, between two languages of one mixed output."""
     from modsenc.scale.mine import mine_corpus  # noqa: PLC0415
 
     try:
@@ -1188,6 +1237,9 @@ def scale_mine(
             exact_limit=exact_limit,
             pq_limit=pq_limit,
             nprobe=nprobe,
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            ids=ids,
         )
     except (OSError, KeyError, ValueError, ImportError) as err:
         raise _fail(err) from err
@@ -1247,13 +1299,28 @@ def scale_mine(
     show_default=True,
     help="Longest pause while a request body arrives; 408 past it.",
 )
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="Seconds to answer an embedding request; 503 with Retry-After past it.",
+)
+@click.option(
+    "--api-key",
+    envvar="MODSENC_API_KEY",
+    help="Require 'Authorization: Bearer KEY' on every endpoint but /health [env: MODSENC_API_KEY].",
+)
+@click.option("--cors-origins", default="", help="Comma-separated origins browsers may call from ('*': any).")
 @click.option("--device", default=None, help="cpu, cuda, cuda:1 ... [default: cuda if available]")
 @_other_option()
 @_quantize_option("the backbone's")
 @_dtype_option()
 @_runtime_option()
-def serve_command(zoo_dir, host, port, languages, device, quantize, dtype, runtime, **limits) -> None:
-    """HTTP embedding server: OpenAI /v1/embeddings, TEI /embed, /health, /info, /metrics."""
+def serve_command(
+    zoo_dir, host, port, languages, cors_origins, device, quantize, dtype, runtime, **limits
+) -> None:
+    """HTTP embedding server: OpenAI /v1/embeddings, /v1/models; TEI /embed, POST /; /health, /metrics."""
     from modsenc.serving.app import ServeConfig  # noqa: PLC0415
     from modsenc.serving.server import serve  # noqa: PLC0415
 
@@ -1264,6 +1331,7 @@ def serve_command(zoo_dir, host, port, languages, device, quantize, dtype, runti
         quantize=quantize,
         dtype=dtype,
         runtime=runtime,
+        cors_origins=[o.strip() for o in cors_origins.split(",") if o.strip()],
         **limits,
     )
     try:

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,6 +249,28 @@ def _finetune(env: Env, *extra: str) -> list[str]:
 
 def _three_uz_sentences() -> str:
     return "\n".join(read_parallel_tsv(demo_path("parallel.tsv")).columns["uz"][:3]) + "\n"
+
+
+def _missing_cuda() -> tuple[str, str]:
+    """A CUDA device this torch does not have, and the message for it: plain ``cuda`` on a CPU-only
+    build (this machine), the first index past the last GPU where there are GPUs."""
+    if not torch.cuda.is_available():
+        return "cuda", "--device cuda: torch here has no CUDA device; use --device cpu"
+    count = torch.cuda.device_count()
+    return f"cuda:{count}", f"--device cuda:{count}: torch here has {count} CUDA device(s)"
+
+
+_MISSING_CUDA = _missing_cuda()
+MISTYPED_MODEL = "facebok/nllb-200-distiled-600M"  # facebook/nllb-200-distilled-600M, mistyped
+
+
+def _synthesize(env: Env, model: str) -> list[str]:
+    pairs = env.write("pairs.tsv", "lang\tanchor\tpositive\nen\tHi\tHello\n")
+    return ["synthesize", str(pairs), "--lang", "uz", "--output", str(env.tmp / "out.tsv"), "--model", model]
+
+
+def _synthesize_outputs(env: Env) -> list[Path]:
+    return [env.tmp / name for name in ("out.tsv", "out.tsv.cache.jsonl", "out.tsv.report.json")]
 
 
 CASES = [
@@ -893,6 +916,36 @@ CASES = [
     ),
     # ---- issue 36: one guard for every output of a command
     Case(
+        "mine-output-with-a-trailing-slash",
+        lambda env: [
+            "mine", str(env.write("src.txt", "Hello\n")), str(env.write("tgt.txt", "Salom\n")),
+            "--zoo", str(env.zoo), "--output", str(env.tmp / "pairs") + "/",
+        ],  # fmt: skip
+        1,
+        "pairs/ names a folder (it ends with /); give a file name",
+        real_zoo=True,
+        absent=lambda env: [env.tmp / "pairs"],
+    ),
+    Case(
+        "encode-output-inside-an-export",
+        lambda env: _encode(env)[:-1] + [str(env.tmp / "st" / "vectors.npy")],
+        1,
+        "is inside the export",
+        setup=lambda env: env.write("st/modsenc_export.json", '{"mode": "mono"}\n') and None,
+        real_zoo=True,
+        untouched=lambda env: [env.tmp / "st"],
+    ),
+    Case(
+        "mine-with-a-negative-exact-limit",
+        lambda env: [
+            "mine", str(env.write("src.txt", "Hello\n")), str(env.write("tgt.txt", "Salom\n")),
+            "--zoo", str(env.zoo), "--output", str(env.tmp / "pairs.tsv"), "--exact-limit", "-1",
+        ],  # fmt: skip
+        2,
+        "Invalid value for '--exact-limit': -1 is not in the range x>=0",
+        absent=lambda env: [env.tmp / "pairs.tsv"],
+    ),
+    Case(
         "eval-json-and-markdown-to-one-file",
         lambda env: [
             "eval",
@@ -942,6 +995,51 @@ CASES = [
         "pairs.tsv is (or holds) the input",  # before any model loads: the model does not exist
         untouched=lambda env: [env.tmp / "pairs.tsv"],
         absent=lambda env: [env.tmp / "pairs.tsv.cache.jsonl", env.tmp / "pairs.tsv.report.json"],
+    ),
+    # ---- issue 36, 4. check before load
+    # No zoo at all (no real_zoo, no setup): the device is refused before the zoo is even opened.
+    Case(
+        "encode-device-tpu",
+        lambda env: _encode(env, "--device", "tpu"),
+        1,
+        "--device tpu: not a device modsenc can run on; use auto, cpu, cuda, cuda:N or mps",
+        absent=lambda env: [env.tmp / "out.npy", env.zoo],
+    ),
+    Case(
+        "encode-device-cuda-that-torch-lacks",
+        lambda env: _encode(env, "--device", _MISSING_CUDA[0]),
+        1,
+        _MISSING_CUDA[1],
+        absent=lambda env: [env.tmp / "out.npy", env.zoo],
+    ),
+    Case(
+        "serve-device-tpu",
+        lambda env: ["serve", "--zoo", str(env.zoo), "--port", "0", "--device", "tpu"],
+        1,
+        "--device tpu: not a device modsenc can run on",
+    ),
+    Case(
+        "synthesize-device-cuda-that-torch-lacks",
+        lambda env: [*_synthesize(env, "facebook/nllb-200-distilled-600M"), "--device", _MISSING_CUDA[0]],
+        1,
+        _MISSING_CUDA[1],
+        absent=lambda env: _synthesize_outputs(env),
+    ),
+    Case(
+        "synthesize-model-a-missing-folder",
+        lambda env: _synthesize(env, "/no/such/folder"),
+        1,
+        "/no/such/folder: no such folder",
+        absent=lambda env: _synthesize_outputs(env),
+    ),
+    Case(
+        "synthesize-model-a-mistyped-hub-name-offline",
+        lambda env: _synthesize(env, MISTYPED_MODEL),
+        1,
+        f"{MISTYPED_MODEL}: not a local folder, and not in the Hugging Face cache (HF_HUB_OFFLINE is "
+        "set); check the name",
+        environ={"HF_HUB_OFFLINE": "1"},
+        absent=lambda env: _synthesize_outputs(env),
     ),
 ]
 
@@ -1106,8 +1204,12 @@ def test_zoo_list_reports_a_dangling_entry_and_lists_the_others(zoo_dir: Path, t
     shutil.copytree(zoo_dir, zoo)
     shutil.rmtree(zoo / "de")
     result = CliRunner().invoke(main, ["zoo", "list", "--zoo", str(zoo)])
-    assert result.exit_code == 0, result.output
-    rows = {line.split()[0]: line for line in result.output.splitlines()[1:-1]}
+    assert result.exit_code == 1, result.output  # a broken bundle is an error, after the listing
+    assert result.output.splitlines()[-1].startswith("Error: 1 broken bundle(s) in ")
+    assert result.output.splitlines()[-1].endswith(
+        "de; rebuild each with `modsenc add-language LANG`, or remove its folder and index entry"
+    )
+    rows = {line.split()[0]: line for line in result.output.splitlines()[1:-2]}
     assert set(rows) == {"de", "en", "kk", "uz"}
     assert "BROKEN: no bundle for 'de'" in rows["de"] and "BROKEN" not in rows["uz"]
 
@@ -1215,7 +1317,23 @@ def test_serve_exits_non_zero_when_the_preloaded_bundle_fails(zoo_dir: Path, tmp
         timeout=600,
     )
     assert result.returncode == 1, result.stderr
-    assert "embeddings.safetensors is damaged" in result.stderr.strip().splitlines()[-1]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: could not load ") and "embeddings.safetensors is damaged" in last
+    # Issue 36, 4: the one clear line, not a 25-line traceback before it (nor the message twice).
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.count("embeddings.safetensors is damaged") == 1, result.stderr
+
+
+@pytest.mark.parametrize("model", ["/no/such/folder", MISTYPED_MODEL])
+def test_synthesize_refuses_a_model_it_cannot_find_within_seconds(tmp_path: Path, model: str) -> None:
+    """Issue 36, 4: transformers spent 46-52 s in retries on such a name before a traceback."""
+    env = Env(tmp=tmp_path, zoo=tmp_path / "zoo", backbone=tmp_path / "backbone")
+    started = time.monotonic()
+    result = CliRunner().invoke(main, _synthesize(env, model), env={"HF_HUB_OFFLINE": "1"})
+    seconds = time.monotonic() - started
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert result.output.strip().splitlines()[-1].startswith(f"Error: {model}: "), result.output
+    assert seconds < 5, f"{seconds:.1f} s"
 
 
 @pytest.mark.parametrize("flag", ["verify", "verify_backbone"])

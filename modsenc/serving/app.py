@@ -1,5 +1,6 @@
-"""The HTTP API: OpenAI-style ``/v1/embeddings``, text-embeddings-inference-style ``/embed``,
-``/health``, ``/info`` and ``/metrics``, on FastAPI (see docs/design.md, "Serving").
+"""The HTTP API: OpenAI-style ``/v1/embeddings`` and ``/v1/models``, text-embeddings-inference-style
+``/embed`` (also ``POST /``), ``/health``, ``/info`` and ``/metrics``, on FastAPI (see
+docs/design.md, "Serving").
 
     app = create_app(ServeConfig(zoo="runs/demo/zoo"))
     uvicorn.run(app, host="127.0.0.1", port=8080)
@@ -8,38 +9,76 @@ The encoder loads in a worker thread after start-up, so ``/health`` answers (503
 the backbone loads. Every refusal is a JSON error with a one-line message: OpenAI's shape
 (``{"error": {"message", "type", "param", "code"}}``) under ``/v1/``, text-embeddings-inference's
 (``{"error", "error_type"}``) elsewhere. Client errors log one line at INFO; only a server error logs a
-traceback.
+traceback. Every request logs one access line (``modsenc.serving.access``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import hmac
 import importlib.metadata
 import logging
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
 
 from modsenc.backbone.quantization import check_quantization, require_torchao
 from modsenc.encoder import ModularEncoder
 from modsenc.routing.router import BACKBONE, Detection, explicit_route
 from modsenc.serving.batcher import Batcher, Item, Overloaded
 from modsenc.serving.metrics import ServerMetrics
-from modsenc.serving.service import Embedded, EmbeddingService, InputTooLong, Text, UnknownLanguage
+from modsenc.serving.service import (
+    Embedded,
+    EmbeddingService,
+    InputTooLong,
+    Text,
+    UnknownLanguage,
+    UnknownPrompt,
+    warnings_logged,
+)
 
 log = logging.getLogger("modsenc.serving")
+# One line per request; a logger of its own, so it can be silenced or routed apart from the rest.
+access_log = log.getChild("access")
 
-ENDPOINTS = ("/v1/embeddings", "/embed", "/health", "/info", "/metrics")
+ENDPOINTS = ("/v1/embeddings", "/v1/models", "/embed", "/", "/health", "/info", "/metrics")
+# The response headers of /embed that carry modsenc's per-text details.
+TEI_HEADERS = ("x-modsenc-languages", "x-modsenc-routes", "x-modsenc-truncated", "x-modsenc-tokens")
+# Open without an API key: load balancers' and orchestrators' probes carry none, and the answer
+# says nothing about the model. /metrics stays behind the key: it shows the languages and the
+# traffic, and Prometheus sends a bearer token (`authorization` in a scrape config).
+PUBLIC = ("/health",)
+# Polled every few seconds by probes and scrapers: their access lines go to DEBUG.
+POLLED = ("/health", "/metrics")
+# Why token ids are refused (LangChain's OpenAIEmbeddings sends them by default).
+TOKEN_IDS = (
+    "token ids are not accepted, send text: the ids of OpenAI's tokenizer (tiktoken) are not this "
+    "model's tokens; with LangChain, use OpenAIEmbeddings(..., check_embedding_ctx_length=False)"
+)
+
+
+def endpoint_label(path: str) -> str:
+    """The ``endpoint`` label of a request in /metrics: a route, or ``other`` (a bounded set)."""
+    if path in ENDPOINTS:
+        return path
+    return "/v1/models/{id}" if path.startswith("/v1/models/") else "other"
+
+
+# What a zoo that cannot load raises for the user's fault (a damaged or missing bundle file, a
+# wrong option): its message says what to do, so it is one line, never a traceback.
+LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, TypeError)
 
 
 @dataclass
@@ -67,6 +106,15 @@ class ServeConfig:
     runtime: str = "torch"  # or "openvino": each language merged and compiled by OpenVINO (CPU)
     other: str = "backbone"  # text in a language without a bundle: backbone, refuse (422) or best
     model_name: str | None = None  # the `model` echoed in responses (default: the zoo folder's name)
+    # every endpoint but /health needs `Authorization: Bearer <api_key>` (None: no key)
+    api_key: str | None = field(default=None, repr=False)
+    cors_origins: list[str] = field(default_factory=list)  # origins browsers may call from ("*": any)
+    request_timeout: float = 60.0  # seconds to answer an embedding request; 503 past it
+
+    @property
+    def name(self) -> str:
+        """The model name the server reports (``model`` in responses, ``id`` in /v1/models)."""
+        return self.model_name or Path(self.zoo).resolve().name
 
     def check(self) -> None:
         if check_quantization(self.quantize) is not None:
@@ -76,7 +124,7 @@ class ServeConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_wait_ms < 0:
             raise ValueError(f"max_wait_ms must be >= 0, got {self.max_wait_ms}")
-        for name in ("max_body_seconds", "max_body_idle_seconds"):
+        for name in ("max_body_seconds", "max_body_idle_seconds", "request_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.max_queue < self.max_inputs:
@@ -90,6 +138,11 @@ class ServeConfig:
             raise ValueError(
                 f"--languages names {len(self.languages)} languages but max_languages is {self.max_languages}"
             )
+        # A header value: printable ASCII, no spaces (clients send it as `Bearer <key>`)
+        if self.api_key is not None and not (self.api_key.isascii() and self.api_key.isprintable()):
+            raise ValueError("the API key must be printable ASCII")
+        if self.api_key is not None and (not self.api_key or " " in self.api_key):
+            raise ValueError("the API key must be non-empty and hold no spaces")
 
     def load_encoder(self) -> ModularEncoder:
         return ModularEncoder.from_pretrained(
@@ -108,9 +161,17 @@ class ServeConfig:
 
 # ----------------------------------------------------------------- errors
 class APIError(Exception):
-    def __init__(self, status: int, message: str, kind: str, param: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        kind: str,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.kind, self.param = status, message, kind, param
+        self.headers = headers
 
 
 def printable(message: str) -> str:
@@ -183,11 +244,7 @@ def check_inputs(raw: Any, max_inputs: int, name: str) -> list[str]:
         )
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            what = (
-                "token ids are not accepted, send text"
-                if isinstance(text, (int, list))
-                else "expected a string"
-            )
+            what = TOKEN_IDS if isinstance(text, (int, list)) else "expected a string"
             raise APIError(400, f"{name}[{i}] is {type(text).__name__}: {what}", "invalid_input", name)
         if not text.strip():
             raise APIError(400, f"{name}[{i}] is empty", "empty_input", name)
@@ -202,13 +259,14 @@ class OpenAIEmbeddingRequest(BaseModel):
     input: Any
     model: str | None = None
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = None
+    dimensions: StrictInt | None = None  # the first N dimensions, renormalised (Matryoshka-style)
     user: str | None = None
     # modsenc's own fields
     lang: str | list[str] = "auto"
     mode: Literal["cross", "mono"] = "cross"
     normalize: bool = True  # OpenAI's vectors have unit length
     truncate: bool = True
+    prompt_name: str | None = None  # as TEI's
 
 
 class TEIEmbedRequest(BaseModel):
@@ -218,19 +276,43 @@ class TEIEmbedRequest(BaseModel):
     normalize: bool = True
     truncate: bool = False  # text-embeddings-inference's default: refuse over-long inputs
     truncation_direction: Literal["Right", "right"] = "Right"  # the packed encoder keeps the start
+    # a key of the model's sentence-transformers prompts (e5: query, passage or document) instead of
+    # the backbone's own prefix (e5's "query: ")
+    prompt_name: str | None = None
+    dimensions: StrictInt | None = None
     # modsenc's own fields
     lang: str | list[str] = "auto"
     mode: Literal["cross", "mono"] = "cross"
 
 
 # ----------------------------------------------------------------- middleware
-class BodyRefused(Exception):
-    """A request refused while the middleware reads its body, before any JSON parsing."""
+class Refused(Exception):
+    """A request refused by the middleware, before any JSON parsing: no valid API key, or a body
+    too large, too slow or not UTF-8."""
 
-    def __init__(self, status: int, message: str, kind: str, close: bool = True) -> None:
+    def __init__(
+        self, status: int, message: str, kind: str, close: bool = True, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         # close: the body was not read to its end, so the connection cannot carry another request
         self.status, self.message, self.kind, self.close = status, message, kind, close
+        self.headers = headers
+
+
+def check_api_key(headers: dict[bytes, bytes], key: bytes) -> None:
+    """Refuse (401) a request whose ``Authorization`` is not ``Bearer <key>``; the key is compared
+    in constant time (``hmac.compare_digest``), so response times do not reveal how much matched."""
+    challenge = {"WWW-Authenticate": "Bearer"}  # RFC 6750: what the client should send
+    # The body is left unread (an unauthenticated client gets no buffering): close the connection
+    # if one follows the headers.
+    close = headers.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in headers
+    value = headers.get(b"authorization")
+    if value is None:
+        message = "no API key: send the header 'Authorization: Bearer <key>'"
+        raise Refused(401, message, "invalid_api_key", close, challenge)
+    scheme, _, given = value.strip().partition(b" ")
+    if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), key):
+        raise Refused(401, "invalid API key", "invalid_api_key", close, challenge)
 
 
 async def receive_body(receive: Callable, limit: int, total: float, idle: float) -> bytes | None:
@@ -250,13 +332,13 @@ async def receive_body(receive: Callable, limit: int, total: float, idle: float)
                 if left <= idle
                 else f"request body stalled: nothing received for {idle:g} s after {len(body)} bytes"
             )
-            raise BodyRefused(408, message, "body_timeout") from None
+            raise Refused(408, message, "body_timeout") from None
         if message["type"] == "http.disconnect":
             return None
         body += message.get("body", b"")
         more = message.get("more_body", False)
         if len(body) > limit:  # refused as soon as it is passed, however slowly the rest comes
-            raise BodyRefused(413, f"request body is larger than {limit} bytes", "body_too_large")
+            raise Refused(413, f"request body is larger than {limit} bytes", "body_too_large")
     return bytes(body)
 
 
@@ -269,25 +351,30 @@ def check_utf8(body: bytes, headers: dict[bytes, bytes]) -> None:
         body.decode("utf-8")
     except UnicodeDecodeError as err:
         message = f"request body is not valid UTF-8: byte 0x{body[err.start]:02x} at offset {err.start}"
-        raise BodyRefused(400, message, "invalid_unicode", close=False) from None
+        raise Refused(400, message, "invalid_unicode", close=False) from None
 
 
 class Guard:
-    """Pure ASGI middleware: read the body before any JSON parsing, refusing one over
-    ``max_body_bytes`` (413), one too slow to arrive (408, uvicorn has no body timeout) or one not
-    UTF-8 (400); and count every request by endpoint and status."""
+    """Pure ASGI middleware: check the API key (401), then read the body before any JSON parsing,
+    refusing one over ``max_body_bytes`` (413), one too slow to arrive (408, uvicorn has no body
+    timeout) or one not UTF-8 (400); count every request by endpoint and status, and log it.
+
+    The endpoints note how many texts a request had in ``scope["modsenc"]`` for the access line."""
 
     def __init__(self, app: Any, state: ServerState) -> None:
         self.app = app
         self.state = state
+        self.key = None if state.config.api_key is None else state.config.api_key.encode("ascii")
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         path = scope["path"]
-        endpoint = path if path in ENDPOINTS else "other"
+        endpoint = endpoint_label(path)
         status = {"code": 500}
+        noted = scope["modsenc"] = {"texts": None}
+        start = time.perf_counter()
 
         async def send_observed(message: dict) -> None:
             if message["type"] == "http.response.start":
@@ -297,7 +384,7 @@ class Guard:
         try:
             try:
                 body = await self.read(scope, receive)
-            except BodyRefused as refused:
+            except Refused as refused:
                 await self.refuse(scope, refused, receive, send_observed)
                 return
             if body is None:
@@ -314,15 +401,20 @@ class Guard:
             await self.app(scope, replay, send_observed)
         finally:
             self.state.metrics.requests.labels(endpoint, str(status["code"])).inc()
+            ms = (time.perf_counter() - start) * 1000
+            level = logging.DEBUG if path in POLLED else logging.INFO
+            texts = noted["texts"] if noted["texts"] is not None else "-"
+            line = "modsenc serve: %s %s %d texts=%s %.1f ms"
+            access_log.log(level, line, scope["method"], printable(path), status["code"], texts, ms)
 
     async def read(self, scope: dict, receive: Callable) -> bytes | None:
         config = self.state.config
         headers = dict(scope.get("headers") or [])
+        if self.key is not None and scope["path"] not in PUBLIC:
+            check_api_key(headers, self.key)
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > config.max_body_bytes:
-            raise BodyRefused(
-                413, f"request body is larger than {config.max_body_bytes} bytes", "body_too_large"
-            )
+            raise Refused(413, f"request body is larger than {config.max_body_bytes} bytes", "body_too_large")
         body = await receive_body(
             receive, config.max_body_bytes, config.max_body_seconds, config.max_body_idle_seconds
         )
@@ -330,11 +422,11 @@ class Guard:
             check_utf8(body, headers)
         return body
 
-    async def refuse(self, scope: dict, refused: BodyRefused, receive: Callable, send: Callable) -> None:
+    async def refuse(self, scope: dict, refused: Refused, receive: Callable, send: Callable) -> None:
         self.state.metrics.errors.labels(refused.kind).inc()
         log_refusal(scope["method"], scope["path"], refused.status, refused.kind, refused.message)
         # Connection: close makes uvicorn close it after the answer instead of reading on.
-        headers = {"Connection": "close"} if refused.close else None
+        headers = (refused.headers or {}) | ({"Connection": "close"} if refused.close else {})
         response = error_response(
             scope["path"], refused.status, refused.message, refused.kind, headers=headers
         )
@@ -353,18 +445,32 @@ class ServerState:
         self.load_error: str | None = None
         self.on_load_error: Callable[[], None] | None = None  # serve() stops the server: exit non-zero
         self.previous_loaded: list[str] = []
+        # /v1/models' `created`: when the zoo folder last changed (a Hub id: when the server started)
+        zoo = Path(config.zoo)
+        self.created = int(zoo.stat().st_mtime if zoo.is_dir() else time.time())
+
+    def load(self) -> EmbeddingService:
+        """The encoder loaded and warmed up (worker thread): /health says ready only once every
+        ``--languages`` language is loaded and, on the openvino runtime, compiled."""
+        with warnings_logged(f"loading {self.config.zoo}"):
+            encoder = self.encoder or self.config.load_encoder()
+            service = EmbeddingService(encoder, self.config.zoo, self.config.model_name)
+            service.warm_up(self.config.languages)
+        return service
 
     async def start(self) -> None:
         """Load the encoder in a thread (the loop keeps answering /health), then start batching."""
         try:
-            encoder = self.encoder or await asyncio.to_thread(self.config.load_encoder)
+            self.service = await asyncio.to_thread(self.load)
         except Exception as err:  # noqa: BLE001 - reported by /health and the log, not raised into uvicorn
             self.load_error = f"{type(err).__name__}: {err}"
-            log.exception("modsenc serve: could not load %s", self.config.zoo)
+            if not isinstance(err, LOAD_ERRORS):  # a bug: its traceback is what finds it
+                log.exception("modsenc serve: could not load %s", self.config.zoo)
+            elif self.on_load_error is None:  # serve() reports it itself, as the process's last line
+                log.error("modsenc serve: could not load %s: %s", self.config.zoo, self.load_error)
             if self.on_load_error is not None:
                 self.on_load_error()
             return
-        self.service = EmbeddingService(encoder, self.config.zoo, self.config.model_name)
         self.previous_loaded = self.service.loaded
         self.batcher = Batcher(
             self.service.run_batch,
@@ -389,7 +495,7 @@ class ServerState:
         m.encode_seconds.observe(seconds)
         for item in items:
             m.queue_seconds.observe(started - item.enqueued)
-        lang, mode = items[0].key  # lang "backbone": no modules
+        lang, mode, _ = items[0].key  # lang "backbone": no modules
         done = [
             item.future.result()
             for item in items
@@ -416,11 +522,51 @@ class ServerState:
         return self.service, self.batcher
 
     async def embed(
-        self, raw: Any, name: str, lang: str | list[str], mode: str, truncate: bool
+        self,
+        request: Request,
+        raw: Any,
+        name: str,
+        lang: str | list[str],
+        mode: str,
+        truncate: bool,
+        dimensions: int | None = None,
+        prompt_name: str | None = None,
     ) -> tuple[EmbeddingService, list[Detection], list[Embedded]]:
-        """Validate, route, queue and wait: each text's route and embedding, in request order."""
+        """:meth:`answer` within ``request_timeout`` seconds. Past it: 503 with ``Retry-After``,
+        which the OpenAI client retries and huggingface_hub raises as ``InferenceTimeoutError``
+        (TEI too answers 503 when it cannot serve in time); the request's texts still waiting
+        leave the queue (``Batcher.submit``); a batch already running them finishes unused."""
+        service, _ = self.ready()
+        check_dimensions(dimensions, service.dimension)
+        try:
+            prompt = service.check_prompt_name(prompt_name)
+        except UnknownPrompt as err:
+            raise APIError(400, str(err), "invalid_prompt_name", "prompt_name") from err
+        timeout = self.config.request_timeout
+        answer = self.answer(request, raw, name, lang, (mode, prompt), truncate)
+        try:
+            return await asyncio.wait_for(answer, timeout)
+        except asyncio.TimeoutError:
+            message = f"the request was not answered within {timeout:g} s (--request-timeout); retry later"
+            headers = {"Retry-After": str(self.config.retry_after_s)}
+            raise APIError(503, message, "timeout", headers=headers) from None
+
+    async def answer(
+        self,
+        request: Request,
+        raw: Any,
+        name: str,
+        lang: str | list[str],
+        how: tuple[str, str | None],
+        truncate: bool,
+    ) -> tuple[EmbeddingService, list[Detection], list[Embedded]]:
+        """Validate, route, queue and wait: each text's route and embedding, in request order.
+        ``how``: the mode and the prompt name, which with the language key the batch."""
         service, batcher = self.ready()
         texts = check_inputs(raw, self.config.max_inputs, name)
+        noted = request.scope.get("modsenc")
+        if noted is not None:  # for the access log line (Guard)
+            noted["texts"] = len(texts)
         codes = [lang] * len(texts) if isinstance(lang, str) else list(lang)
         if len(codes) != len(texts):
             raise APIError(
@@ -445,7 +591,7 @@ class ServerState:
         for route in routes:
             self.metrics.routes.labels(route.route, route.lang or "und").inc()
         items = [
-            ((route.bundle or BACKBONE, mode), Text(i, text, truncate))
+            ((route.bundle or BACKBONE, *how), Text(i, text, truncate))
             for i, (text, route) in enumerate(zip(texts, routes))
         ]
         try:
@@ -456,6 +602,18 @@ class ServerState:
             )
             raise APIError(413, message, "input_too_long", name) from err
         return service, routes, embedded
+
+
+def check_dimensions(dimensions: int | None, dimension: int) -> None:
+    """``dimensions`` must be 1 to the model's ``dimension`` (400 otherwise)."""
+    if dimensions is not None and not 1 <= dimensions <= dimension:
+        raise APIError(
+            400,
+            f"dimensions={dimensions} is out of range: this model returns {dimension}-dimensional "
+            f"vectors; ask for 1 to {dimension}",
+            "invalid_dimensions",
+            "dimensions",
+        )
 
 
 def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> FastAPI:
@@ -476,8 +634,20 @@ def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> Fa
     app.state.modsenc = state
     _add_error_handlers(app, state)
     _add_embedding_endpoints(app, state)
+    _add_model_endpoints(app, state)
     _add_status_endpoints(app, state)
     app.add_middleware(Guard, state=state)
+    if config.cors_origins:
+        # Outside Guard: a browser's preflight carries no API key and is answered here, and the
+        # CORS headers reach refusals too, so a page can read why it was refused.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=config.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+            expose_headers=["Retry-After", *TEI_HEADERS],
+            max_age=600,
+        )
     return app
 
 
@@ -499,7 +669,7 @@ def _add_error_handlers(app: FastAPI, state: ServerState) -> None:
 
     @app.exception_handler(APIError)
     async def on_api_error(request: Request, err: APIError) -> JSONResponse:
-        return counted(request, err.status, err.message, err.kind, err.param)
+        return counted(request, err.status, err.message, err.kind, err.param, err.headers)
 
     @app.exception_handler(Overloaded)
     async def on_overloaded(request: Request, err: Overloaded) -> JSONResponse:
@@ -526,58 +696,84 @@ def _add_error_handlers(app: FastAPI, state: ServerState) -> None:
 
 
 def _add_embedding_endpoints(app: FastAPI, state: ServerState) -> None:
-    """OpenAI's ``/v1/embeddings`` and text-embeddings-inference's ``/embed``."""
+    """OpenAI's ``/v1/embeddings`` and text-embeddings-inference's ``/embed`` and ``POST /``."""
 
     def timed(endpoint: str) -> Callable[[], None]:
         start = time.perf_counter()
         return lambda: state.metrics.request_seconds.labels(endpoint).observe(time.perf_counter() - start)
 
     @app.post("/v1/embeddings")
-    async def openai_embeddings(body: OpenAIEmbeddingRequest) -> JSONResponse:
+    async def openai_embeddings(request: Request, body: OpenAIEmbeddingRequest) -> JSONResponse:
         done = timed("/v1/embeddings")
         for name in ("model", "user"):  # unused, but any invalid Unicode in a request is refused
             if getattr(body, name) is not None:
                 check_unicode(getattr(body, name), name, name)
-        if (
-            state.service is not None
-            and body.dimensions is not None
-            and body.dimensions != state.service.dimension
-        ):
-            raise APIError(
-                400,
-                f"dimensions={body.dimensions} is not supported: this model returns "
-                f"{state.service.dimension}-dimensional vectors",
-                "invalid_dimensions",
-                "dimensions",
-            )
         service, routes, embedded = await state.embed(
-            body.input, "input", body.lang, body.mode, body.truncate
+            request,
+            body.input,
+            "input",
+            body.lang,
+            body.mode,
+            body.truncate,
+            body.dimensions,
+            body.prompt_name,
         )
         response = _openai_response(body, service.model_name, routes, embedded)
         done()
         return response
 
-    @app.post("/embed")
-    async def tei_embed(body: TEIEmbedRequest) -> JSONResponse:
-        done = timed("/embed")
-        _, routes, embedded = await state.embed(body.inputs, "inputs", body.lang, body.mode, body.truncate)
-        vectors = _vectors(embedded, body.normalize)
+    async def tei_embed(request: Request, body: TEIEmbedRequest) -> JSONResponse:
+        done = timed(request.url.path)
+        _, routes, embedded = await state.embed(
+            request,
+            body.inputs,
+            "inputs",
+            body.lang,
+            body.mode,
+            body.truncate,
+            body.dimensions,
+            body.prompt_name,
+        )
+        vectors = _vectors(embedded, body.normalize, body.dimensions)
         truncated = [str(i) for i, e in enumerate(embedded) if e.truncated]
-        headers = {
-            "x-modsenc-languages": ",".join(r.lang or "und" for r in routes),
-            "x-modsenc-routes": ",".join(r.route for r in routes),
-            "x-modsenc-truncated": ",".join(truncated),
-            "x-modsenc-tokens": str(sum(e.tokens for e in embedded)),
-        }
+        values = (
+            ",".join(r.lang or "und" for r in routes),
+            ",".join(r.route for r in routes),
+            ",".join(truncated),
+            str(sum(e.tokens for e in embedded)),
+        )
         done()
-        return JSONResponse([v.tolist() for v in vectors], headers=headers)
+        return JSONResponse([v.tolist() for v in vectors], headers=dict(zip(TEI_HEADERS, values)))
+
+    # TEI serves its model's task at the root too: huggingface_hub's InferenceClient(model=URL)
+    # posts there.
+    for path in ("/embed", "/"):
+        app.add_api_route(path, tei_embed, methods=["POST"])
+
+
+def _add_model_endpoints(app: FastAPI, state: ServerState) -> None:
+    """OpenAI's ``GET /v1/models`` and ``GET /v1/models/{id}``: the one model this server serves."""
+
+    def model() -> dict[str, Any]:
+        return {"id": state.config.name, "object": "model", "created": state.created, "owned_by": "modsenc"}
+
+    @app.get("/v1/models")
+    async def models() -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [model()]})
+
+    @app.get("/v1/models/{model_id:path}")
+    async def one_model(model_id: str) -> JSONResponse:
+        if model_id != state.config.name:
+            message = f"the model {model_id!r} does not exist; this server serves {state.config.name!r}"
+            raise APIError(404, message, "model_not_found", "model")
+        return JSONResponse(model())
 
 
 def _openai_response(
     body: OpenAIEmbeddingRequest, model_name: str, routes: list[Detection], embedded: list[Embedded]
 ) -> JSONResponse:
     """OpenAI's embeddings list; ``usage`` counts the tokens the model ran on (``Embedded.tokens``)."""
-    vectors = _vectors(embedded, body.normalize)
+    vectors = _vectors(embedded, body.normalize, body.dimensions)
     data = []
     for i, (vector, route, e) in enumerate(zip(vectors, routes, embedded)):
         value: Any = (
@@ -632,8 +828,11 @@ def _add_status_endpoints(app: FastAPI, state: ServerState) -> None:
         return Response(state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-def _vectors(embedded: list[Embedded], normalize: bool) -> np.ndarray:
+def _vectors(embedded: list[Embedded], normalize: bool, dimensions: int | None = None) -> np.ndarray:
+    """The vectors, cut to their first ``dimensions`` (Matryoshka-style) and then normalised."""
     vectors = np.stack([e.vector for e in embedded]).astype(np.float32, copy=False)
+    if dimensions is not None:
+        vectors = vectors[:, :dimensions]
     if normalize:
         # The same arithmetic as torch.nn.functional.normalize (eps 1e-12), in float32.
         norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), np.float32(1e-12))
@@ -653,11 +852,13 @@ def _versions() -> dict[str, str]:
 
 def _info(state: ServerState) -> dict[str, Any]:
     config = state.config
-    limits = {k: v for k, v in asdict(config).items() if k.startswith("max_")}
+    limits = {k: v for k, v in asdict(config).items() if k.startswith("max_") or k == "request_timeout"}
     out: dict[str, Any] = {
         "ready": state.service is not None,
         "zoo": str(config.zoo),
         "limits": limits,
+        "api_key_required": config.api_key is not None,  # never the key itself
+        "cors_origins": config.cors_origins,
         "versions": _versions(),
         "resident_memory_bytes": state.metrics.registry.get_sample_value("process_resident_memory_bytes"),
     }

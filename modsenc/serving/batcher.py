@@ -9,7 +9,9 @@ future; a request awaits its texts' futures and gets its results back in its own
 
 The queue is bounded (``max_queue`` texts): a request that does not fit is refused at once with
 :class:`Overloaded` (HTTP 503) instead of growing memory without limit. :meth:`close` stops new
-work and returns once everything already queued has been encoded (graceful drain).
+work and returns once everything already queued has been encoded (graceful drain). A request
+cancelled while it waits (its client went away, or the server's time limit passed) takes its
+texts out of the queue.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ class Overloaded(Exception):
     """The queue is full or the server is shutting down; the client should retry later."""
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: a cancelled request's items are removed one by one
 class Item:
     key: Hashable
     payload: Any
@@ -103,13 +105,30 @@ class Batcher:
             self._groups.setdefault(item.key, deque()).append(item)
         self.queued += len(queued)
         self._wakeup.set()
-        # If the caller goes away, gather cancels the futures and the worker skips those texts.
-        # return_exceptions: every failed future is retrieved (no "never retrieved" noise).
-        results = await asyncio.gather(*(item.future for item in queued), return_exceptions=True)
+        # If the caller goes away (or its time limit passes), gather cancels the futures and the
+        # texts still waiting leave the queue at once, freeing their room in ``max_queue``; those
+        # already in a running batch are skipped. return_exceptions: every failed future is
+        # retrieved (no "never retrieved" noise).
+        try:
+            results = await asyncio.gather(*(item.future for item in queued), return_exceptions=True)
+        except asyncio.CancelledError:
+            self._drop(queued)
+            raise
         for result in results:
             if isinstance(result, BaseException):
                 raise result
         return list(results)
+
+    def _drop(self, items: list[Item]) -> None:
+        """Take ``items`` still waiting out of the queue (those already taken are left alone)."""
+        for item in items:
+            group = self._groups.get(item.key)
+            if group is None or item not in group:
+                continue
+            group.remove(item)
+            self.queued -= 1
+            if not group:
+                del self._groups[item.key]
 
     # ----------------------------------------------------------------- the worker
     def _take(self) -> tuple[Hashable, list[Item]] | float:

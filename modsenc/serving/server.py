@@ -10,10 +10,13 @@ import uvicorn
 from modsenc.encoder import languages_to_load
 from modsenc.modules.bundle import Zoo
 from modsenc.serving.app import ServeConfig, create_app
+from modsenc.utils.devices import check_device
 
 
 def check_zoo(config: ServeConfig) -> None:
-    """Fail before binding a port when the zoo or ``--languages`` is wrong (the model loads later)."""
+    """Fail before binding a port when the zoo, ``--languages`` or ``--device`` is wrong (the model
+    loads later, in the background: a device this torch lacks would fail only then)."""
+    check_device(config.device, "--device")
     try:
         languages_to_load(Zoo(config.zoo), config.languages)
     except KeyError as err:  # name the option the language came from
@@ -38,6 +41,24 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class FirstLine(logging.Filter):
+    """Keep a captured warning to its first line, ``file:line: Category: message``: the
+    interpreter's format adds the source line, which says nothing to whoever reads the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = record.getMessage().strip().split("\n", 1)[0], None
+        return True
+
+
+def warnings_to_log() -> None:
+    """Route Python warnings the server's code does not catch itself (``warnings_logged``) through
+    logging, one line each, instead of raw text on stderr."""
+    logging.captureWarnings(True)
+    logger = logging.getLogger("py.warnings")
+    if not any(isinstance(f, FirstLine) for f in logger.filters):
+        logger.addFilter(FirstLine())
+
+
 def serve(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, log_level: str = "info") -> None:
     """Serve until SIGINT/SIGTERM. On a signal uvicorn stops accepting connections and waits for the
     requests in flight; the app's shutdown then lets the batcher finish every queued text.
@@ -48,6 +69,7 @@ def serve(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, log_le
     check_zoo(config)
     sock = bind(host, port)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    warnings_to_log()
     app = create_app(config)
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, access_log=False))
     state = app.state.modsenc

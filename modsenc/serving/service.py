@@ -8,8 +8,11 @@ lock serialises forward passes anyway, so one thread is all there is to gain.
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Hashable, Sequence
+import warnings
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +21,26 @@ import numpy as np
 from modsenc.encoder import MODES, ModularEncoder
 from modsenc.modules.bundle import check_language_code
 from modsenc.routing.router import BACKBONE, Detection
+
+log = logging.getLogger("modsenc.serving")
+
+# What the warm-up encodes in each --languages language: any short text loads and compiles it.
+WARM_UP_TEXT = "Hello."
+
+
+@contextmanager
+def warnings_logged(where: str, level: int = logging.WARNING) -> Iterator[None]:
+    """Python warnings raised in the block as one log line each (``where``: what was running),
+    instead of the interpreter's two lines with a source line on stderr. The encoder warns when it
+    truncates a text, which the server already reports in the response (``truncated``)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:  # logged when the block fails too
+            for warning in caught:
+                first = str(warning.message).strip().splitlines() or [""]
+                log.log(level, "modsenc serve: %s: %s: %s", where, warning.category.__name__, first[0])
 
 
 class InputTooLong(ValueError):
@@ -31,6 +54,15 @@ class InputTooLong(ValueError):
 class UnknownLanguage(KeyError):
     def __str__(self) -> str:  # KeyError would print the message quoted
         return str(self.args[0])
+
+
+class UnknownPrompt(ValueError):
+    """A ``prompt_name`` the encoder has no prompt for (or an encoder without prompts)."""
+
+
+# TEI takes the model's sentence-transformers prompt names; e5's are "query" and "passage", which
+# ModularEncoder calls "document" (sentence-transformers' encode_document name).
+PROMPT_ALIASES = {"passage": "document", "document": "passage"}
 
 
 @dataclass(frozen=True)
@@ -86,18 +118,35 @@ class EmbeddingService:
         the language detected (the router of ``ModularEncoder.encode``; thread-safe)."""
         return self.encoder.detect_languages(texts)
 
+    def check_prompt_name(self, name: str | None) -> str | None:
+        """The encoder's name for the prompt ``name`` (``passage`` and ``document`` are one), or
+        :class:`UnknownPrompt` naming the ones it has."""
+        if name is None:
+            return None
+        prompts = getattr(self.encoder, "prompts", None)
+        if prompts is None:  # an encoder from before ModularEncoder took prompt_name
+            raise UnknownPrompt("prompt_name is not supported by this encoder; leave it out")
+        for candidate in (name, PROMPT_ALIASES.get(name)):
+            if candidate in prompts:
+                return candidate
+        names = ", ".join(sorted(prompts)) or "none"
+        raise UnknownPrompt(f"prompt_name {name!r} is not one of this model's prompts ({names})")
+
     # ----------------------------------------------------------------- the batch function (worker thread)
     def run_batch(self, key: Hashable, texts: list[Text]) -> list[Embedded | Exception]:
-        """Encode one (language, mode) batch (language ``backbone``: no modules); an over-long text
-        with ``truncate=False`` fails alone."""
-        lang, mode = key
+        """Encode one (language, mode, prompt name) batch (language ``backbone``: no modules; prompt
+        None: the backbone's own prefix); an over-long text with ``truncate=False`` fails alone."""
+        lang, mode, prompt_name = key
+        # passed only when given, so an encoder without prompts serves requests without one
+        prompt = {} if prompt_name is None else {"prompt_name": prompt_name}
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         encoder = self.encoder
-        with encoder.modular.lock:
+        # INFO: the warning that matters, a text cut to the token limit, is in the response too
+        with warnings_logged(f"encoding {lang}", logging.INFO), encoder.modular.lock:
             # The tokens encode() runs on (the language's orthography, the backbone's prefix, its
             # tokenizer), so the usage reported and the too-long refusal match what is encoded.
-            tokens = encoder.tokenize([t.text for t in texts], lang, mode)  # may evict a language
+            tokens = encoder.tokenize([t.text for t in texts], lang, mode, **prompt)  # may evict a language
             results: list[Embedded | Exception | None] = [None] * len(texts)
             keep = []
             for i, (text, cut) in enumerate(zip(texts, tokens.truncated)):
@@ -107,9 +156,18 @@ class EmbeddingService:
                     keep.append(i)
             if keep:
                 vectors = encoder.encode(
-                    [texts[i].text for i in keep], lang=lang, mode=mode, batch_size=len(keep)
+                    [texts[i].text for i in keep], lang=lang, mode=mode, batch_size=len(keep), **prompt
                 )
                 for row, i in enumerate(keep):
                     results[i] = Embedded(vectors[row], len(tokens.ids[i]), tokens.truncated[i])
             self.loaded = encoder.loaded_languages
         return results  # type: ignore[return-value]
+
+    def warm_up(self, languages: Sequence[str]) -> None:
+        """Encode one short text in each of ``languages`` (cross mode, the default), through the path
+        requests take: the language is loaded and, on the openvino runtime, its graph compiled, so
+        the first request in it is not the one that waits for that."""
+        for lang in languages:
+            (result,) = self.run_batch((lang, "cross", None), [Text(0, WARM_UP_TEXT, True)])
+            if isinstance(result, Exception):
+                raise result

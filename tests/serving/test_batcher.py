@@ -120,3 +120,22 @@ def test_a_cancelled_caller_is_skipped() -> None:
 
     assert run(main()) == ["en:KEPT"]
     assert recorder.batches == [("en", ["kept"])]
+
+
+def test_a_request_past_its_time_limit_leaves_the_queue_at_once() -> None:
+    recorder = Recorder()
+
+    async def main():
+        # a batch waits up to 10 s to fill: without the drop the texts would hold their room that long
+        batcher = Batcher(recorder, max_batch_size=8, max_wait=10, max_queue=3)
+        batcher.start()
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(batcher.submit([("en", "a"), ("en", "b"), ("kk", "c")]), 0.05)
+        assert batcher.queued == 0 and not batcher._groups
+        later = asyncio.ensure_future(batcher.submit([("en", "d"), ("en", "e"), ("en", "f")]))
+        await asyncio.sleep(0)  # all three fit: the first request's room was given back
+        await batcher.close()
+        return await later
+
+    assert run(main()) == ["en:D", "en:E", "en:F"]
+    assert recorder.batches == [("en", ["d", "e", "f"])]

@@ -1,0 +1,333 @@
+"""Production parity (issue 37): API key, CORS, /v1/models, TEI's ``POST /`` for huggingface_hub,
+``dimensions``, LangChain's token ids, the request time limit, the access log, warm-up."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+import uvicorn
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from modsenc.cli import main
+from modsenc.encoder import ModularEncoder
+from modsenc.serving import server as server_module
+from modsenc.serving.app import ServeConfig, create_app
+from modsenc.serving.server import bind, warnings_to_log
+from modsenc.serving.service import EmbeddingService
+from tests._zoo import HELD_OUT
+from tests.serving.test_server import metric, serving, wait_ready
+
+pytestmark = pytest.mark.slow
+
+KEY = "s3cret-key"
+ORIGIN = "https://app.example"
+OPENAI_401 = {"type": "invalid_request_error", "param": None, "code": "invalid_api_key"}
+
+
+@pytest.fixture(scope="module")
+def reference(zoo_dir) -> ModularEncoder:
+    return ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def guarded(zoo_dir):
+    """A server behind an API key that lets one origin's pages call it."""
+    with serving(zoo_dir, api_key=KEY, cors_origins=[ORIGIN]) as client:
+        yield client
+
+
+def authorised(key: str = KEY) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@contextmanager
+def live(zoo_dir, **settings) -> Iterator[str]:
+    """A real uvicorn server (lifespan included) in a thread; yields its base URL once ready."""
+    app = create_app(ServeConfig(str(zoo_dir), device="cpu", **settings))
+    sock = bind("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not (server.started and app.state.modsenc.batcher is not None):
+            assert thread.is_alive() and time.monotonic() < deadline, "server never became ready"
+            time.sleep(0.05)
+        host, port = sock.getsockname()[:2]
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+
+
+# ----------------------------------------------------------------- API key
+@pytest.mark.parametrize("headers", [{}, authorised("wrong"), {"Authorization": KEY}], ids=str)
+def test_a_missing_or_wrong_api_key_gets_401_in_each_apis_shape(guarded, headers) -> None:
+    body = {"input": "Salom"}
+    response = guarded.post("/v1/embeddings", json=body, headers=headers)
+    assert response.status_code == 401, response.text
+    assert response.headers["www-authenticate"] == "Bearer"
+    error = response.json()["error"]
+    assert {k: error[k] for k in OPENAI_401} == OPENAI_401
+    assert KEY not in response.text and "API key" in error["message"]
+    response = guarded.post("/embed", json={"inputs": "Salom"}, headers=headers)
+    assert response.status_code == 401 and response.json()["error_type"] == "invalid_api_key"
+    for path in ("/v1/models", "/info", "/metrics"):
+        assert guarded.get(path, headers=headers).status_code == 401, path
+
+
+def test_the_right_api_key_is_served_and_health_needs_none(guarded, reference, caplog) -> None:
+    from openai import AuthenticationError, OpenAI  # noqa: PLC0415
+
+    caplog.set_level(logging.DEBUG, logger="modsenc.serving")
+    assert guarded.get("/health").status_code == 200
+    response = guarded.post("/v1/embeddings", json={"input": ["Salom", "Hello"]}, headers=authorised())
+    assert response.status_code == 200, response.text
+    assert guarded.get("/info", headers=authorised()).json()["api_key_required"] is True
+    openai = OpenAI(base_url="http://testserver/v1", api_key=KEY, http_client=guarded)
+    vectors = [d.embedding for d in openai.embeddings.create(model="zoo", input=["Salom"]).data]
+    np.testing.assert_allclose(vectors, reference.encode(["Salom"], normalize_embeddings=True), atol=1e-6)
+    wrong = OpenAI(base_url="http://testserver/v1", api_key="wrong", http_client=guarded, max_retries=0)
+    with pytest.raises(AuthenticationError, match="invalid API key"):
+        wrong.embeddings.create(model="zoo", input="Salom")
+    assert KEY not in caplog.text  # the key is never logged
+    access = [r.getMessage() for r in caplog.records if r.name == "modsenc.serving.access"]
+    assert any(
+        line.startswith("modsenc serve: POST /v1/embeddings 200 texts=2 ") and line.endswith(" ms")
+        for line in access
+    ), access
+    assert any(line.startswith("modsenc serve: POST /v1/embeddings 401 texts=- ") for line in access)
+
+
+def test_api_key_option_wins_over_the_environment(zoo_dir, monkeypatch) -> None:
+    seen: list[ServeConfig] = []
+    monkeypatch.setattr(server_module, "serve", lambda config, **_: seen.append(config))
+    runner = CliRunner()
+    command = ["serve", "--zoo", str(zoo_dir), "--cors-origins", f"{ORIGIN}, http://localhost:3000"]
+    assert runner.invoke(main, command, env={"MODSENC_API_KEY": "from-env"}).exit_code == 0
+    assert runner.invoke(main, [*command, "--api-key", "given"], env={"MODSENC_API_KEY": "x"}).exit_code == 0
+    assert runner.invoke(main, command, env={"MODSENC_API_KEY": ""}).exit_code == 0
+    assert [c.api_key for c in seen] == ["from-env", "given", None]
+    assert seen[0].cors_origins == [ORIGIN, "http://localhost:3000"] and seen[0].request_timeout == 60
+    assert "from-env" not in repr(seen[0])
+    with pytest.raises(ValueError, match="printable ASCII"):
+        ServeConfig("zoo", api_key="clé").check()
+    with pytest.raises(ValueError, match="no spaces"):
+        ServeConfig("zoo", api_key="two words").check()
+
+
+# ----------------------------------------------------------------- CORS
+def test_a_cors_preflight_from_an_allowed_origin_gets_200(guarded) -> None:
+    preflight = {
+        "Origin": ORIGIN,
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+    }
+    response = guarded.options("/v1/embeddings", headers=preflight)
+    assert response.status_code == 200, response.text  # answered without the key
+    assert response.headers["access-control-allow-origin"] == ORIGIN
+    assert "POST" in response.headers["access-control-allow-methods"]
+    assert "authorization" in response.headers["access-control-allow-headers"].lower()
+    refused = guarded.options("/v1/embeddings", headers=preflight | {"Origin": "https://evil.example"})
+    assert refused.status_code == 400 and "access-control-allow-origin" not in refused.headers
+    # the actual request: its answer, and a refusal too, carry the header so the page can read them
+    response = guarded.post("/embed", json={"inputs": "Salom"}, headers=authorised() | {"Origin": ORIGIN})
+    assert response.status_code == 200 and response.headers["access-control-allow-origin"] == ORIGIN
+    assert "x-modsenc-languages" in response.headers["access-control-expose-headers"]
+    response = guarded.post("/embed", json={"inputs": "Salom"}, headers={"Origin": ORIGIN})
+    assert response.status_code == 401 and response.headers["access-control-allow-origin"] == ORIGIN
+
+
+# ----------------------------------------------------------------- /v1/models
+def test_v1_models_lists_the_served_model_in_openais_shape(guarded) -> None:
+    from openai import NotFoundError, OpenAI  # noqa: PLC0415
+
+    listed = guarded.get("/v1/models", headers=authorised()).json()
+    assert listed["object"] == "list" and len(listed["data"]) == 1
+    model = listed["data"][0]
+    assert model == {"id": "zoo", "object": "model", "created": model["created"], "owned_by": "modsenc"}
+    assert isinstance(model["created"], int) and model["created"] > 1_600_000_000
+    assert guarded.get("/v1/models/zoo", headers=authorised()).json() == model
+    response = guarded.get("/v1/models/gpt-4", headers=authorised())
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "model_not_found" and "'gpt-4'" in response.text
+    openai = OpenAI(base_url="http://testserver/v1", api_key=KEY, http_client=guarded)
+    assert [m.id for m in openai.models.list()] == ["zoo"]
+    assert openai.models.retrieve("zoo").owned_by == "modsenc"
+    with pytest.raises(NotFoundError):
+        openai.models.retrieve("nope")
+
+
+# ----------------------------------------------------------------- TEI's POST / and huggingface_hub
+def test_huggingface_hubs_inference_client_gets_the_offline_vector(zoo_dir, reference) -> None:
+    from huggingface_hub import InferenceClient  # noqa: PLC0415
+
+    with live(zoo_dir, api_key=KEY) as base_url:
+        client = InferenceClient(model=base_url, token=KEY)
+        served = client.feature_extraction("Salom")
+        assert served.shape == (1, 32)
+        expected = reference.encode("Salom", normalize_embeddings=True)
+        assert float(served[0] @ expected) > 0.9999
+        np.testing.assert_allclose(served[0], expected, atol=1e-6)
+        raw = client.feature_extraction("Salom", normalize=False)
+        np.testing.assert_allclose(raw[0], reference.encode("Salom"), rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------- dimensions and prompt_name
+def test_dimensions_gives_the_renormalised_prefix(guarded, reference) -> None:
+    texts = [HELD_OUT["uz"][0], HELD_OUT["en"][0]]
+    full = guarded.post("/v1/embeddings", json={"input": texts}, headers=authorised()).json()
+    full = np.array([d["embedding"] for d in full["data"]])
+    np.testing.assert_allclose(full, reference.encode(texts, normalize_embeddings=True), atol=1e-6)
+    prefix = full[:, :16] / np.linalg.norm(full[:, :16], axis=1, keepdims=True)
+    body = {"input": texts, "dimensions": 16}
+    cut = guarded.post("/v1/embeddings", json=body, headers=authorised()).json()
+    cut = np.array([d["embedding"] for d in cut["data"]])
+    assert cut.shape == (2, 16)
+    np.testing.assert_allclose(np.linalg.norm(cut, axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(cut, prefix, atol=1e-6)
+    tei = guarded.post("/embed", json={"inputs": texts, "dimensions": 16}, headers=authorised())
+    np.testing.assert_allclose(tei.json(), prefix, atol=1e-6)
+    raw = guarded.post(
+        "/", json={"inputs": texts[0], "dimensions": 4, "normalize": False}, headers=authorised()
+    )
+    np.testing.assert_allclose(raw.json(), reference.encode(texts[:1])[:, :4], rtol=1e-5, atol=1e-6)
+
+
+def test_prompt_name_is_the_encoders_prompt(e5_like_zoo) -> None:
+    """e5's conventions: ``query`` is the default prefix, ``passage`` (TEI's name, e5's
+    sentence-transformers config) and ``document`` (ModularEncoder's) are "passage: "."""
+    reference = ModularEncoder.from_pretrained(e5_like_zoo, device="cpu")
+    text = HELD_OUT["uz"][0]
+    with serving(e5_like_zoo) as client:
+        default = client.post("/embed", json={"inputs": text, "lang": "uz"})
+        query = client.post("/embed", json={"inputs": text, "lang": "uz", "prompt_name": "query"})
+        assert query.json() == default.json()
+        expected = reference.encode([text], lang="uz", prompt_name="document", normalize_embeddings=True)
+        for name in ("passage", "document"):
+            served = client.post("/", json={"inputs": text, "lang": "uz", "prompt_name": name})
+            assert served.status_code == 200, served.text
+            np.testing.assert_allclose(served.json(), expected, atol=1e-6)
+            tokens = reference.tokenize([text], "uz", prompt_name="document").ids[0]
+            assert int(served.headers["x-modsenc-tokens"]) == len(tokens)
+        assert not np.allclose(expected, default.json(), atol=1e-3)
+        body = {"input": [text], "lang": "uz", "prompt_name": "passage"}
+        openai = client.post("/v1/embeddings", json=body).json()["data"][0]["embedding"]
+        np.testing.assert_allclose([openai], expected, atol=1e-6)
+
+
+BAD = [
+    # (path, body, status, error code, words in the message)
+    ("/v1/embeddings", {"input": "a", "dimensions": 0}, 400, "invalid_dimensions", "ask for 1 to 32"),
+    ("/v1/embeddings", {"input": "a", "dimensions": 33}, 400, "invalid_dimensions", "32-dimensional"),
+    ("/v1/embeddings", {"input": "a", "dimensions": True}, 422, "invalid_request", "dimensions"),
+    ("/embed", {"inputs": "a", "dimensions": -1}, 400, "invalid_dimensions", "dimensions=-1 is out of range"),
+    ("/", {"inputs": "a", "prompt_name": "web"}, 400, "invalid_prompt_name", "prompts (document, query)"),
+    ("/v1/embeddings", {"input": "a", "prompt_name": "x"}, 400, "invalid_prompt_name", "'x' is not one"),
+    # LangChain's OpenAIEmbeddings sends tiktoken ids unless check_embedding_ctx_length=False
+    (
+        "/v1/embeddings",
+        {"input": [[9906, 0], [50, 17247]]},
+        400,
+        "invalid_input",
+        "check_embedding_ctx_length=False",
+    ),
+    ("/v1/embeddings", {"input": [9906, 0]}, 400, "invalid_input", "tiktoken"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "status", "code", "words"), BAD)
+def test_bad_production_parameters_get_a_4xx(guarded, path, body, status, code, words) -> None:
+    response = guarded.post(path, json=body, headers=authorised())
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    if path.startswith("/v1/"):
+        assert error["code"] == code and words in error["message"], error
+    else:
+        assert response.json()["error_type"] == code and words in error, error
+
+
+# ----------------------------------------------------------------- time limit, warnings
+def test_a_request_past_the_time_limit_gets_503_and_leaves_the_queue(zoo_dir) -> None:
+    # a batch that waits 30 s to fill: the request's 0.5 s run out first
+    with serving(zoo_dir, request_timeout=0.5, max_wait_ms=30_000, max_batch_size=64) as client:
+        started = time.monotonic()
+        response = client.post("/v1/embeddings", json={"input": ["a", "b"], "lang": "en"})
+        assert response.status_code == 503 and time.monotonic() - started < 10
+        assert response.headers["retry-after"] == "1"
+        error = response.json()["error"]
+        assert error["code"] == "timeout" and "not answered within 0.5 s" in error["message"]
+        assert error["type"] == "server_error"
+        assert metric(client, "modsenc_queue_inputs") == 0  # dropped, not left to wait
+        assert metric(client, "modsenc_errors_total", 'kind="timeout"') == 1
+
+
+def test_truncation_is_one_log_line_not_a_python_warning(zoo_dir, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="modsenc.serving")
+    long_text = " ".join(HELD_OUT["en"] * 4)
+    with serving(zoo_dir, max_input_tokens=16) as client, warnings.catch_warnings(record=True) as raised:
+        warnings.simplefilter("always")
+        response = client.post("/v1/embeddings", json={"input": [long_text], "lang": "en"})
+        assert response.status_code == 200 and response.json()["data"][0]["truncated"]
+    lines = [r.getMessage() for r in caplog.records if "UserWarning" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].startswith("modsenc serve: encoding en: UserWarning: "), lines
+    assert "\n" not in lines[0] and "truncat" in lines[0]
+    assert not [w for w in raised if "truncat" in str(w.message)]
+
+
+def test_uncaught_warnings_are_logged_on_one_line(caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="py.warnings")
+    warnings_to_log()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("something odd\nsecond line", UserWarning, stacklevel=1)
+    finally:
+        logging.captureWarnings(False)
+    (record,) = [r for r in caplog.records if r.name == "py.warnings"]
+    assert record.getMessage().endswith("UserWarning: something odd") and "\n" not in record.getMessage()
+
+
+# ----------------------------------------------------------------- readiness includes warm-up
+def test_health_is_503_until_the_languages_are_warmed_up(zoo_dir, monkeypatch) -> None:
+    release = threading.Event()
+    warmed: list[tuple[str, str]] = []
+    run_batch = EmbeddingService.run_batch
+
+    def held(self, key, texts):
+        warmed.append(key)
+        assert release.wait(60)
+        return run_batch(self, key, texts)
+
+    monkeypatch.setattr(EmbeddingService, "run_batch", held)
+    app = create_app(ServeConfig(str(zoo_dir), ["uz", "kk"], device="cpu"))
+    with TestClient(app) as client:
+        deadline = time.monotonic() + 60
+        while not warmed:  # the model is loaded; the warm-up is encoding
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert client.get("/health").status_code == 503
+        assert client.post("/embed", json={"inputs": "Salom"}).status_code == 503
+        release.set()
+        wait_ready(client)
+        assert warmed == [("uz", "cross", None), ("kk", "cross", None)]
+        assert client.get("/info").json()["languages"]["loaded"] == ["uz", "kk"]
+
+
+def test_the_openvino_runtime_compiles_the_languages_before_ready(zoo_dir) -> None:
+    pytest.importorskip("openvino")
+    with serving(zoo_dir, runtime="openvino", dtype="fp32", languages=["uz", "kk"]) as client:
+        compiled = client.app.state.modsenc.service.encoder._compiled
+        assert {lang for lang, _ in compiled} == {"uz", "kk"}
+        response = client.post("/embed", json={"inputs": "Salom", "lang": "uz"})
+        assert response.status_code == 200
+        assert len(compiled) == 2  # nothing compiled on the request's path
