@@ -7,8 +7,10 @@
   ``FFN(x) + s * up(act(down(x)))``. adapters merges only LoRA-type adapters, so modsenc merges it
   itself, exactly, when ``act`` is the backbone's own FFN activation: the bottleneck then *is* ``r``
   extra FFN neurons, i.e. ``intermediate.dense`` gains the rows of ``down`` and ``output.dense`` the
-  columns of ``s * up``. With another activation (adapters' default is ReLU; BERT's FFN uses GELU)
-  there is no exact merge, and the export refuses ``mode="cross"`` rather than approximate.
+  columns of ``s * up``. adapters' default ReLU beside BERT's GELU FFN is merged through
+  ``GELU(k z) / k``, within ``0.17 / k`` of ``ReLU(z)`` per unit (``RELU_AS_GELU_SCALE``): the
+  export's vectors are the zoo's to a cosine of 0.9999 or more (tests/modules/test_export_merge.py,
+  docs/results.md). Any other pair of activations is refused.
 
 The result is a plain BERT / XLM-R model that ``SentenceTransformer(DIR)`` loads, with the backbone's
 pooling (CLS or mean), its prompts (``ModularEncoder.prompts``: e5's ``query``, ``"query: "``, and
@@ -56,27 +58,41 @@ def check_parallel_layout(adapter: torch.nn.Module) -> None:
         raise ValueError("only ParBnConfig's layout (added before the FFN's LayerNorm) can be merged")
 
 
+# A ReLU bottleneck beside a GELU FFN (adapters' default CLA beside e5's FFN) becomes GELU neurons:
+# GELU(k z) / k = z * Phi(k z) differs from ReLU(z) = max(z, 0) by at most 0.17 / k (largest at
+# |z| = 0.75 / k, and below 1.5e-6 / k once |z| > 5 / k), so the bottleneck's rows of W_in are
+# scaled by k and its columns of W_out by 1 / k. k = 1000 keeps each unit within 1.7e-4 of ReLU's
+# value while k z stays inside fp16's range (65504) for pre-activations below 65.
+RELU_AS_GELU_SCALE = 1000.0
+
+
+def _activation_scale(adapter_act: str, ffn_act: str) -> float:
+    """By how much the bottleneck's units are scaled so that the FFN's activation computes the
+    adapter's: 1 for the same activation, ``RELU_AS_GELU_SCALE`` for ReLU beside (exact) GELU."""
+    if adapter_act == ffn_act:
+        return 1.0
+    if adapter_act == "ReLU" and ffn_act == "GELUActivation":
+        return RELU_AS_GELU_SCALE
+    raise ValueError(
+        f"the CLA uses {adapter_act}, the backbone's FFN {ffn_act}: no merge exists. Export with "
+        "mode='mono', or train the CLA with cla.adapter.non_linearity set to the FFN's activation"
+    )
+
+
 def _merge_parallel_adapter(layer: torch.nn.Module, adapter: torch.nn.Module, hidden_act: str) -> None:
     """Fold a parallel bottleneck into the FFN of ``layer`` (in place) by widening it."""
     down, act = adapter.adapter_down[0], adapter.adapter_down[1]
     up = adapter.adapter_up
-    adapter_act = type(act.f).__name__
-    ffn_act = type(get_activation(hidden_act)).__name__
     check_parallel_layout(adapter)
-    if adapter_act != ffn_act:
-        raise ValueError(
-            f"the CLA uses {adapter_act}, the backbone's FFN {ffn_act}: no exact merge exists. "
-            "Export with mode='mono', or train the CLA with cla.adapter.non_linearity set to "
-            "the FFN's activation"
-        )
+    k = _activation_scale(type(act.f).__name__, type(get_activation(hidden_act)).__name__)
     scaling = float(adapter.scaling)
     inter, out = layer.intermediate.dense, layer.output.dense
     wide_in = torch.nn.Linear(inter.in_features, inter.out_features + down.out_features)
     wide_out = torch.nn.Linear(out.in_features + up.in_features, out.out_features)
     with torch.no_grad():
-        wide_in.weight.copy_(torch.cat([inter.weight, down.weight]))
-        wide_in.bias.copy_(torch.cat([inter.bias, down.bias]))
-        wide_out.weight.copy_(torch.cat([out.weight, scaling * up.weight], dim=1))
+        wide_in.weight.copy_(torch.cat([inter.weight, k * down.weight]))
+        wide_in.bias.copy_(torch.cat([inter.bias, k * down.bias]))
+        wide_out.weight.copy_(torch.cat([out.weight, (scaling / k) * up.weight], dim=1))
         wide_out.bias.copy_(out.bias + scaling * up.bias)
     layer.intermediate.dense, layer.output.dense = wide_in, wide_out
 

@@ -119,12 +119,12 @@ def test_zoo_list_info_and_export(zoo_dir, tmp_path) -> None:
     result = runner.invoke(
         main, ["export", "--zoo", str(zoo_dir), "--lang", "kk", "--output", str(tmp_path / "kk")]
     )
-    assert result.exit_code == 1 and "no exact merge exists" in result.output
+    assert result.exit_code == 0, result.output  # a ReLU CLA exports as scaled GELU neurons
     result = runner.invoke(
         main,
-        ["export", "--zoo", str(zoo_dir), "--lang", "kk", "--mode", "mono", "--output", str(tmp_path / "kk")],
+        ["export", "--zoo", str(zoo_dir), "--lang", "kk", "--mode", "mono", "--output", str(tmp_path / "m")],
     )
-    assert result.exit_code == 0 and (tmp_path / "kk" / "modules.json").exists()
+    assert result.exit_code == 0 and (tmp_path / "m" / "modules.json").exists()
 
 
 def test_encode_reports_each_lines_route_and_other_refuse_names_the_line(zoo_dir, tmp_path) -> None:
