@@ -37,7 +37,14 @@ from modsenc.data.readers import count_lines, iter_lines
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo, verify_bundle_file
 from modsenc.modules.hub import resolve_zoo
 from modsenc.modules.modular import ModularBackbone
-from modsenc.modules.openvino_runtime import CompiledLanguage, language_encoder, require_openvino
+from modsenc.modules.openvino_runtime import (
+    GRAPH_FORMAT,
+    CompiledLanguage,
+    language_encoder,
+    language_graph,
+    openvino_cache,
+    require_openvino,
+)
 from modsenc.routing.background import load_background
 from modsenc.routing.gate import LanguageIdGate, default_gate
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, Detector, ProfileDetector
@@ -615,17 +622,43 @@ class ModularEncoder:
                 ", ".join(sorted(kinds)) or "backbone",
                 self.precision,
             )
-            merged = language_encoder(self.modular, lang, kinds)
-            words = self.modular.embeddings_of(lang, kinds)
+            offset = self.modular.backbone.position_offset
+            cache = openvino_cache()
+            parts = self._graph_parts(lang, kinds)
+            graph = language_graph(
+                lambda: language_encoder(self.modular, lang, kinds),
+                offset,
+                cache / "graphs" if parts is not None else None,
+                parts or {},
+            )
             self._compiled[key] = CompiledLanguage(
-                merged,
-                words,
+                None,
+                self.modular.embeddings_of(lang, kinds),
                 self.modular.backbone.pooling,
                 self.precision,
                 torch.get_num_threads(),
-                position_offset=self.modular.backbone.position_offset,
+                position_offset=offset,
+                graph=graph,
+                compile_cache=cache / "compiled",
             )
         return self._compiled[key]
+
+    def _graph_parts(self, lang: str | None, kinds: set[str]) -> dict[str, Any] | None:
+        """What ``lang``'s graph is made of, for its on-disk cache key; None (not cached) for a
+        bundle without file hashes, whose content nothing names."""
+        hashes: dict[str, str] | None = {}
+        if kinds:
+            hashes = self.zoo.read_manifest(lang).file_sha256
+        if hashes is None:
+            return None
+        return {
+            "format": GRAPH_FORMAT,
+            "openvino": require_openvino().__version__,
+            "backbone": self.zoo.backbone_fingerprint(),
+            "language": lang if kinds else None,
+            "modules": sorted(kinds),
+            "files": hashes,
+        }
 
     def _kinds(self, lang: str | None, mode: str) -> set[str]:
         """The modules of a loaded language that ``mode`` runs: all, or all but the CLA (mono);

@@ -918,8 +918,13 @@ CASES = [
     Case(
         "mine-output-with-a-trailing-slash",
         lambda env: [
-            "mine", str(env.write("src.txt", "Hello\n")), str(env.write("tgt.txt", "Salom\n")),
-            "--zoo", str(env.zoo), "--output", str(env.tmp / "pairs") + "/",
+            "mine",
+            str(env.write("src.txt", "Hello\n")),
+            str(env.write("tgt.txt", "Salom\n")),
+            "--zoo",
+            str(env.zoo),
+            "--output",
+            str(env.tmp / "pairs") + "/",
         ],  # fmt: skip
         1,
         "pairs/ names a folder (it ends with /); give a file name",
@@ -938,8 +943,15 @@ CASES = [
     Case(
         "mine-with-a-negative-exact-limit",
         lambda env: [
-            "mine", str(env.write("src.txt", "Hello\n")), str(env.write("tgt.txt", "Salom\n")),
-            "--zoo", str(env.zoo), "--output", str(env.tmp / "pairs.tsv"), "--exact-limit", "-1",
+            "mine",
+            str(env.write("src.txt", "Hello\n")),
+            str(env.write("tgt.txt", "Salom\n")),
+            "--zoo",
+            str(env.zoo),
+            "--output",
+            str(env.tmp / "pairs.tsv"),
+            "--exact-limit",
+            "-1",
         ],  # fmt: skip
         2,
         "Invalid value for '--exact-limit': -1 is not in the range x>=0",

@@ -29,11 +29,14 @@ with AMX / AVX512_BF16), ``fp32`` with ``f32``. openvino is imported only when t
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import logging
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,9 +44,18 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
+from modsenc.backbone.cache import cache_root
 from modsenc.backbone.packing import PackedBatch
 from modsenc.modules.export import check_parallel_layout, merged_model
 from modsenc.modules.modular import ModularBackbone, module_name
+from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
+
+# Bumped whenever language_encoder or _HiddenFromEmbeddings changes what a graph computes: cached
+# graphs of another format are never read.
+GRAPH_FORMAT = 1
+GRAPH_FILES = ("model.xml", "model.bin")
+GRAPH_RECORD = "graph.json"  # the key's parts and each graph file's sha256
+log = logging.getLogger(__name__)
 
 OPENVINO_HINTS = {"fp32": "f32", "bf16": "bf16"}
 
@@ -207,19 +219,94 @@ class PackedRows:
         return sums / counts.unsqueeze(-1).to(sums.dtype)
 
 
+def openvino_cache() -> Path:
+    """Where converted graphs (``graphs/``) and OpenVINO's compiled blobs (``compiled/``) are kept
+    between runs: ``$MODSENC_CACHE/openvino`` (default ``~/.cache/modsenc/openvino``)."""
+    return cache_root() / "openvino"
+
+
+def graph_key(parts: dict[str, Any]) -> str:
+    """The cache folder name of a graph: sha256 of what it is made of (``parts``: the graph format,
+    the OpenVINO release, the backbone fingerprint, the language, its modules and their files'
+    sha256), so another bundle, backbone or release never reads it."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def _convert(model: PreTrainedModel, position_offset: int) -> Any:
+    """The torch model as an OpenVINO graph: word vectors, a 3-D mask and position ids in."""
+    ov = require_openvino()
+    hidden = model.config.hidden_size
+    example = {
+        "inputs_embeds": torch.zeros(2, 8, hidden),
+        "attention_mask": torch.ones(2, 8, 8, dtype=torch.long),
+        "position_ids": torch.arange(8).repeat(2, 1) + position_offset,
+    }
+    # Tracing warns about Python-side branches (padding_idx checks, a constant 1.0 in the mask)
+    # that are fixed for this model, and reading every attribute of the model makes transformers
+    # warn about its unused loss_function: neither is the user's to act on.
+    with torch.no_grad(), warnings.catch_warnings(), _quiet("transformers.modeling_utils"):
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        return ov.convert_model(
+            _HiddenFromEmbeddings(model.eval()),
+            example_input=example,
+            input=[
+                ("inputs_embeds", ov.PartialShape([-1, -1, hidden]), ov.Type.f32),
+                ("attention_mask", ov.PartialShape([-1, -1, -1]), ov.Type.i64),
+                ("position_ids", ov.PartialShape([-1, -1]), ov.Type.i64),
+            ],
+            share_weights=False,  # the graph owns its weights; the merged torch copy can go
+        )
+
+
+def _cached_graph(folder: Path) -> Any | None:
+    """The graph saved in ``folder``, if every file is the one recorded there; else None (rebuilt)."""
+    try:
+        record = json.loads((folder / GRAPH_RECORD).read_text(encoding="utf-8"))
+        if any(file_sha256(folder / name) != record["file_sha256"][name] for name in GRAPH_FILES):
+            log.warning("%s: a cached OpenVINO graph differs from its record; converting again", folder)
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return require_openvino().Core().read_model(folder / GRAPH_FILES[0])
+
+
+def language_graph(
+    build: Callable[[], PreTrainedModel], position_offset: int, cache: Path | None, parts: dict[str, Any]
+) -> Any:
+    """``build()``'s model as an OpenVINO graph, read from ``cache / graph_key(parts)`` when it was
+    saved there (hash-checked), else converted and saved there (weights kept in fp32), so a restart
+    neither merges nor converts again. ``cache=None``: converted, not saved."""
+    folder = None if cache is None else cache / graph_key(parts)
+    graph = _cached_graph(folder) if folder is not None else None
+    if graph is not None:
+        return graph
+    graph = _convert(build(), position_offset)
+    if folder is not None:
+        with atomic_directory(folder, owner_marker=GRAPH_RECORD) as tmp:
+            require_openvino().save_model(graph, tmp / GRAPH_FILES[0], compress_to_fp16=False)
+            hashes = {name: file_sha256(tmp / name) for name in GRAPH_FILES}
+            atomic_write_json(tmp / GRAPH_RECORD, {"parts": parts, "file_sha256": hashes})
+    return graph
+
+
 class CompiledLanguage:
     """One (language, modules) encoder compiled by OpenVINO; the word lookup and the pooling stay
-    in torch, the encoder layers run on packed rows."""
+    in torch, the encoder layers run on packed rows. ``graph`` (from ``language_graph``) replaces
+    converting ``merged``; ``compile_cache`` is OpenVINO's own cache of compiled blobs
+    (``CACHE_DIR``), which spares a restart the compilation."""
 
     def __init__(
         self,
-        merged: PreTrainedModel,
+        merged: PreTrainedModel | None,
         word_embeddings: nn.Embedding,
         pooling: str,
         precision: str,
         threads: int,
         position_offset: int = 0,
         row_tokens: int = 128,
+        *,
+        graph: Any | None = None,
+        compile_cache: Path | None = None,
     ) -> None:
         if precision not in OPENVINO_HINTS:
             raise ValueError(f"precision must be one of {tuple(OPENVINO_HINTS)}, got {precision!r}")
@@ -229,28 +316,13 @@ class CompiledLanguage:
         self.precision, self.pooling = precision, pooling
         self.word_embeddings = word_embeddings
         self.position_offset, self.row_tokens = position_offset, row_tokens
-        hidden = merged.config.hidden_size
-        example = {
-            "inputs_embeds": torch.zeros(2, 8, hidden),
-            "attention_mask": torch.ones(2, 8, 8, dtype=torch.long),
-            "position_ids": torch.arange(8).repeat(2, 1) + position_offset,
-        }
-        # Tracing warns about Python-side branches (padding_idx checks, a constant 1.0 in the mask)
-        # that are fixed for this model, and reading every attribute of the model makes transformers
-        # warn about its unused loss_function: neither is the user's to act on.
-        with torch.no_grad(), warnings.catch_warnings(), _quiet("transformers.modeling_utils"):
-            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-            graph = ov.convert_model(
-                _HiddenFromEmbeddings(merged.eval()),
-                example_input=example,
-                input=[
-                    ("inputs_embeds", ov.PartialShape([-1, -1, hidden]), ov.Type.f32),
-                    ("attention_mask", ov.PartialShape([-1, -1, -1]), ov.Type.i64),
-                    ("position_ids", ov.PartialShape([-1, -1]), ov.Type.i64),
-                ],
-                share_weights=False,  # the graph owns its weights; the merged torch copy can go
-            )
-        self.model = ov.Core().compile_model(
+        if graph is None:
+            graph = _convert(merged, position_offset)
+        core = ov.Core()
+        if compile_cache is not None:
+            compile_cache.mkdir(parents=True, exist_ok=True)
+            core.set_property({"CACHE_DIR": str(compile_cache)})
+        self.model = core.compile_model(
             graph,
             "CPU",
             {

@@ -23,6 +23,15 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def graph_cache(tmp_path_factory):
+    """Converted graphs and compiled blobs go to a folder of this module's, not ~/.cache."""
+    folder = tmp_path_factory.mktemp("modsenc_cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MODSENC_CACHE", str(folder))
+        yield folder
+
+
 @pytest.fixture(scope="module")
 def encoders(zoo_dir):
     torch_encoder = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", verify=False)
@@ -173,3 +182,34 @@ def test_rows_longer_than_the_models_positions_encode_each_sentence_as_the_model
         alone = [model(input_ids=torch.tensor([seq])).last_hidden_state[0] for seq in ids]
     expected = torch.stack([hidden.mean(0) for hidden in alone])
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_restart_reads_the_converted_graph_from_the_cache(
+    zoo_dir, graph_cache, monkeypatch, caplog
+) -> None:
+    """The second encoder neither merges nor converts: its graph comes from the cache, keyed by
+    the bundle's file hashes, and gives the same vectors; a cached file that differs from its
+    record is not used (converted again)."""
+    import modsenc.modules.openvino_runtime as runtime  # noqa: PLC0415
+
+    first = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", runtime="openvino")
+    expected = first.encode(TEXTS["uz"], lang="uz")
+    saved = sorted((graph_cache / "openvino" / "graphs").glob(f"*/{runtime.GRAPH_RECORD}"))
+    assert saved and all((p.parent / name).is_file() for p in saved for name in runtime.GRAPH_FILES)
+
+    def no_conversion(*args, **kwargs):
+        raise AssertionError("converted again")
+
+    monkeypatch.setattr(runtime, "_convert", no_conversion)
+    again = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", runtime="openvino")
+    np.testing.assert_array_equal(again.encode(TEXTS["uz"], lang="uz"), expected)
+
+    monkeypatch.undo()
+    for record in saved:  # damage every cached weight file
+        weights = record.parent / "model.bin"
+        data = bytearray(weights.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        weights.write_bytes(bytes(data))
+    rebuilt = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", runtime="openvino")
+    np.testing.assert_allclose(rebuilt.encode(TEXTS["uz"], lang="uz"), expected, atol=1e-6)
+    assert "a cached OpenVINO graph differs from its record; converting again" in caplog.text
