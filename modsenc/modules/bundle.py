@@ -81,22 +81,25 @@ def bundle_file_hashes(bundle_dir: str | os.PathLike) -> dict[str, str]:
 def verify_bundle(bundle_dir: str | os.PathLike, manifest: BundleManifest) -> None:
     """Check every file the manifest lists against its sha256; raise BundleIntegrityError naming
     the first damaged file, or saying that the manifest lists no hashes (pass verify=False)."""
-    for name in sorted(_listed_hashes(Path(bundle_dir), manifest)):
-        verify_bundle_file(bundle_dir, manifest, name)
+    root = Path(bundle_dir)
+    for name, expected in sorted(_listed_hashes(root, manifest).items()):
+        _check_file(root / name, expected, manifest.language)
 
 
 def verify_bundle_file(bundle_dir: str | os.PathLike, manifest: BundleManifest, name: str) -> Path:
     """Check one file of a bundle (``name``, relative) against the manifest's sha256 for it; a
     file the manifest does not list is refused too. Returns its path."""
     root = Path(bundle_dir)
-    lang = manifest.language
     expected = _listed_hashes(root, manifest).get(name)
-    path = root / name
     if expected is None:
         raise BundleIntegrityError(
-            f"{path} is not listed in {root / BUNDLE_MANIFEST} ({HASHES_KEY}), so it cannot be verified; "
-            f"rebuild the bundle with `modsenc add-language {lang}`"
+            f"{root / name} is not listed in {root / BUNDLE_MANIFEST} ({HASHES_KEY}), so it cannot be "
+            f"verified; rebuild the bundle with `modsenc add-language {manifest.language}`"
         )
+    return _check_file(root / name, expected, manifest.language)
+
+
+def _check_file(path: Path, expected: str, lang: str) -> Path:
     if not path.is_file():
         raise BundleIntegrityError(
             f"{path} is missing from the bundle; rebuild it with `modsenc add-language {lang}`"

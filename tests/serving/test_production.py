@@ -23,6 +23,7 @@ from modsenc.serving.app import ServeConfig, create_app
 from modsenc.serving.server import bind, warnings_to_log
 from modsenc.serving.service import EmbeddingService
 from tests._zoo import HELD_OUT
+from tests.serving.conftest import assert_api_error
 from tests.serving.test_server import metric, serving, wait_ready
 
 pytestmark = pytest.mark.slow
@@ -248,12 +249,7 @@ BAD = [
 @pytest.mark.parametrize(("path", "body", "status", "code", "words"), BAD)
 def test_bad_production_parameters_get_a_4xx(guarded, path, body, status, code, words) -> None:
     response = guarded.post(path, json=body, headers=authorised())
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    if path.startswith("/v1/"):
-        assert error["code"] == code and words in error["message"], error
-    else:
-        assert response.json()["error_type"] == code and words in error, error
+    assert_api_error(response, path, status, code, words)
 
 
 # ----------------------------------------------------------------- time limit, warnings

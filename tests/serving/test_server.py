@@ -19,6 +19,7 @@ from modsenc.data.orthography import get_orthography
 from modsenc.encoder import ModularEncoder
 from modsenc.serving.app import ServeConfig, create_app
 from tests._zoo import HELD_OUT
+from tests.serving.conftest import assert_api_error
 
 pytestmark = pytest.mark.slow
 
@@ -282,12 +283,7 @@ def strict_client(zoo_dir):
 @pytest.mark.parametrize(("path", "body", "status", "code", "words"), BAD)
 def test_bad_input_gets_a_4xx_json_error(strict_client, path, body, status, code, words) -> None:
     response = strict_client.post(path, json=body)
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    if path.startswith("/v1/"):
-        assert error["code"] == code and words in error["message"], error
-    else:
-        assert response.json()["error_type"] == code and words in error, error
+    assert_api_error(response, path, status, code, words)
 
 
 UNICODE = [
@@ -338,12 +334,7 @@ def test_invalid_unicode_gets_a_400_naming_it_and_one_log_line(
 ) -> None:
     caplog.set_level(logging.INFO, logger="modsenc.serving")
     response = strict_client.post(path, content=body, headers={"content-type": "application/json"})
-    assert response.status_code == 400, response.text
-    error = response.json()["error"]
-    if path.startswith("/v1/"):
-        assert error["code"] == code and words in error["message"], error
-    else:
-        assert response.json()["error_type"] == code and words in error, error
+    assert_api_error(response, path, 400, code, words)
     logged = [r.getMessage() for r in caplog.records if r.name == "modsenc.serving"]
     assert len(logged) == 1, logged
     assert logged[0].startswith(f"modsenc serve: POST {path} refused, 400 {code}: ") and words in logged[0]
