@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import argparse
 import resource
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from modsenc.eval.mining import mine  # noqa: E402
+from modsenc.eval.mining import mine
 
 
 def main() -> None:

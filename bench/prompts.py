@@ -13,19 +13,16 @@ Prints a Markdown table and the CPU (lscpu's model name and flags of note).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import torch
+from encode import RELEVANT_FLAGS, lscpu
+
+from modsenc.data.readers import read_parallel_tsv
+from modsenc.encoder import ModularEncoder
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from bench.encode import RELEVANT_FLAGS, lscpu  # noqa: E402
-from modsenc.data.readers import read_parallel_tsv  # noqa: E402
-from modsenc.encoder import ModularEncoder  # noqa: E402
-
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "parallel" / "ntrex.tsv"
 # (row label, passages' prompt): e5's own, and the single prefix of before
 PASSAGE_PROMPTS = (("passage: (encode_document)", "passage: "), ("query: (encode's default)", "query: "))

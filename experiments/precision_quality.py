@@ -1,12 +1,13 @@
-"""Issue 21: does bf16 autocast cost dev quality? One add-language run and one train-backbone run,
+"""Does bf16 autocast cost dev quality? One add-language run and one train-backbone run,
 each trained twice from the same start with the same data, seed and steps, once in fp32 and once in
 bf16 (``--set training.precision=...``), and scored on the same held-out dev files.
 
-    python bench/precision_quality.py --data ../shared/data --work runs/precision --out docs/results.md
+    python experiments/precision_quality.py --data ../shared/data --work runs/precision \\
+        --out docs/results/precision.md
 
 * add-language: ``add-language-e5`` as shipped for ``--lang`` (SE + CLA, early stopping on dev pairs
   carved from the training files), into one zoo per precision on multilingual-e5-small. Scored like
-  bench/modules_table.py: Kardeş STS dev (xx-xx without the CLA, en-xx with it), the Kardeş bitext
+  experiments/modules_table.py: Kardeş STS dev (xx-xx without the CLA, en-xx with it), the Kardeş bitext
   read off it and NTREX-128 (xsim, en->xx and xx->en).
 * train-backbone: the ``cpu-e5`` recipe (MEXMA from e5) for ``--backbone-steps`` steps. Scored on
   Kardeş STS dev (en, uz, kk, az) and the two bitexts, averaged over uz, kk and az.
@@ -22,24 +23,15 @@ section of ``--out``, between markers.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-paper_tables = _load("paper_tables")
-modules_table = _load("modules_table")
+import modules_table
+from helpers import Runner, replace_section, sts_score, xsim_score
 
 PRECISIONS = ("fp32", "bf16")
 TARGETS = modules_table.LANGS  # uz, kk, az
-MARK_BEGIN = "<!-- precision table: written by bench/precision_quality.py -->"
+MARK_BEGIN = "<!-- precision table: written by experiments/precision_quality.py -->"
 MARK_END = "<!-- end of precision table -->"
 
 
@@ -98,7 +90,7 @@ def _delta(fp32: float | None, bf16: float | None) -> str:
 
 
 def language_table(results: dict, zoos: dict[str, Path], lang: str) -> list[str]:
-    sts, xsim = modules_table._sts, modules_table._xsim
+    sts, xsim = sts_score, xsim_score
     columns = [
         (f"STS {lang}-{lang}", "mono", lambda r: sts(r, f"{lang}-{lang}")),
         (f"STS en-{lang}", "cross", lambda r: sts(r, f"en-{lang}")),
@@ -133,7 +125,7 @@ def backbone_table(results: dict, backbones: dict[str, Path]) -> list[str]:
     def mean(values: list[float | None]) -> float | None:
         return None if None in values else sum(values) / len(values)
 
-    sts, xsim = modules_table._sts, modules_table._xsim
+    sts, xsim = sts_score, xsim_score
     columns = [
         ("STS xx-xx (uz kk az)", lambda r: mean([sts(r, f"{x}-{x}") for x in TARGETS])),
         ("STS en-xx", lambda r: mean([sts(r, f"en-{x}") for x in TARGETS])),
@@ -178,17 +170,17 @@ def main() -> None:
     parser.add_argument("--lang", default="uz", help="the language add-language trains (default uz)")
     parser.add_argument("--backbone-steps", type=int, default=300, help="train-backbone steps (cpu-e5's own)")
     parser.add_argument(
-        "--out", default="docs/results.md", help="the document whose table section is rewritten"
+        "--out", default="docs/results/precision.md", help="the document whose table section is rewritten"
     )
     args = parser.parse_args()
-    run = paper_tables.Runner()
+    run = Runner()
     _, zoos, backbones = train(args, run)
     results = evaluate(args, run, zoos, backbones)
     table = "\n".join([*language_table(results, zoos, args.lang), "", *backbone_table(results, backbones)])
     commands = "\n".join(f"    {c}" for section in run.commands.values() for c in section)
     intro = "Commands (each skipped when its output exists):"
     body = f"{MARK_BEGIN}\n\n{table}\n\n{intro}\n\n{commands}\n\n{MARK_END}"
-    paper_tables.replace_section(Path(args.out), MARK_BEGIN, MARK_END, body)
+    replace_section(Path(args.out), MARK_BEGIN, MARK_END, body)
     print(table)
 
 

@@ -1,4 +1,4 @@
-"""bench/significance.py: the paired tests behind "how sure is this gap", checked by hand."""
+"""experiments/significance.py: the paired tests behind "how sure is this gap", checked by hand."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from modsenc.eval.sts import STSPair
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "significance.py"
+_PATH = Path(__file__).resolve().parents[2] / "experiments" / "significance.py"
 _spec = importlib.util.spec_from_file_location("significance", _PATH)
 significance = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("significance", significance)

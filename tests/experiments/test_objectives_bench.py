@@ -1,4 +1,4 @@
-"""bench/objectives.py: the arms' recipes, the STS subsets, the scores and the document section."""
+"""experiments/objectives.py: the arms' recipes, the STS subsets, the scores and the document section."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "objectives.py"
+_PATH = Path(__file__).resolve().parents[2] / "experiments" / "objectives.py"
 _spec = importlib.util.spec_from_file_location("bench_objectives", _PATH)
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)

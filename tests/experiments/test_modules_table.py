@@ -1,4 +1,4 @@
-"""bench/modules_table.py: the continued-base option names its backbone and where its zoo goes."""
+"""experiments/modules_table.py: the continued-base option names its backbone and where its zoo goes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "modules_table.py"
+_PATH = Path(__file__).resolve().parents[2] / "experiments" / "modules_table.py"
 _spec = importlib.util.spec_from_file_location("modules_table", _PATH)
 modules_table = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("modules_table", modules_table)

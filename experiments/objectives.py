@@ -1,4 +1,4 @@
-"""MEXMA, EMS, EMMA-X and the LaBSE-style contrastive baseline on one budget, into docs/results.md.
+"""MEXMA, EMS, EMMA-X and the LaBSE-style contrastive baseline on one budget, into docs/results/objectives.md.
 
 Every arm starts from the same initial backbone (built once from ``--recipe``: for cpu-e5, the
 imported multilingual-e5-small with its own vocabulary; for cpu-minilm, all-MiniLM-L6-v2 moved to a
@@ -7,7 +7,7 @@ the monolingual and paraphrase files of ``--data``) for the same wall-clock budg
 on the eval-dev sets only:
 
 * bitext xsim error (LASER margin, k=4), both directions with en: PUD for de fr es ru tr, and the
-  uz/kk translations read off Kardeş STS dev (as bench/paper_tables.py does);
+  uz/kk translations read off Kardeş STS dev (as experiments/paper_tables.py does);
 * STS Spearman x100: monolingual (en de fr es ru from STS-B-mt dev, uz kk from Kardeş STS dev) and
   en-xx (de fr es ru, uz kk). No tr STS set exists in eval-dev.
 
@@ -17,15 +17,14 @@ so every arm completes its learning-rate schedule. All arms are timed before any
 trained a second time with another seed (``--repeat``) so readers can tell noise from gaps. Every
 output directory is a cache: a second run only evaluates and formats what is missing.
 
-    python bench/objectives.py --data ../shared/data --recipe cpu-e5 --work runs/objectives-e5 \\
-        --budget-seconds 450 --repeat mexma --out docs/results.md
+    python experiments/objectives.py --data ../shared/data --recipe cpu-e5 --work runs/objectives-e5 \\
+        --budget-seconds 450 --repeat mexma --out docs/results/objectives.md
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import importlib.util
 import json
 import shlex
 import shutil
@@ -40,6 +39,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from helpers import MODSENC, kardes_sts_bitext, read_tsv, write_tsv  # noqa: E402
 
 from modsenc.backbone.encoder import Backbone  # noqa: E402
 from modsenc.data.readers import load_parallel  # noqa: E402
@@ -48,16 +48,11 @@ from modsenc.training.configs import TrainBackboneRecipe  # noqa: E402
 from modsenc.training.recipe import load_recipe  # noqa: E402
 from modsenc.training.train_backbone import build_initial_backbone, run  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
-paper_tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(paper_tables)
-
 ARMS = ("mexma", "ems", "emmax", "contrastive")
 PUD_LANGS = ("de", "fr", "es", "ru", "tr")
 KARDES_LANGS = ("uz", "kk")
 STSB_LANGS = ("de", "fr", "es", "ru")
-BEGIN, END = "<!-- bench/objectives.py: begin -->", "<!-- bench/objectives.py: end -->"
-MODSENC = [sys.executable, "-m", "modsenc.cli"]
+BEGIN, END = "<!-- experiments/objectives.py: begin -->", "<!-- experiments/objectives.py: end -->"
 
 
 def arm_recipe(base: dict[str, Any], arm: str, init_dir: Path, data: Path, steps: int, seed: int) -> dict:
@@ -153,7 +148,7 @@ def train_arm(
 # ------------------------------------------------------------------------------------ evaluation
 def sts_rows(source: Path, out: Path, pairs: set[tuple[str, str]], limit: int | None) -> Path:
     """The rows of an STS file for the given (lang1, lang2) pairs, at most ``limit`` per pair."""
-    header, rows = paper_tables.read_tsv(source)
+    header, rows = read_tsv(source)
     taken: dict[tuple[str, str], int] = {}
     keep = []
     for row in rows:
@@ -161,7 +156,7 @@ def sts_rows(source: Path, out: Path, pairs: set[tuple[str, str]], limit: int | 
         if key in pairs and (limit is None or taken.get(key, 0) < limit):
             taken[key] = taken.get(key, 0) + 1
             keep.append(row)
-    paper_tables.write_tsv(out, header, keep)
+    write_tsv(out, header, keep)
     return out
 
 
@@ -169,8 +164,8 @@ def first_rows(source: Path, out: Path, limit: int | None) -> Path:
     """``source`` itself, or a copy of its header and first ``limit`` rows (quick smoke runs)."""
     if limit is None:
         return source
-    header, rows = paper_tables.read_tsv(source)
-    paper_tables.write_tsv(out, header, rows[:limit])
+    header, rows = read_tsv(source)
+    write_tsv(out, header, rows[:limit])
     return out
 
 
@@ -179,7 +174,7 @@ def eval_files(args: argparse.Namespace) -> list[str]:
     kardes = data / "eval-dev/sts/kardes-sts-dev.tsv"
     pud = first_rows(data / "eval-dev/bitext/pud.tsv", files / "pud.tsv", args.bitext_rows)
     kardes_bitext = first_rows(
-        paper_tables.kardes_sts_bitext(kardes, files / "kardes-sts-bitext.all.tsv"),
+        kardes_sts_bitext(kardes, files / "kardes-sts-bitext.all.tsv"),
         files / "kardes-sts-bitext.tsv",
         args.bitext_rows if args.bitext_rows is not None else 10**9,
     )
@@ -251,7 +246,7 @@ def section(
         BEGIN,
         "## Objectives on one budget: MEXMA, EMS, EMMA-X, contrastive (LaBSE AMS)",
         "",
-        f"Produced by `bench/objectives.py`. Command:\n\n    python {command}\n",
+        f"Produced by `experiments/objectives.py`. Command:\n\n    python {command}\n",
         f"Initial backbone: `{args.recipe}`'s (built once, shared by every arm). Budget: "
         f"{args.budget_seconds:g} s of training per arm on this machine (steps = budget / the arm's "
         f"measured seconds per step; the schedule is scaled to those steps). xsim error %: both "
@@ -314,7 +309,7 @@ def main() -> None:
     parser.add_argument("--sts-rows", type=int, default=None, help="at most this many STS rows per pair")
     parser.add_argument("--bitext-rows", type=int, default=None, help="only the first rows of each bitext")
     parser.add_argument("--note", default="", help="a sentence for the document (e.g. what shared the CPU)")
-    parser.add_argument("--out", type=Path, default=Path("docs/results.md"))
+    parser.add_argument("--out", type=Path, default=Path("docs/results/objectives.md"))
     args = parser.parse_args()
 
     base = load_recipe(args.recipe, args.overrides, schema=TrainBackboneRecipe)

@@ -1,4 +1,4 @@
-"""bench/paper_tables.py: the uz/kk/az bitext read off Kardeş STS dev, and the table arithmetic."""
+"""experiments/paper_tables.py: the uz/kk/az bitext read off Kardeş STS dev, and the table arithmetic."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "paper_tables.py"
+_PATH = Path(__file__).resolve().parents[2] / "experiments" / "paper_tables.py"
 _spec = importlib.util.spec_from_file_location("paper_tables", _PATH)
 paper_tables = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(paper_tables)

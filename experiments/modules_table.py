@@ -1,4 +1,4 @@
-"""Issue 20: the `add-language-e5` default modules against e5 alone, into docs/results.md.
+"""The `add-language-e5` default modules against e5 alone, into docs/results/modules.md.
 
 One command trains (or reuses) a zoo with the recipe's defaults (English as e5, uz/kk/az: an SE
 adapter plus a CLA distilled onto e5's English, early-stopped on a dev split carved from the
@@ -6,7 +6,7 @@ adapter plus a CLA distilled onto e5's English, early-stopped on a dev split car
 (en-en, xx-xx without the CLA, en-xx with it), the en/xx translations read off it, and NTREX-128.
 Wall time and steps per language come from each bundle's manifest.
 
-    python bench/modules_table.py --data ../shared/data --work runs --out docs/results.md
+    python experiments/modules_table.py --data ../shared/data --work runs --out docs/results/modules.md
 
 With ``--baselines`` it also trains and scores, on the same pairs and dev splits, the rows the
 modules must beat: the naive fine-tune a user would try first (one LoRA on the whole e5 over every
@@ -15,25 +15,22 @@ mixed`) and the paper's full fine-tuning baselines Full_m / Full_c / Full_mc
 (`recipes/full-finetune-e5.yaml`). Every row says its steps and wall time, and English en-en STS
 shows what each costs the pivot; the zoo's English is checked bit-identical to e5's.
 
-With ``--base LABEL=BACKBONE`` (issue 20 item 4) it also builds the same default modules on a
-continued backbone (for instance the EMMA-X arm of bench/objectives.py) and adds two rows: that
+With ``--base LABEL=BACKBONE`` it also builds the same default modules on a
+continued backbone (for instance the EMMA-X arm of experiments/objectives.py) and adds two rows: that
 base alone, and the modules on it, whose English is checked bit-identical to that base's.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import itertools
 import json
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location("paper_tables", Path(__file__).with_name("paper_tables.py"))
-paper_tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(paper_tables)
+from helpers import Runner, kardes_sts_bitext, read_tsv, replace_section, sts_score, sts_subset, xsim_score
 
 LANGS = ("uz", "kk", "az")
-MARK_BEGIN = "<!-- modules table: written by bench/modules_table.py -->"
+MARK_BEGIN = "<!-- modules table: written by experiments/modules_table.py -->"
 MARK_END = "<!-- end of modules table -->"
 E5, MOD = "e5 alone", "modules (add-language-e5 default)"
 NAIVE = "naive: whole-model LoRA"
@@ -65,7 +62,7 @@ def english_identical(backbone: Path, zoo: Path, sts: Path) -> bool:
     from modsenc.backbone.encoder import Backbone  # noqa: PLC0415
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
-    _, rows = paper_tables.read_tsv(sts)
+    _, rows = read_tsv(sts)
     texts = sorted({r[2] for r in rows if r[0] == "en"} | {r[3] for r in rows if r[1] == "en"})[:200]
     zoo_vectors = ModularEncoder.from_pretrained(str(zoo), dtype="fp32").encode(texts, lang="en")
     plain = Backbone.from_pretrained(backbone).eval().encode(texts, batch_size=64)
@@ -114,8 +111,8 @@ def heldout_files(work: Path, data: Path) -> tuple[Path, list[str]]:
     evaldata = work / "evaldata"
     evaldata.mkdir(parents=True, exist_ok=True)
     kardes = data / "eval-dev" / "sts" / "kardes-sts-dev.tsv"
-    kbitext = paper_tables.kardes_sts_bitext(kardes, evaldata / "kardes-bitext.tsv")
-    sts = paper_tables.sts_subset(kardes, evaldata / "kardes-sts-dev.en-uz-kk-az.tsv", ("en", *LANGS))
+    kbitext = kardes_sts_bitext(kardes, evaldata / "kardes-bitext.tsv")
+    sts = sts_subset(kardes, evaldata / "kardes-sts-dev.en-uz-kk-az.tsv", ("en", *LANGS))
     langs = ", ".join(("en", *LANGS))
     bitexts = [f"{{path: {data / 'parallel' / 'ntrex.tsv'}, languages: [{langs}]}}"]
     bitexts += [f"{{path: {kbitext}, languages: [{langs}]}}"]
@@ -152,16 +149,6 @@ def evaluate(
             run("eval", cmd, out, work / "logs" / f"eval-{out.stem}.log")
             results[f"{name}|{mode}"] = json.loads(out.read_text())
     return results
-
-
-def _sts(r: dict, pair: str) -> float | None:
-    return next((e["spearman"][pair] for e in r.get("sts", {}).values() if pair in e["spearman"]), None)
-
-
-def _xsim(r: dict, file: str, pair: str) -> float | None:
-    return next(
-        (p[pair]["xsim_error"] for n, p in r.get("bitext", {}).items() if file in n and pair in p), None
-    )
 
 
 def _baseline_cost(path: Path) -> tuple[str, float, int]:
@@ -218,12 +205,14 @@ def table(
     lines = []
     for lang in LANGS:
         columns = [
-            (f"STS {lang}-{lang}", "mono", lambda r, lg=lang: _sts(r, f"{lg}-{lg}")),
-            (f"STS en-{lang}", "cross", lambda r, lg=lang: _sts(r, f"en-{lg}")),
+            (f"STS {lang}-{lang}", "mono", lambda r, lg=lang: sts_score(r, f"{lg}-{lg}")),
+            (f"STS en-{lang}", "cross", lambda r, lg=lang: sts_score(r, f"en-{lg}")),
         ]
         for file, label in (("kardes-bitext", "Kardeş"), ("ntrex", "NTREX")):
             for pair in (f"en-{lang}", f"{lang}-en"):
-                columns.append((f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: _xsim(r, f, p)))
+                columns.append(
+                    (f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: xsim_score(r, f, p))
+                )
         lines += [f"**{lang}**", "", "| model | " + " | ".join(c[0] for c in columns) + " |"]
         lines.append("|---" * (len(columns) + 1) + "|")
         for name in (E5, MOD, *baselines, *extra):
@@ -245,15 +234,15 @@ def table(
         "| model | STS en-en | training pairs | steps | training wall time |",
         "|---|---|---|---|---|",
     ]
-    lines.append(f"| {E5} | {cell(_sts(results[f'{E5}|cross'], 'en-en'))} | – | – | – |")
+    lines.append(f"| {E5} | {cell(sts_score(results[f'{E5}|cross'], 'en-en'))} | – | – | – |")
     lines.append(
-        f"| {MOD} | {cell(_sts(results[f'{MOD}|cross'], 'en-en'))} (vectors {same(identical, 'e5')}) | "
+        f"| {MOD} | {cell(sts_score(results[f'{MOD}|cross'], 'en-en'))} (vectors {same(identical, 'e5')}) | "
         "per language, below | per language, below | per language, below |"
     )
     for name, path in baselines.items():
         steps, minutes, pairs = _baseline_cost(path)
         lines.append(
-            f"| {name} | {cell(_sts(results[f'{name}|cross'], 'en-en'))} | {pairs} | {steps} | "
+            f"| {name} | {cell(sts_score(results[f'{name}|cross'], 'en-en'))} | {pairs} | {steps} | "
             f"{minutes:.1f} min |"
         )
     for label, (base, _, base_identical) in bases.items():
@@ -261,12 +250,12 @@ def table(
         record = json.loads((base / "modsenc_backbone.json").read_text())
         pairs = record.get("data", {}).get("pairs", "–")
         lines.append(
-            f"| {alone} | {cell(_sts(results[f'{alone}|cross'], 'en-en'))} | {pairs} (parallel, "
+            f"| {alone} | {cell(sts_score(results[f'{alone}|cross'], 'en-en'))} | {pairs} (parallel, "
             f"{record.get('objective', {}).get('name', '?')}) | {record.get('steps', '–')} | "
             f"{record.get('wall_seconds', 0) / 60:.1f} min |"
         )
         lines.append(
-            f"| {modules} | {cell(_sts(results[f'{modules}|cross'], 'en-en'))} (vectors "
+            f"| {modules} | {cell(sts_score(results[f'{modules}|cross'], 'en-en'))} (vectors "
             f"{same(base_identical, label)}) | per language, below | per language, below | "
             "per language, below |"
         )
@@ -296,7 +285,7 @@ def main() -> None:
     parser.add_argument("--data", default="../shared/data")
     parser.add_argument("--work", default="runs")
     parser.add_argument("--zoo", default="zoo-modules", help="zoo folder under --work")
-    parser.add_argument("--out", default="docs/results.md")
+    parser.add_argument("--out", default="docs/results/modules.md")
     parser.add_argument(
         "--baselines", action="store_true", help="also train and score the naive LoRA and Full_* rows"
     )
@@ -310,7 +299,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     bases = parse_bases(args.base, Path(args.work), args.zoo)
-    run = paper_tables.Runner()
+    run = Runner()
     backbone, zoo = train(args, run)
     for base, base_zoo in bases.values():
         train_zoo(run, Path(args.work), base, base_zoo)
@@ -323,7 +312,7 @@ def main() -> None:
     intro = "Commands (each skipped when its output exists):"
     text_table = table(results, zoo, baselines, identical, checked)
     body = f"{MARK_BEGIN}\n\n{text_table}\n\n{intro}\n\n{commands}\n\n{MARK_END}"
-    paper_tables.replace_section(Path(args.out), MARK_BEGIN, MARK_END, body, prepend=True)
+    replace_section(Path(args.out), MARK_BEGIN, MARK_END, body, prepend=True)
     print(text_table)
 
 

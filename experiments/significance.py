@@ -1,6 +1,6 @@
-"""Issue 20: how sure is each gap between the default modules and a baseline? Into docs/results.md.
+"""How sure is each gap between the default modules and a baseline? Into docs/results/significance.md.
 
-The modules table (bench/modules_table.py) compares point estimates on 200 STS pairs and on 395
+The modules table (experiments/modules_table.py) compares point estimates on 200 STS pairs and on 395
 and 1,997 translations, where one sentence is 0.25 or 0.05 points of xsim. This script scores the
 same held-out files per item and says, for every column, how far the difference could be chance:
 
@@ -11,9 +11,9 @@ same held-out files per item and says, for every column, how far the difference 
   sentences, scipy.stats.binomtest): the chance of a split at least that uneven if neither model
   were better.
 
-    python bench/significance.py --model runs/x/zoo-c5 \
+    python experiments/significance.py --model runs/x/zoo-c5 \
         --baseline "naive LoRA=runs/lora-e5/m/backbone" --baseline Full_m=runs/full-e5/m/backbone \
-        --out docs/results.md
+        --out docs/results/significance.md
 
 The zoo's monolingual STS is scored without the CLA (``mode="mono"``), its cross-lingual columns
 with it, as in the modules table; baselines are plain backbones.
@@ -22,12 +22,13 @@ with it, as in the modules table; baselines are plain backbones.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import modules_table
 import numpy as np
+from helpers import replace_section
 from scipy.stats import binomtest, bootstrap, spearmanr
 
 from modsenc.data.readers import ParallelCorpus, read_parallel_tsv
@@ -35,11 +36,7 @@ from modsenc.eval.bitext import xsim_correct
 from modsenc.eval.runner import EncoderSet
 from modsenc.eval.sts import STSPair, read_sts_tsv, row_cosines
 
-_spec = importlib.util.spec_from_file_location("modules_table", Path(__file__).with_name("modules_table.py"))
-modules_table = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(modules_table)
-
-MARK_BEGIN = "<!-- significance: written by bench/significance.py -->"
+MARK_BEGIN = "<!-- significance: written by experiments/significance.py -->"
 MARK_END = "<!-- end of significance -->"
 Encode = Callable[[list[str]], np.ndarray]
 
@@ -203,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.out:
         sys.stdout.write(text + "\n")
         return
-    modules_table.paper_tables.replace_section(Path(args.out), MARK_BEGIN, MARK_END, text)
+    replace_section(Path(args.out), MARK_BEGIN, MARK_END, text)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,119 @@
+"""Helpers the benchmark and experiment scripts share: running `modsenc` commands as a cache, writing
+a script's own marked block of a results page, the held-out evaluation files and reading scores.
+
+The scripts in bench/ import it as a sibling module (``from common import ...``: ``python bench/x.py``
+puts bench/ first on the path); those in experiments/ reach it through experiments/helpers.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from modsenc.utils.io import atomic_write_text
+
+MODSENC = [sys.executable, "-m", "modsenc.cli"]
+KARDES_TARGETS = ("uz", "kk", "az")
+
+
+class Runner:
+    """Runs `modsenc` commands unless their output exists; remembers every command for the doc."""
+
+    def __init__(self, dry_run: bool = False) -> None:
+        self.dry_run = dry_run
+        self.commands: dict[str, list[str]] = {}
+        self.seconds: dict[str, float] = {}
+
+    def __call__(self, section: str, args: list[str], output: Path, log: Path | None = None) -> None:
+        shown = "modsenc " + " ".join(shlex.quote(a) for a in args)
+        self.commands.setdefault(section, []).append(shown)
+        if output.exists():
+            return
+        print(f"$ {shown}", flush=True)
+        if self.dry_run:
+            return
+        started = time.time()
+        with open(log, "w", encoding="utf-8") if log else open(os.devnull, "w") as sink:
+            result = subprocess.run([*MODSENC, *args], stdout=sink, stderr=subprocess.STDOUT, check=False)
+        if result.returncode != 0:
+            raise SystemExit(f"failed ({result.returncode}): {shown}" + (f"; see {log}" if log else ""))
+        self.seconds[shown] = round(time.time() - started, 1)
+
+
+def replace_section(out: Path, begin: str, end: str, body: str, prepend: bool = False) -> None:
+    """Write ``body`` (which starts with ``begin`` and ends with ``end``) in place of that section
+    of ``out``, atomically, keeping the rest; a missing section is added at the end (or start).
+
+    Each results page under docs/results/ has one writer, which rewrites only its marked block, so
+    the analysis written around the block survives a rerun."""
+    old = out.read_text(encoding="utf-8") if out.exists() else ""
+    if begin in old and end in old:
+        new = old[: old.index(begin)] + body + old[old.index(end) + len(end) :]
+    elif prepend:
+        new = body + "\n\n" + old
+    else:
+        new = old.rstrip("\n") + ("\n\n" if old else "") + body + "\n"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, new)
+
+
+# ----------------------------------------------------------------------------------------- data
+def read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return lines[0].split("\t"), [line.split("\t") for line in lines[1:] if line]
+
+
+def write_tsv(path: Path, header: list[str], rows: list[list[str]]) -> None:
+    atomic_write_text(path, "\n".join("\t".join(r) for r in [header, *rows]) + "\n")
+
+
+def sts_subset(sts: Path, out: Path, langs: tuple[str, ...], first: str | None = None) -> Path:
+    """The rows of an STS file whose two languages are both in ``langs`` (and lang1 is ``first``)."""
+    header, rows = read_tsv(sts)
+    keep = [r for r in rows if r[0] in langs and r[1] in langs and first in (None, r[0])]
+    write_tsv(out, header, keep)
+    return out
+
+
+def kardes_sts_bitext(sts: Path, out: Path, targets: tuple[str, ...] = KARDES_TARGETS) -> Path:
+    """en/``targets`` (default uz/kk/az) translations of the distinct English sentences of kardes-sts-dev."""
+    _, rows = read_tsv(sts)
+    groups: dict[tuple[str, str], list[list[str]]] = {}
+    for row in rows:
+        groups.setdefault((row[0], row[1]), []).append(row)
+    english = groups[("en", "en")]
+    columns: dict[str, dict[str, str]] = {}
+    for lang in targets:
+        mono, cross = groups[(lang, lang)], groups[("en", lang)]
+        # en-XX row i = (English sentence1 of en-en row i, XX sentence2 of XX-XX row i): the check
+        # that all three groups are in the same order.
+        aligned = len(english) == len(mono) == len(cross) and all(
+            e[2] == c[2] and m[3] == c[3] for e, m, c in zip(english, mono, cross)
+        )
+        if not aligned:
+            raise ValueError(f"{sts}: en-en, {lang}-{lang} and en-{lang} rows are not row-aligned")
+        for e, m in zip(english, mono):
+            for column in (2, 3):
+                columns.setdefault(e[column], {}).setdefault(lang, m[column])
+    rows_out = [
+        [en] + [tr[lang] for lang in targets] for en, tr in columns.items() if len(tr) == len(targets)
+    ]
+    write_tsv(out, ["en", *targets], rows_out)
+    return out
+
+
+# --------------------------------------------------------------------------------------- scores
+def sts_score(result: dict, pair: str) -> float | None:
+    """Spearman x100 of ``pair`` (e.g. "en-uz") in a `modsenc eval --json` result, from any STS file."""
+    return next((e["spearman"][pair] for e in result.get("sts", {}).values() if pair in e["spearman"]), None)
+
+
+def xsim_score(result: dict, file: str, pair: str) -> float | None:
+    """xsim error % of ``pair`` on the bitext whose name contains ``file`` (`modsenc eval --json`)."""
+    return next(
+        (p[pair]["xsim_error"] for n, p in result.get("bitext", {}).items() if file in n and pair in p), None
+    )
