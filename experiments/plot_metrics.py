@@ -1,6 +1,6 @@
 """Plot a training run's metrics.jsonl (loss terms per step) to a PNG.
 
-python bench/plot_metrics.py runs/cpu-small/run/metrics.jsonl -o docs/img/cpu-small-loss.png
+python experiments/plot_metrics.py runs/cpu-small/run/metrics.jsonl -o docs/img/cpu-small-loss.png
 """
 
 from __future__ import annotations

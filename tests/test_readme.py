@@ -16,9 +16,10 @@ from modsenc.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 RECIPES = sorted(p.stem for p in (ROOT / "recipes").glob("*.yaml"))
-# Where command lines are written: the READMEs, docs/, the recipes' comments and the Makefile (and
-# the commands' own --help, below).
+# Where command lines are written: the READMEs, docs/ and its results pages, the recipes' comments and
+# the Makefile (and the commands' own --help, below).
 DOCUMENTS = [README, ROOT / "adapters_zoo" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS += sorted((ROOT / "docs" / "results").glob("*.md"))
 DOCUMENTS += [*sorted((ROOT / "recipes").glob("*.yaml")), ROOT / "Makefile"]
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 

@@ -10,7 +10,7 @@
   columns of ``s * up``. adapters' default ReLU beside BERT's GELU FFN is merged through
   ``GELU(k z) / k``, within ``0.17 / k`` of ``ReLU(z)`` per unit (``RELU_AS_GELU_SCALE``): the
   export's vectors are the zoo's to a cosine of 0.9999 or more (tests/modules/test_export_merge.py,
-  docs/results.md). Any other pair of activations is refused.
+  docs/results/encoding.md). Any other pair of activations is refused.
 
 The result is a plain BERT / XLM-R model that ``SentenceTransformer(DIR)`` loads, with the backbone's
 pooling (CLS or mean), its prompts (``ModularEncoder.prompts``: e5's ``query``, ``"query: "``, and
