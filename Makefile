@@ -64,7 +64,7 @@ background: install
 	$(BIN)/python -m modsenc.routing.background --data ../shared/data
 
 lint: install
-	$(BIN)/ruff check modsenc tests bench
+	$(BIN)/ruff check modsenc tests bench experiments
 
 clean:
 	rm -rf $(VENV) runs
