@@ -89,6 +89,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from common import lscpu
 from torch import nn
 
 from modsenc.backbone.precision import autocast
@@ -508,14 +509,6 @@ class BaselineArm:
 
 
 # ----------------------------------------------------------------------------------------- main
-def cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
 # Where an aten op's time goes, by the first matching substring (checked in order).
 PROFILE_CATEGORIES = (
     ("losses", ("cross_entropy", "nll_loss", "log_softmax", "mse")),
@@ -684,7 +677,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     command = " ".join(shlex.quote(x) for x in [sys.executable, *sys.argv])
     print(f"command: {command}")
     print(
-        f"torch {torch.__version__}, threads {torch.get_num_threads()}, CPU: {cpu_model()} "
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}, CPU: {lscpu()[0]} "
         f"({os.cpu_count()} logical cores), python {platform.python_version()}, "
         + ", ".join(f"{k}={os.environ.get(k, 'unset')}" for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY"))
     )
@@ -873,7 +866,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "command": command,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
-        "cpu": cpu_model(),
+        "cpu": lscpu()[0],
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()},
         "pairs_total": len(pairs),
         "pool_pairs": pool_size,

@@ -18,6 +18,18 @@ from modsenc.utils.io import atomic_write_text
 
 MODSENC = [sys.executable, "-m", "modsenc.cli"]
 KARDES_TARGETS = ("uz", "kk", "az")
+# The CPU flags that decide which kernels run (AVX2 / AVX-512 / VNNI, native bf16, AMX), named in
+# every machine line a benchmark prints.
+RELEVANT_FLAGS = (
+    "avx2",
+    "avx512f",
+    "avx512_vnni",
+    "avx_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+)
 
 
 class Runner:
@@ -59,6 +71,19 @@ def replace_section(out: Path, begin: str, end: str, body: str, prepend: bool = 
         new = old.rstrip("\n") + ("\n\n" if old else "") + body + "\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, new)
+
+
+def lscpu() -> tuple[str, list[str]]:
+    """The CPU's model name and flags, as lscpu reports them (/proc/cpuinfo where lscpu is missing)."""
+    try:
+        text = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8").replace("model name", "Model name")
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return fields.get("Model name", "unknown"), fields.get("Flags", fields.get("flags", "")).split()
 
 
 # ----------------------------------------------------------------------------------------- data

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 import platform
-import subprocess
 
 import numpy as np
+from common import lscpu
 
 from modsenc.encoder import ModularEncoder
 from modsenc.eval.sts import read_sts_tsv, spearman_x100
@@ -39,8 +39,7 @@ def main() -> None:
         b = encoder.encode([p.sentence2 for p in subset], lang=lang2, mode="cross")
         gold = [p.score for p in subset]
         rows[f"{lang1}-{lang2}"] = [spearman_x100(a[:, :n], b[:, :n], gold) for n in dims]
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
-    model = next((line.split(":", 1)[1].strip() for line in lscpu if "Model name" in line), "?")
+    model, _ = lscpu()
     print(f"Machine: {model} ({platform.machine()}). `python bench/dimensions.py --dims {args.dims}`\n")
     print("| STS pair | " + " | ".join(f"{n} dims" for n in dims) + " |")
     print("|---|" + "---:|" * len(dims))

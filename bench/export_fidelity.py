@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import csv
 import platform
-import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from common import lscpu
 from sentence_transformers import SentenceTransformer
 
 from modsenc.encoder import ModularEncoder
@@ -41,9 +41,7 @@ def _sentences(lang: str) -> list[str]:
 
 
 def _cpu() -> str:
-    lines = subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
-    model = next((line.split(":", 1)[1].strip() for line in lines if "Model name" in line), "?")
-    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("Flags")), [])
+    model, flags = lscpu()
     wanted = [f for f in flags if f.startswith(("avx512", "amx")) or f in ("avx2", "avx_vnni")]
     return f"{model} ({platform.machine()}), flags: {' '.join(sorted(wanted))}"
 

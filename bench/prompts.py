@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import torch
-from encode import RELEVANT_FLAGS, lscpu
+from common import RELEVANT_FLAGS, lscpu
 
 from modsenc.data.readers import read_parallel_tsv
 from modsenc.encoder import ModularEncoder

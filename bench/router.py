@@ -30,13 +30,12 @@ from __future__ import annotations
 import argparse
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from common import replace_section
+from common import lscpu, replace_section
 
 from modsenc.data.language_data import load_language_data
 from modsenc.data.orthography import orthography_for
@@ -290,12 +289,9 @@ def cost_lines(zoo: str, texts: list[str], runtimes: list[str], rounds: int) -> 
 
 
 def machine() -> str:
-    flags = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    model = next(
-        (ln.split(":", 1)[1].strip() for ln in flags.splitlines() if ln.startswith("Model name")), "?"
-    )
+    model, flags = lscpu()
     wanted = ("avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile", "avx512f", "avx2")
-    have = [f for f in wanted if f" {f}" in flags]
+    have = [f for f in wanted if f in flags]
     return f"{model}, {platform.machine()}, flags: {' '.join(have) or 'none of ' + ' '.join(wanted)}"
 
 

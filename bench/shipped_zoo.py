@@ -17,10 +17,18 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import subprocess
 from pathlib import Path
 
-from common import Runner, kardes_sts_bitext, read_tsv, replace_section, sts_score, sts_subset, xsim_score
+from common import (
+    Runner,
+    kardes_sts_bitext,
+    lscpu,
+    read_tsv,
+    replace_section,
+    sts_score,
+    sts_subset,
+    xsim_score,
+)
 
 NTREX_LANGS = ("uz", "kk", "az", "tr")
 MARK_BEGIN = "<!-- shipped zoo: written by bench/shipped_zoo.py -->"
@@ -141,12 +149,9 @@ def bundle_facts(packed: Path, built: Path, lang: str) -> str:
 
 
 def machine() -> str:
-    flags = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-    model = next(
-        (ln.split(":", 1)[1].strip() for ln in flags.splitlines() if ln.startswith("Model name")), "?"
-    )
+    model, flags = lscpu()
     wanted = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8")
-    present = [f for f in wanted if f" {f} " in f" {flags} "]
+    present = [f for f in wanted if f in flags]
     return (
         f"{model} ({platform.machine()}), lscpu flags: {' '.join(present) or 'none of ' + ' '.join(wanted)}"
     )

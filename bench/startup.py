@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from common import lscpu
+
 WANTED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 
 
@@ -52,19 +54,11 @@ def time_command(argv: list[str], runs: int) -> list[float]:
 
 def machine() -> str:
     """The CPU as lscpu names it, the flags of WANTED_FLAGS it has, cores and the load average."""
-    try:
-        text = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8").replace("model name", "Model name")
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    flags = set(fields.get("Flags", fields.get("flags", "")).split())
+    model, flags = lscpu()
     present = [f for f in WANTED_FLAGS if f in flags]
     load = os.getloadavg()[0]
     return (
-        f"{fields.get('Model name', 'unknown')}, {os.cpu_count()} cores, flags {' '.join(present) or 'none'} "
+        f"{model}, {os.cpu_count()} cores, flags {' '.join(present) or 'none'} "
         f"(of {' '.join(WANTED_FLAGS)}); load average {load:.2f} at the start"
     )
 
