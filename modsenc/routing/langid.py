@@ -29,6 +29,7 @@ from typing import Protocol
 import numpy as np
 
 from modsenc.data.orthography import APOSTROPHES
+from modsenc.data.scripts import detect_script, script_label
 from modsenc.utils.io import atomic_write_json
 
 LANGID_FILE = "langid.json"
@@ -182,15 +183,6 @@ class CharNgramProfile:
             raise ValueError(f"{path} is not a modsenc language profile ({err})") from err
 
 
-def script_of(text: str) -> str:
-    """The script most of ``text``'s letters are written in: ``Latin``, ``Cyrillic``, ``Arabic``..."""
-    counts: Counter[str] = Counter()
-    for ch in text:
-        if ch.isalpha():
-            counts[unicodedata.name(ch, "UNKNOWN").split()[0].title()] += 1
-    return counts.most_common(1)[0][0] if counts else "None"
-
-
 def build_profile(
     lang: str,
     texts: Iterable[str],
@@ -213,13 +205,13 @@ def build_profile(
     by_script: dict[str, list[str]] = {}
     for text in counted:
         for variant in variants(text):
-            by_script.setdefault(script_of(variant), []).append(variant)
+            by_script.setdefault(script_label(detect_script([variant])), []).append(variant)
     # A script needs a real share of the text to be modelled: a handful of Latin lines in Kazakh
     # data would make a sub-profile so small that its unseen n-grams cost little, and it would
     # then claim every Latin sentence of every language.
     total = sum(len(group) for group in by_script.values())
     by_script = {k: v for k, v in by_script.items() if len(v) >= min_script_share * total}
-    sample = [v for text in held for v in variants(text) if script_of(v) in by_script]
+    sample = [v for text in held for v in variants(text) if script_label(detect_script([v])) in by_script]
     return CharNgramProfile.build(lang, by_script, top_k=top_k, sample=sample)
 
 
