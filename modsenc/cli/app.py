@@ -10,6 +10,8 @@ import click
 from modsenc.utils.errors import ModsencError
 from modsenc.utils.logs import configure_logging, silence_third_party_bars
 
+log = logging.getLogger("modsenc.cli")
+
 # What a command reports in one line ("Error: MESSAGE", exit 1) instead of a traceback: modsenc's
 # own errors, and the builtins that raise sites not yet moved to ModsencError raise for input the
 # user can fix, as do the libraries underneath (OSError: a missing file, or what transformers and
@@ -38,6 +40,8 @@ class ModsencGroup(click.Group):
         try:
             return super().invoke(ctx)
         except USER_ERRORS as err:
+            # The traceback still reaches --verbose: TypeError and KeyError are also what a bug raises.
+            log.debug("the command failed", exc_info=True)
             raise click.ClickException(one_line(err)) from err
 
 
