@@ -1264,7 +1264,7 @@ def test_two_add_language_runs_on_one_work_dir_are_locked_out(tmp_path: Path) ->
 def test_cr_only_line_endings_are_lines() -> None:
     from io import BytesIO  # noqa: PLC0415
 
-    from modsenc.data.readers import _raw_lines  # noqa: PLC0415
+    from modsenc.data.lines import _raw_lines  # noqa: PLC0415
 
     data = b"one\rtwo\r\nthree\nfour\r"
     assert list(_raw_lines(BytesIO(data))) == [b"one", b"two", b"three", b"four"]

@@ -8,6 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from modsenc.cli import main
+from modsenc.cli.app import ModsencGroup
+from modsenc.utils.errors import UnknownNameError
 
 
 @pytest.fixture()
@@ -203,3 +205,28 @@ def test_the_cli_choices_are_the_librarys_own() -> None:
             if isinstance(param.type, click.Choice) and param.opts[0] in declared:
                 seen.setdefault(param.opts[0], set()).add(tuple(param.type.choices))
     assert seen == {option: {tuple(choices)} for option, choices in declared.items()}
+
+
+@pytest.mark.parametrize(
+    ("error", "shown"),
+    [
+        (UnknownNameError("no bundle for 'xx' in the zoo"), "no bundle for 'xx' in the zoo"),
+        (KeyError("a key error's message, unquoted"), "a key error's message, unquoted"),
+        (
+            FileNotFoundError("zoo/uz/modsenc_bundle.json: no such file"),
+            "zoo/uz/modsenc_bundle.json: no such file",
+        ),
+    ],
+)
+def test_a_command_error_is_one_line_from_the_group(monkeypatch, tmp_path: Path, error, shown) -> None:
+    """The commands catch nothing themselves: main (a ModsencGroup) turns a ModsencError, or a
+    builtin error the library raises for bad input, into "Error: MESSAGE" and exit status 1."""
+    from modsenc.modules.bundle import Zoo  # noqa: PLC0415
+
+    def fail(self, lang):
+        raise error
+
+    monkeypatch.setattr(Zoo, "read_manifest", fail)
+    result = CliRunner().invoke(main, ["zoo", "info", "uz", "--zoo", str(tmp_path)])
+    assert (result.exit_code, result.output) == (1, f"Error: {shown}\n")
+    assert isinstance(main, ModsencGroup)

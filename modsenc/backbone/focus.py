@@ -95,33 +95,23 @@ def focus_embeddings(
         raise ValueError(f"FOCUS reads .txt/.json/.jsonl target text, got {target_text_path}")
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    models_before = set(_fasttext_models_in(cache_dir))
     explain = _explain_focus_failure(target_text_path, len(target_tokenizer), fasttext_min_count)
-    # fastText saves its 2M hashed n-gram buckets: 800 MB at dim 100, whatever the corpus size, and
-    # deepfocus offers no `bucket` argument. The embeddings are the product; the model trained
-    # here is scratch, deleted whether FOCUS succeeds or fails (a model that was already in the
-    # folder is the user's and stays).
-    try:
-        with _cache_in(cache_dir), explain:
-            embeddings = FOCUS(
-                target_tokenizer=target_tokenizer,
-                source_tokenizer=source_tokenizer,
-                source_embeddings=source_embeddings.detach().float().cpu(),
-                auxiliary_embedding_mode="fasttext-tokenlevel",
-                target_training_data_path=str(target_text_path),
-                fasttext_model_dim=fasttext_dim,
-                fasttext_model_epochs=fasttext_epochs,
-                fasttext_model_min_count=fasttext_min_count,
-                exact_match_all=True,
-                fuzzy_match_all=fuzzy_match,
-                seed=seed,
-                processes=processes,
-                verbosity="silent",
-            )
-    finally:
-        if not keep_fasttext_model:
-            for trained_here in set(_fasttext_models_in(cache_dir)) - models_before:
-                trained_here.unlink()
+    with _fasttext_scratch(cache_dir, keep_fasttext_model), _cache_in(cache_dir), explain:
+        embeddings = FOCUS(
+            target_tokenizer=target_tokenizer,
+            source_tokenizer=source_tokenizer,
+            source_embeddings=source_embeddings.detach().float().cpu(),
+            auxiliary_embedding_mode="fasttext-tokenlevel",
+            target_training_data_path=str(target_text_path),
+            fasttext_model_dim=fasttext_dim,
+            fasttext_model_epochs=fasttext_epochs,
+            fasttext_model_min_count=fasttext_min_count,
+            exact_match_all=True,
+            fuzzy_match_all=fuzzy_match,
+            seed=seed,
+            processes=processes,
+            verbosity="silent",
+        )
     if embeddings.shape[0] != len(target_tokenizer):
         raise RuntimeError(
             f"FOCUS returned {embeddings.shape[0]} rows for a {len(target_tokenizer)}-token vocabulary"
@@ -131,6 +121,21 @@ def focus_embeddings(
 
 def _fasttext_models_in(cache_dir: Path) -> list[Path]:
     return list((cache_dir / "fasttext").glob("*.bin"))
+
+
+@contextlib.contextmanager
+def _fasttext_scratch(cache_dir: Path, keep: bool) -> Iterator[None]:
+    """Delete the fastText models trained inside the block, whether FOCUS succeeds or fails (unless
+    ``keep``): fastText saves its 2M hashed n-gram buckets, 800 MB at dim 100 whatever the corpus
+    size, and deepfocus offers no ``bucket`` argument. The embeddings are the product, the model
+    scratch (a model that was already in the folder is the user's and stays)."""
+    models_before = set(_fasttext_models_in(cache_dir))
+    try:
+        yield
+    finally:
+        if not keep:
+            for trained_here in set(_fasttext_models_in(cache_dir)) - models_before:
+                trained_here.unlink()
 
 
 def focus_from_texts(

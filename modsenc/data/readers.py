@@ -2,23 +2,21 @@
 
 Every reader validates as it goes and raises :class:`DataFormatError` naming the file and line,
 because a silently skipped or misaligned row in a parallel corpus corrupts training without any
-visible symptom. Files are decoded line by line in binary mode so that an invalid UTF-8 byte is
-reported at its line (a text-mode reader only says "position 81234 of a chunk"), and so that only
-``\\n`` ends a line (``str.splitlines`` would also split on U+2028, form feeds, etc. inside a
-sentence and shift every following row).
+visible symptom. The line and table reading they share is ``modsenc.data.lines`` (its public
+helpers are importable from here too); Hugging Face datasets are ``modsenc.data.hf_parallel``.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from modsenc.data.errors import DataFormatError
-from modsenc.utils.hub import check_model_source
+from modsenc.data.lines import check_file, count_lines, decode_line, iter_lines, no_rows_error, read_table
 
 __all__ = [
     "PARAPHRASE_COLUMNS",
@@ -27,11 +25,11 @@ __all__ = [
     "TranslationPair",
     "english_centric_pairs",
     "check_file",
+    "count_lines",
     "decode_line",
     "base_language",
     "is_language_code",
     "iter_lines",
-    "load_hf_parallel",
     "load_monolingual",
     "load_parallel",
     "load_paraphrases",
@@ -119,10 +117,10 @@ class TranslationPair:
 
 
 # --------------------------------------------------------------------------------------------------
-# low-level line and table reading
+# arguments
 
 
-def _check_languages_arg(languages: Sequence[str] | None) -> list[str] | None:
+def check_languages_arg(languages: Sequence[str] | None) -> list[str] | None:
     # A bare string is a Sequence[str] too, and "en" would silently become ["e", "n"].
     if languages is None:
         return None
@@ -131,128 +129,6 @@ def _check_languages_arg(languages: Sequence[str] | None) -> list[str] | None:
             f"languages must be a list of codes such as ['{languages}'], not the string {languages!r}"
         )
     return list(dict.fromkeys(languages))
-
-
-def check_file(path: PathLike) -> Path:
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(
-            f"{os.fspath(path)}: no such file (relative paths are resolved from the current directory "
-            f"{Path.cwd()})"
-        )
-    if p.is_dir():
-        raise DataFormatError(path, None, "is a directory; expected a data file")
-    return p
-
-
-_LINE_END = re.compile(rb"\r\n|\r|\n")
-
-
-def _raw_lines(handle: Any, chunk_size: int = 1 << 20) -> Iterator[bytes]:
-    """The lines of a binary file without their endings, which may be LF, CRLF or a lone CR (old
-    Mac files and some exports): splitting on LF alone would merge a CR-only file into one line."""
-    pending = b""
-    while chunk := handle.read(chunk_size):
-        data = pending + chunk
-        # A CR at the end of the chunk may be the first half of a CRLF: decide with the next chunk.
-        end = len(data) - 1 if data.endswith(b"\r") else len(data)
-        start = 0
-        for match in _LINE_END.finditer(data, 0, end):
-            yield data[start : match.start()]
-            start = match.end()
-        pending = data[start:]
-    if pending:
-        yield pending.removesuffix(b"\r")
-
-
-def count_lines(path: PathLike) -> int:
-    """The number of lines ``iter_lines`` yields, without decoding them."""
-    with check_file(path).open("rb") as f:
-        return sum(1 for _ in _raw_lines(f))
-
-
-def iter_lines(path: PathLike, name: str | None = None) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` with the line ending removed, decoding each line separately.
-
-    ``name`` is what errors call the file (e.g. "standard input" for a spooled copy of stdin).
-    """
-    p = check_file(path)
-    path = name or path
-    with p.open("rb") as f:
-        for lineno, raw in enumerate(_raw_lines(f), start=1):
-            yield lineno, decode_line(raw, path, lineno)
-
-
-def decode_line(raw: bytes, path: PathLike, lineno: int) -> str:
-    """One line of a file read in binary mode, as ``iter_lines`` yields it (shared with readers that
-    start mid-file, such as ``modsenc.scale``'s shards, so that both give the same text)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(
-            path,
-            lineno,
-            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line); "
-            "re-save the file as UTF-8",
-        ) from None
-    if lineno == 1:
-        text = text.removeprefix("\ufeff")  # a BOM written by some editors is not part of the header
-    return text.rstrip("\r\n")
-
-
-def _is_blank(text: str) -> bool:
-    return "\t" not in text and text.strip() == ""
-
-
-def read_table(path: PathLike) -> tuple[int, list[str], Iterator[tuple[int, list[str]]]]:
-    """Header line number, header fields, and a lazy iterator over ``(line_number, fields)`` rows.
-
-    Blank lines at the end of a file are tolerated (editors add them); a blank line between rows
-    is an error because it usually means a row was split in two.
-    """
-    lines = iter_lines(path)
-    header: list[str] | None = None
-    header_line = 0
-    for lineno, text in lines:
-        if not _is_blank(text):
-            header_line, header = lineno, [field.strip() for field in text.split("\t")]
-            break
-    if header is None:
-        raise DataFormatError(path, None, "empty file: expected a header row of tab-separated column names")
-
-    def rows() -> Iterator[tuple[int, list[str]]]:
-        first_blank: int | None = None
-        for lineno, text in lines:
-            if _is_blank(text):
-                first_blank = first_blank or lineno
-                continue
-            if first_blank is not None:
-                raise DataFormatError(
-                    path,
-                    first_blank,
-                    "blank line between data rows; remove it (a missing translation is an empty cell "
-                    "between two tabs, not an empty line)",
-                )
-            fields = text.split("\t")
-            if len(fields) != len(header):
-                hint = (
-                    "a sentence probably contains a tab; replace tabs inside text by spaces"
-                    if len(fields) > len(header)
-                    else "a tab is probably missing; a missing translation is an empty cell between two tabs"
-                )
-                raise DataFormatError(
-                    path,
-                    lineno,
-                    f"expected {len(header)} tab-separated fields (header: {' '.join(header)}), "
-                    f"found {len(fields)}; {hint}",
-                )
-            yield lineno, [field.strip() for field in fields]
-
-    return header_line, header, rows()
-
-
-def no_rows_error(path: PathLike) -> DataFormatError:
-    return DataFormatError(path, None, "has a header but no data rows")
 
 
 def _check_header_codes(path: PathLike, header_line: int, header: list[str]) -> None:
@@ -287,7 +163,7 @@ def read_parallel_tsv(path: PathLike, languages: Sequence[str] | None = None) ->
     not have is an error rather than an empty column, since it is almost always a typo or the
     wrong file.
     """
-    wanted = _check_languages_arg(languages)
+    wanted = check_languages_arg(languages)
     header_line, header, rows = read_table(path)
     _check_header_codes(path, header_line, header)
     if wanted is not None:
@@ -318,7 +194,7 @@ def read_paraphrase_tsv(path: PathLike, languages: Sequence[str] | None = None) 
     An empty ``negative`` becomes None (no hard negative for that pair); an empty anchor or
     positive is an error because the pair would train the model towards an empty string.
     """
-    wanted = _check_languages_arg(languages)
+    wanted = check_languages_arg(languages)
     header_line, header, rows = read_table(path)
     for name in PARAPHRASE_COLUMNS:
         if name not in header:
@@ -388,7 +264,7 @@ def english_centric_pairs(
     be over-weighted, not add information.
     """
     corpora = [corpus] if isinstance(corpus, ParallelCorpus) else list(corpus)
-    wanted = _check_languages_arg(languages)
+    wanted = check_languages_arg(languages)
     if wanted is not None:
         wanted = [lang for lang in wanted if lang != pivot]
         available = {lang for c in corpora for lang in c.languages}
@@ -417,147 +293,6 @@ def english_centric_pairs(
                 seen.add(key)
                 pairs.append(TranslationPair(pivot, text_a, lang, text_b))
     return pairs
-
-
-# --------------------------------------------------------------------------------------------------
-# Hugging Face datasets
-
-
-def _hf_label(name: str, config: str | None, split: str, load_kwargs: Mapping[str, Any]) -> str:
-    label = f"hf:{name}" + (f":{config}" if config else "") + f"[{split}]"
-    data_files = load_kwargs.get("data_files")
-    if isinstance(data_files, (str, os.PathLike)):
-        label += f" ({os.fspath(data_files)})"
-    return label
-
-
-def _cell(label: str, row: int, lang: str, value: Any) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise DataFormatError(
-            label, None, f"row {row}: {lang!r} holds a {type(value).__name__}, not a string"
-        )
-    return value.strip()
-
-
-def _load_hf_split(
-    name: str, config: str | None, split: str, load_kwargs: Mapping[str, Any], label: str
-) -> Any:
-    """``datasets.load_dataset``'s result, with its errors as a :class:`DataFormatError` on ``label``."""
-    import datasets  # deferred: importing datasets costs about a second and most runs read TSVs
-
-    # A packaged builder (json, csv, parquet, text ...) reads local files: no hub name to check.
-    builders = getattr(datasets.packaged_modules, "_PACKAGED_DATASETS_MODULES", {})
-    if name not in builders:
-        check_model_source(name, kind="dataset")
-    try:
-        return datasets.load_dataset(name, config, split=split, **load_kwargs)
-    except (OSError, ValueError, ConnectionError) as err:  # datasets' own errors subclass these
-        reason = " ".join(str(err).split())[:200]
-        raise DataFormatError(label, None, f"cannot be loaded ({type(err).__name__}: {reason})") from err
-
-
-def _column_reader(ds: Any, label: str) -> tuple[list[str], Callable[[str], list[Any]]]:
-    """A split's column names and a function that reads one column's values."""
-    import datasets  # deferred (see _load_hf_split); already imported by then
-
-    if isinstance(ds, datasets.Dataset):
-        column_names = list(ds.column_names)
-
-        def values(column: str) -> list[Any]:
-            return ds.select_columns([column]).to_dict()[column]
-
-    elif isinstance(ds, datasets.IterableDataset):  # streaming=True: materialise once
-        rows = list(ds)
-        column_names = list(dict.fromkeys(key for row in rows for key in row))
-
-        def values(column: str) -> list[Any]:
-            return [row.get(column) for row in rows]
-
-    else:
-        raise DataFormatError(
-            label, None, f"load_dataset returned a {type(ds).__name__}; pass a single split"
-        )
-    return column_names, values
-
-
-def _language_reader(
-    column_names: list[str],
-    values: Callable[[str], list[Any]],
-    wanted: list[str] | None,
-    label: str,
-) -> tuple[list[str], Callable[[str], list[Any]]]:
-    """The languages a split holds and a function that reads one language's texts, from a
-    ``translation`` column of ``{lang: text}`` dicts or from columns named by language codes."""
-    if "translation" in column_names:
-        records = [record or {} for record in values("translation")]
-        for i, record in enumerate(records):
-            if not isinstance(record, Mapping):
-                raise DataFormatError(
-                    label,
-                    None,
-                    f"row {i}: 'translation' holds a {type(record).__name__}, not a {{lang: text}} dict",
-                )
-        available = list(dict.fromkeys(lang for record in records for lang in record))
-
-        def lang_values(lang: str) -> list[Any]:
-            return [record.get(lang) for record in records]
-
-    else:
-        cache: dict[str, list[Any]] = {}
-
-        def lang_values(lang: str) -> list[Any]:
-            if lang not in cache:
-                cache[lang] = values(lang)
-            return cache[lang]
-
-        # Only text columns are guessed to be languages: "id" is a valid code (Indonesian) but is
-        # usually an integer row id. Passing ``languages`` makes the choice explicit.
-        available = [
-            column
-            for column in column_names
-            if is_language_code(column)
-            and (wanted is not None or all(v is None or isinstance(v, str) for v in lang_values(column)))
-        ]
-    return available, lang_values
-
-
-def load_hf_parallel(
-    name: str,
-    config: str | None = None,
-    split: str = "train",
-    languages: Sequence[str] | None = None,
-    **load_kwargs: Any,
-) -> ParallelCorpus:
-    """Load a parallel corpus with ``datasets.load_dataset(name, config, split=split, **load_kwargs)``.
-
-    Two layouts are accepted: one column per language code, or a single ``translation`` column
-    of ``{lang: text}`` dicts (WMT/OPUS datasets on the Hub). The returned corpus's ``path`` is
-    a ``hf:name:config[split]`` label so that later errors still say where the data came from.
-    """
-    wanted = _check_languages_arg(languages)
-    label = _hf_label(name, config, split, load_kwargs)
-    ds = _load_hf_split(name, config, split, load_kwargs, label)
-    column_names, values = _column_reader(ds, label)
-    available, lang_values = _language_reader(column_names, values, wanted, label)
-    if not available:
-        raise DataFormatError(
-            label,
-            None,
-            "no language columns: expected columns named by language codes (e.g. 'en', 'de') or a "
-            f"'translation' column of {{lang: text}} dicts; found columns: {' '.join(column_names)}",
-        )
-    keep = wanted if wanted is not None else available
-    missing = [lang for lang in keep if lang not in available]
-    if missing:
-        raise DataFormatError(
-            label, None, f"no language(s) {', '.join(missing)}; available: {' '.join(available)}"
-        )
-    columns = {lang: [_cell(label, i, lang, v) for i, v in enumerate(lang_values(lang))] for lang in keep}
-    if not columns[keep[0]]:
-        raise DataFormatError(label, None, "dataset split has no rows")
-    return ParallelCorpus(path=label, columns=columns)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -596,6 +331,9 @@ def load_parallel(spec: PathLike | Mapping[str, Any]) -> ParallelCorpus:
     if "hf" in spec:
         if "path" in spec:
             raise ValueError(f"parallel data spec has both 'hf' and 'path'; give one: {dict(spec)!r}")
+        # Deferred: hf_parallel builds on this module's ParallelCorpus.
+        from modsenc.data.hf_parallel import load_hf_parallel  # noqa: PLC0415
+
         kwargs = dict(spec)
         name = kwargs.pop("hf")
         return load_hf_parallel(

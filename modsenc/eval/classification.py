@@ -1,5 +1,8 @@
 """Topic classification on frozen embeddings: logistic regression (scikit-learn), accuracy.
 
+scikit-learn is the ``eval`` extra (``pip install -e '.[eval]'``), imported when a classifier is
+fitted: nothing else in modsenc needs it.
+
 Monolingual: train and test in one language. Zero-shot cross-lingual: train on the pivot
 (English), test on every other language, as in the modular-encoders paper.
 """
@@ -8,9 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
+
+from modsenc.utils.errors import MissingDependencyError
+
+if TYPE_CHECKING:
+    from sklearn.linear_model import LogisticRegression
 
 EncodeFn = Callable[[Sequence[str]], np.ndarray]
 
@@ -23,6 +31,12 @@ class LabelledText:
 
 
 def _fit(train: Sequence[LabelledText], encode: EncodeFn, seed: int) -> LogisticRegression:
+    try:
+        from sklearn.linear_model import LogisticRegression  # noqa: PLC0415 - the eval extra
+    except ImportError as err:
+        raise MissingDependencyError(
+            "classification needs scikit-learn: pip install -e '.[eval]' (or pip install scikit-learn)"
+        ) from err
     classifier = LogisticRegression(max_iter=1000, random_state=seed)
     classifier.fit(encode([x.text for x in train]), [x.label for x in train])
     return classifier

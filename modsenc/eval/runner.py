@@ -23,6 +23,7 @@ from modsenc.data.readers import load_parallel
 from modsenc.eval.bitext import bitext_mining
 from modsenc.eval.similarity import language_bias
 from modsenc.eval.sts import read_sts_tsv, row_cosines, spearman_x100
+from modsenc.utils.errors import MissingDependencyError
 from modsenc.utils.hub import check_model_source
 from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text
 
@@ -206,13 +207,24 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def heatmap(results: dict[str, Any], path: str | os.PathLike) -> None:
-    """xsim error per (source, target) pair of the first bitext file, as a PNG."""
-    import matplotlib  # noqa: PLC0415
-
+def pyplot() -> Any:
+    """matplotlib's pyplot drawing off screen (Agg), or an error naming the extra to install:
+    matplotlib is the ``eval`` extra, needed for the heatmap alone."""
+    try:
+        import matplotlib  # noqa: PLC0415
+    except ImportError as err:
+        raise MissingDependencyError(
+            "the --heatmap needs matplotlib: pip install -e '.[eval]' (or pip install matplotlib)"
+        ) from err
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
+    return plt
+
+
+def heatmap(results: dict[str, Any], path: str | os.PathLike) -> None:
+    """xsim error per (source, target) pair of the first bitext file, as a PNG."""
+    plt = pyplot()
     name, pairs = next(iter(results["bitext"].items()))
     langs = sorted({x for p in pairs for x in p.split("-")})
     grid = np.full((len(langs), len(langs)), np.nan)

@@ -36,9 +36,7 @@ import fcntl
 import json
 import os
 import shutil
-import unicodedata
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,23 +129,6 @@ def _listed_hashes(root: Path, manifest: BundleManifest) -> dict[str, str]:
     return hashes
 
 
-_SCRIPTS = {
-    "LATIN": "Latn",
-    "CYRILLIC": "Cyrl",
-    "ARABIC": "Arab",
-    "GREEK": "Grek",
-    "HEBREW": "Hebr",
-    "DEVANAGARI": "Deva",
-    "CJK": "Hani",
-    "HANGUL": "Hang",
-    "HIRAGANA": "Jpan",
-    "KATAKANA": "Jpan",
-    "GEORGIAN": "Geor",
-    "ARMENIAN": "Armn",
-    "THAI": "Thai",
-}
-
-
 def check_language_code(code: str) -> str:
     """Codes name folders in the zoo, so only ISO 639-1/639-3 codes with an optional script subtag
     pass (``uz``, ``kaa``, ``uz-Cyrl``; nothing path-like)."""
@@ -157,19 +138,6 @@ def check_language_code(code: str) -> str:
             "'kaa', optionally with a script subtag such as 'uz-Cyrl'"
         )
     return code
-
-
-def detect_script(texts: Iterable[str], sample: int = 2000) -> str:
-    """ISO 15924 code of the most frequent script among the letters of ``texts`` ("Zyyy" if none)."""
-    counts: Counter[str] = Counter()
-    for i, text in enumerate(texts):
-        if i >= sample:
-            break
-        for ch in text:
-            if ch.isalpha():
-                first = unicodedata.name(ch, "UNKNOWN").split()[0]
-                counts[_SCRIPTS.get(first, first.title())] += 1
-    return counts.most_common(1)[0][0] if counts else "Zyyy"
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from modsenc.utils.errors import IntegrityError
 from modsenc.utils.io import atomic_write_json
 from modsenc.utils.outputs import BUNDLE_MANIFEST, HASHES_KEY
 
@@ -42,7 +43,7 @@ BUNDLE_FORMAT = "modsenc-bundle/1"
 SUPPORTED_BUNDLE_FORMATS = (BUNDLE_FORMAT,)
 
 
-class BundleIntegrityError(ValueError):
+class BundleIntegrityError(IntegrityError):
     """A bundle file is missing, altered, truncated or holds non-finite weights."""
 
 

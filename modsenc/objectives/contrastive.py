@@ -38,7 +38,7 @@ class ContrastiveObjective(PairObjective):
         n = batch.num_pairs
         sentences = backbone.sentence_embedding(backbone(batch.clean), batch.clean)
         x, y = sentences[:n], sentences[n:]
-        # Every process computes the same global loss; see training/distributed.py.
+        # Every process computes the same global loss; see utils/distributed.py.
         loss = self.loss(dist.all_gather_with_grad(x), dist.all_gather_with_grad(y))
         value = float(dist.all_reduce_sum(loss.detach() / dist.world_size))
         return ObjectiveOutput(

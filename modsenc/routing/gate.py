@@ -26,7 +26,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from modsenc.routing.langid import FastTextDetector
+from modsenc.routing.external import FastTextDetector
 
 log = logging.getLogger(__name__)
 

@@ -30,6 +30,7 @@ from typing import Protocol
 
 from modsenc.modules.bundle import check_language_code
 from modsenc.routing.langid import Detector
+from modsenc.utils.errors import InputError
 
 # ``encode(lang=BACKBONE)``: the backbone alone, no modules (what text without a bundle gets)
 BACKBONE = "backbone"
@@ -54,7 +55,7 @@ class Detection:
         return self.lang if self.route == "bundle" else None
 
 
-class RefusedSentenceError(ValueError):
+class RefusedSentenceError(InputError):
     """A sentence the router's policies refuse: ``index`` is its position in the call, ``reason``
     why (the message is "sentence INDEX: REASON")."""
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from modsenc.utils.errors import IntegrityError
 from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text, file_sha256
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ INPUT_ID = "input_id"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Ray colours the first line of its task errors
 
 
-class ShardIntegrityError(ValueError):
+class ShardIntegrityError(IntegrityError):
     """A shard whose bytes differ from the sha256 recorded when it was written (a ValueError, so the
     CLI reports it in one line like any other bad input)."""
 

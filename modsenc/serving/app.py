@@ -48,6 +48,7 @@ from modsenc.serving.service import (
     UnknownPrompt,
     warnings_logged,
 )
+from modsenc.utils.errors import ModsencError
 
 log = logging.getLogger("modsenc.serving")
 # One line per request; a logger of its own, so it can be silenced or routed apart from the rest.
@@ -160,7 +161,7 @@ class ServeConfig:
 
 
 # ----------------------------------------------------------------- errors
-class APIError(Exception):
+class APIError(ModsencError):
     def __init__(
         self,
         status: int,
@@ -286,7 +287,7 @@ class TEIEmbedRequest(BaseModel):
 
 
 # ----------------------------------------------------------------- middleware
-class Refused(Exception):
+class Refused(ModsencError):
     """A request refused by the middleware, before any JSON parsing: no valid API key, or a body
     too large, too slow or not UTF-8."""
 

@@ -24,8 +24,10 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from modsenc.utils.errors import ModsencError
 
-class Overloaded(Exception):
+
+class Overloaded(ModsencError):
     """The queue is full or the server is shutting down; the client should retry later."""
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from modsenc.encoder import MODES, ModularEncoder
 from modsenc.modules.bundle import check_language_code
 from modsenc.routing.router import BACKBONE, Detection
+from modsenc.utils.errors import InputError, UnknownNameError
 
 log = logging.getLogger("modsenc.serving")
 
@@ -43,7 +44,7 @@ def warnings_logged(where: str, level: int = logging.WARNING) -> Iterator[None]:
                 log.log(level, "modsenc serve: %s: %s: %s", where, warning.category.__name__, first[0])
 
 
-class InputTooLong(ValueError):
+class InputTooLong(InputError):
     """An input is longer than the token limit and the request asked not to truncate."""
 
     def __init__(self, index: int, limit: int) -> None:
@@ -51,12 +52,11 @@ class InputTooLong(ValueError):
         self.index, self.limit = index, limit
 
 
-class UnknownLanguage(KeyError):
-    def __str__(self) -> str:  # KeyError would print the message quoted
-        return str(self.args[0])
+class UnknownLanguage(UnknownNameError):
+    """A language the zoo has no bundle for (printed unquoted, unlike a plain KeyError)."""
 
 
-class UnknownPrompt(ValueError):
+class UnknownPrompt(InputError):
     """A ``prompt_name`` the encoder has no prompt for (or an encoder without prompts)."""
 
 

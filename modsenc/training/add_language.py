@@ -34,6 +34,7 @@ from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import AlternatingBatchSampler, LengthBucketBatchSampler
 from modsenc.data.language_data import LanguageData, load_language_data
 from modsenc.data.orthography import get_orthography, orthography_for
+from modsenc.data.scripts import detect_script
 from modsenc.data.specs import resolve_data_spec
 from modsenc.eval.bitext import precision_at_1
 from modsenc.eval.sts import evaluate_sts, read_sts_tsv
@@ -42,7 +43,6 @@ from modsenc.modules.bundle import (
     Zoo,
     check_language_code,
     check_outside_zoo,
-    detect_script,
     module_kinds_in,
 )
 from modsenc.modules.configs import alignment_adapter_config, language_adapter_config, sentence_adapter_config

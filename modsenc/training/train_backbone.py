@@ -38,10 +38,10 @@ from modsenc.objectives.base import Objective, ObjectiveData
 from modsenc.objectives.registry import NON_PARALLEL_OBJECTIVES, build_objective
 from modsenc.training.checkpoint import latest_checkpoint
 from modsenc.training.configs import BackboneDataConfig, BackboneTrainingConfig, TrainBackboneRecipe
-from modsenc.training.distributed import DistContext, init_distributed
 from modsenc.training.loop import LoopConfig, TrainModule, train_loop
 from modsenc.training.optim import build_optimizer, build_scheduler
 from modsenc.utils.devices import check_device
+from modsenc.utils.distributed import DistContext, init_distributed
 from modsenc.utils.io import check_replaceable
 from modsenc.utils.outputs import check_output_folder
 

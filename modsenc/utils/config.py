@@ -27,10 +27,12 @@ import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar, Union
 
+from modsenc.utils.errors import InputError
+
 S = TypeVar("S", bound="Section")
 
 
-class RecipeError(ValueError):
+class RecipeError(InputError):
     """A recipe key that does not exist, or a value of the wrong type (one line, for the user)."""
 
 

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from modsenc.utils.errors import OutputExistsError
 from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
 
 BACKBONE_MANIFEST = "modsenc_backbone.json"
@@ -41,7 +42,7 @@ ZOO_BACKBONE_DIR = "backbone"
 HASHES_KEY = "file_sha256"  # in every modsenc manifest: {relative posix path: sha256} of what it wrote
 
 
-class OutputError(FileExistsError):
+class OutputError(OutputExistsError):
     """An output the command must not write (one line, naming the option and the path)."""
 
 

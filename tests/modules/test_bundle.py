@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from modsenc.data.scripts import detect_script
 from modsenc.modules import bundle as bundle_module
-from modsenc.modules.bundle import Zoo, check_language_code, detect_script
+from modsenc.modules.bundle import Zoo, check_language_code
 from modsenc.modules.manifest import BundleIntegrityError, BundleManifest, stages_precision
 
 

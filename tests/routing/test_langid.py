@@ -10,14 +10,13 @@ import pytest
 from modsenc.data.demo import demo_path
 from modsenc.data.orthography import orthography_for
 from modsenc.data.readers import read_parallel_tsv
+from modsenc.routing.external import FastTextDetector, to_iso1
 from modsenc.routing.langid import (
     TEMPERATURES,
     CharNgramProfile,
-    FastTextDetector,
     ProfileDetector,
     build_profile,
     normalise,
-    to_iso1,
 )
 from modsenc.routing.router import LanguageRouter, UnsureLanguageError
 from tests._zoo import HELD_OUT

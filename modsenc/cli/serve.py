@@ -1,0 +1,100 @@
+"""The HTTP embedding server: serve."""
+
+from __future__ import annotations
+
+import click
+
+from modsenc.cli.app import main
+from modsenc.cli.options import dtype_option, other_option, quantize_option, runtime_option, zoo_option
+from modsenc.utils.logs import log_level_name
+
+
+@main.command("serve")
+@zoo_option()
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told)."
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="Port to bind.")
+@click.option(
+    "--languages", default="", help="Comma-separated languages to load at start (others on demand)."
+)
+@click.option("--max-languages", type=click.IntRange(min=1), help="Languages kept loaded; LRU evicted.")
+@click.option(
+    "--max-memory-mb", type=click.FloatRange(min=0), help="Module megabytes kept loaded; LRU evicted."
+)
+@click.option(
+    "--max-batch-size",
+    type=click.IntRange(min=1),
+    default=32,
+    show_default=True,
+    help="Texts per forward pass (one language and mode).",
+)
+@click.option(
+    "--max-wait-ms",
+    type=click.FloatRange(min=0),
+    default=2.0,
+    show_default=True,
+    help="How long a batch waits for more texts of its language.",
+)
+@click.option("--max-inputs", type=click.IntRange(min=1), default=256, show_default=True, help="Per request.")
+@click.option("--max-input-tokens", type=click.IntRange(min=2), help="Per text [default: the model's].")
+@click.option(
+    "--max-queue", type=click.IntRange(min=1), default=1024, show_default=True, help="Texts; 503 past."
+)
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(min=1),
+    default=2_000_000,
+    show_default=True,
+    help="Request body size; 413 past, before it is read.",
+)
+@click.option(
+    "--max-body-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Time to receive a whole request body; 408 past it.",
+)
+@click.option(
+    "--max-body-idle-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Longest pause while a request body arrives; 408 past it.",
+)
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="Seconds to answer an embedding request; 503 with Retry-After past it.",
+)
+@click.option(
+    "--api-key",
+    envvar="MODSENC_API_KEY",
+    help="Require 'Authorization: Bearer KEY' on every endpoint but /health [env: MODSENC_API_KEY].",
+)
+@click.option("--cors-origins", default="", help="Comma-separated origins browsers may call from ('*': any).")
+@click.option("--device", default=None, help="cpu, cuda, cuda:1 ... [default: cuda if available]")
+@other_option()
+@quantize_option("the backbone's")
+@dtype_option()
+@runtime_option()
+def serve_command(
+    zoo_dir, host, port, languages, cors_origins, device, quantize, dtype, runtime, **limits
+) -> None:
+    """HTTP embedding server: OpenAI /v1/embeddings, /v1/models; TEI /embed, POST /; /health, /metrics."""
+    from modsenc.serving.app import ServeConfig  # noqa: PLC0415
+    from modsenc.serving.server import serve  # noqa: PLC0415
+
+    config = ServeConfig(
+        zoo_dir,
+        [c for c in languages.split(",") if c],
+        device=device,
+        quantize=quantize,
+        dtype=dtype,
+        runtime=runtime,
+        cors_origins=[o.strip() for o in cors_origins.split(",") if o.strip()],
+        **limits,
+    )
+    serve(config, host=host, port=port, log_level=log_level_name())
