@@ -62,7 +62,7 @@ def main() -> None:
     backbone = Backbone.from_pretrained(args.backbone, attention="sdpa", max_length=64)
     modular = ModularBackbone(backbone)
     modular.add_lora("uz", "se", sentence_adapter_config())
-    modular.activate("uz", {"se"})
+    modular.select("uz", {"se"})
     params = modular.set_trainable("uz", ["se"])
     backbone.train()
     uz = read_parallel_tsv(args.pairs).columns["uz"]

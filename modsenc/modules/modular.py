@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,11 @@ class ModularBackbone(nn.Module):
         self.tokenizers: dict[str, Any] = {}
         self.orthographies: dict[str, Orthography] = {}
         self.loaded: dict[str, set[str]] = {}
-        self.active: tuple[str, tuple[str, ...]] | None = None
+        self.active: tuple[str, tuple[str, ...]] | None = None  # what the layers hold now
+        # select()'s language and modules, which an ``active`` block puts back when it ends, and
+        # the open ``active`` blocks' own, innermost last
+        self._selected: tuple[str | None, tuple[str, ...]] | None = None
+        self._blocks: list[tuple[str | None, tuple[str, ...]]] = []
         # Held outside the module tree: PeftModel wraps ``backbone`` itself, so registering it would
         # list every backbone weight twice in state_dict().
         self.__dict__["peft"] = None
@@ -322,7 +326,9 @@ class ModularBackbone(nn.Module):
         """Drop every module of ``lang`` (frees its memory)."""
         self.loaded.pop(lang, None)
         self.active = None
-        self.activate(None)  # peft refuses to delete an active adapter
+        if self._selected is not None and self._selected[0] == lang:
+            self._selected = None
+        self._activate(None)  # peft refuses to delete an active adapter
         if self.peft is not None:
             for kind in LORA_KINDS:
                 if module_name(lang, kind) in self.peft.peft_config:
@@ -352,14 +358,42 @@ class ModularBackbone(nn.Module):
             )
         return wanted
 
-    def activate(self, lang: str | None, kinds: Iterable[str] | None = None) -> None:
+    def select(self, lang: str | None, kinds: Iterable[str] | None = None) -> None:
+        """Run the forward passes through ``lang``'s modules (all loaded ones, or ``kinds``) until
+        the next ``select``: the state training code relies on when it hands ``self.backbone`` to
+        an objective (``add-language``'s stages). An ``active`` block in between (encoding the
+        pivot, exporting) puts this selection back when it ends."""
+        with self.lock:
+            wanted = self._wanted(lang, kinds)
+            self._activate(lang, wanted)
+            self._selected = (lang, tuple(sorted(wanted)))
+
+    @contextlib.contextmanager
+    def active(self, lang: str | None, kinds: Iterable[str] | None = None) -> Iterator[None]:
+        """``lang``'s modules (all loaded ones, or ``kinds``; None: the bare backbone) in force for
+        the block, under the lock; when it ends, the enclosing block's or ``select``'s state is put
+        back (with neither, the layers are left as they are: the next block switches them)."""
+        with self.lock:
+            wanted = self._wanted(lang, kinds)
+            self._activate(lang, wanted)
+            self._blocks.append((lang, tuple(sorted(wanted))))
+            try:
+                yield
+            finally:
+                self._blocks.pop()
+                outer = self._blocks[-1] if self._blocks else self._selected
+                if outer is not None:
+                    self._activate(*outer)
+
+    def _activate(self, lang: str | None, kinds: Iterable[str] | None = None) -> None:
         """Route the next forward passes through ``lang``'s modules (all loaded ones, or ``kinds``).
 
         ``lang=None`` (or no modules) runs the bare backbone. This switches weights: the input
         embeddings, the LoRAs and the CLA. Text goes through ``tokenize(lang, texts, kinds)``,
         which names its language; only training code that hands ``self.backbone`` to an objective
         (``add-language``'s stages) relies on the backbone's ``tokenizer`` and ``normalize_text``
-        following the active language, and they are set here for it.
+        following the active language, and they are set here for it. Private: callers say how
+        long a state holds, with ``active`` (a block) or ``select`` (until the next one).
         """
         wanted = self._wanted(lang, kinds)
         key = (lang or "", tuple(sorted(wanted)))
@@ -482,8 +516,7 @@ class ModularBackbone(nn.Module):
         def tokenize(texts: list[str]) -> list[list[int]]:
             return self.tokenize(lang, texts, wanted, warn_truncated=True, prefix=prefix)
 
-        with self.lock:
-            self.activate(lang, wanted)
+        with self.active(lang, wanted):
             return self.backbone.encode(sentences, tokenize=tokenize, **kwargs)
 
 

@@ -65,7 +65,7 @@ def test_each_module_changes_the_forward_pass(tiny_backbone_dir, attention: str)
 
 def test_packed_forward_with_modules_matches_hugging_face(tiny_backbone_dir) -> None:
     modular = _modular(tiny_backbone_dir)
-    modular.activate("uz")
+    modular.select("uz")
     backbone = modular.backbone
     with torch.no_grad():
         batch = backbone.pack(backbone.tokenize(TEXTS))
