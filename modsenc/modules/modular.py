@@ -85,7 +85,7 @@ class ModularBackbone(nn.Module):
         self.tokenizers: dict[str, Any] = {}
         self.orthographies: dict[str, Orthography] = {}
         self.loaded: dict[str, set[str]] = {}
-        self.active: tuple[str, tuple[str, ...]] | None = None  # what the layers hold now
+        self._in_force: tuple[str, tuple[str, ...]] | None = None  # what the layers hold now
         # select()'s language and modules, which an ``active`` block puts back when it ends, and
         # the open ``active`` blocks' own, innermost last
         self._selected: tuple[str | None, tuple[str, ...]] | None = None
@@ -103,12 +103,12 @@ class ModularBackbone(nn.Module):
     # ----------------------------------------------------------------- adding modules
     def _mark(self, lang: str, kind: str) -> None:
         self.loaded.setdefault(lang, set()).add(kind)
-        self.active = None
+        self._in_force = None
 
     def set_orthography(self, lang: str, orthography: Orthography) -> None:
         """Normalise ``lang``'s text this way before its tokenizer (takes effect on activation)."""
         self.orthographies[lang] = orthography
-        self.active = None
+        self._in_force = None
 
     def add_vocabulary(self, lang: str, tokenizer: Any, weight: torch.Tensor) -> nn.Embedding:
         if weight.shape != (len(tokenizer), self.backbone.hidden_size):
@@ -325,7 +325,7 @@ class ModularBackbone(nn.Module):
     def remove_language(self, lang: str) -> None:
         """Drop every module of ``lang`` (frees its memory)."""
         self.loaded.pop(lang, None)
-        self.active = None
+        self._in_force = None
         if self._selected is not None and self._selected[0] == lang:
             self._selected = None
         self._activate(None)  # peft refuses to delete an active adapter
@@ -397,7 +397,7 @@ class ModularBackbone(nn.Module):
         """
         wanted = self._wanted(lang, kinds)
         key = (lang or "", tuple(sorted(wanted)))
-        if key == self.active:
+        if key == self._in_force:
             return
         model = self.backbone.model
         self.backbone.tokenizer = self.tokenizer_of(lang, wanted)
@@ -411,7 +411,7 @@ class ModularBackbone(nn.Module):
             else:
                 self.peft.base_model.disable_adapter_layers()
         model.set_active_adapters(module_name(lang, "cla") if "cla" in wanted else None)
-        self.active = key
+        self._in_force = key
 
     # ----------------------------------------------------------------- text of a language
     def tokenizer_of(self, lang: str | None, kinds: Iterable[str] | None = None) -> Any:
