@@ -1095,7 +1095,7 @@ def _engine_options(func):
     type=click.Choice(["float32", "float16"]),
     default="float32",
     show_default=True,
-    help="Stored vectors (the computation's precision is auto: bf16 where native).",
+    help="Stored vectors' type (the computation's precision is --dtype).",
 )
 @click.option(
     "--shard-size",
@@ -1127,10 +1127,13 @@ def _engine_options(func):
     "--no-verify", is_flag=True, help="Skip re-hashing the backbone and bundle files in each actor."
 )
 @_quantize_option("the backbone's")
+@_dtype_option()
+@_runtime_option()
 @_other_option()
 def scale_encode(
     zoo_dir, inputs, output_dir, lang, lang_field, text_field, id_column, mode, normalize, vector_dtype,
-    shard_size, batch_size, workers, address, threads_per_worker, resume, device, no_verify, quantize, other,
+    shard_size, batch_size, workers, address, threads_per_worker, resume, device, no_verify, quantize, dtype,
+    runtime, other,
 ) -> None:  # fmt: skip
     """Embed a corpus with a pool of Ray actors into Parquet shards (resumable; rejects listed)."""
     from modsenc.scale.encode import encode_corpus  # noqa: PLC0415
@@ -1145,7 +1148,7 @@ def scale_encode(
             text_field=text_field,
             mode=mode,
             normalize=normalize,
-            dtype=vector_dtype,
+            vector_dtype=vector_dtype,
             shard_size=shard_size,
             batch_size=batch_size,
             workers=workers,
@@ -1157,6 +1160,8 @@ def scale_encode(
             quantize=None if quantize == "none" else quantize,
             other=other,
             id_column=id_column,
+            dtype=dtype,
+            runtime=runtime,
         )
     except (OSError, KeyError, ValueError, TypeError, ImportError) as err:
         raise _fail(err) from err

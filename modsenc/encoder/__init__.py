@@ -7,7 +7,8 @@ before it (``loading``: options, backbone, router) and ``encode_file``, which is
 
 from modsenc.encoder.encode_file import encode_file
 from modsenc.encoder.loading import check_truncate_dim, languages_to_load
-from modsenc.encoder.modular_encoder import EMBEDDING_PRECISIONS, MODES, ModularEncoder
+from modsenc.encoder.modular_encoder import ModularEncoder
+from modsenc.encoder.results import EMBEDDING_PRECISIONS, MODES
 from modsenc.runtimes import RUNTIMES
 
 __all__ = [

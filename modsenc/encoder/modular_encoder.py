@@ -19,12 +19,12 @@ from __future__ import annotations
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from sentence_transformers.util import SimilarityFunction, quantize_embeddings, truncate_embeddings
+from sentence_transformers.util import SimilarityFunction, truncate_embeddings
 
 from modsenc.backbone.encoder import Tokenized, backbone_prompts
 from modsenc.backbone.manifest import verify_backbone as verify_backbone_files
@@ -38,6 +38,7 @@ from modsenc.encoder.loading import (
     languages_to_load,
     load_modular,
 )
+from modsenc.encoder.results import MODES, check_encode_arguments, shape_result
 from modsenc.modules.bundle import Zoo, check_language_code
 from modsenc.modules.hub import resolve_zoo
 from modsenc.modules.modular import ModularBackbone
@@ -47,29 +48,6 @@ from modsenc.routing.router import Detection, LanguageRouter, explicit_route
 from modsenc.runtimes import Runtime, load_runtime
 
 log = logging.getLogger(__name__)
-
-MODES = ("cross", "mono")
-# encode's ``precision``: the vectors handed back, as sentence-transformers quantises them
-# (``quantize_embeddings``); not the GEMMs' precision (``from_pretrained``'s ``dtype``).
-EMBEDDING_PRECISIONS = ("float32", "int8", "uint8", "binary", "ubinary")
-
-
-def _convert(
-    vectors: torch.Tensor, precision: str, convert_to_numpy: bool, convert_to_tensor: bool, single: bool
-) -> Any:
-    """``encode``'s result as sentence-transformers shapes it: ``precision`` through its
-    ``quantize_embeddings`` (a NumPy array), then one tensor (``convert_to_tensor``), one array
-    (``convert_to_numpy``, the default) or else a list of 1-D tensors; one row for one sentence."""
-    result: Any = vectors
-    if precision != "float32" and len(vectors):  # sentence-transformers skips an empty batch too
-        result = quantize_embeddings(vectors.numpy(), precision=precision)
-    if convert_to_tensor:
-        result = torch.from_numpy(result) if isinstance(result, np.ndarray) else result
-    elif convert_to_numpy:
-        result = result if isinstance(result, np.ndarray) else result.numpy()
-    else:
-        result = [torch.from_numpy(row) if isinstance(row, np.ndarray) else row for row in result]
-    return result[0] if single else result
 
 
 class ModularEncoder:
@@ -322,14 +300,14 @@ class ModularEncoder:
         ``convert_to_tensor`` gives one tensor, ``convert_to_numpy`` (default) one array, neither a
         list of 1-D tensors.
         """
-        texts, single = self._check_encode(sentences, mode, batch_size, precision)
+        texts, single = check_encode_arguments(sentences, mode, batch_size, precision)
         prefix = self._resolve_prompt(prompt, prompt_name)
         truncate_dim = self.truncate_dim if truncate_dim is None else check_truncate_dim(truncate_dim)
         routes = self._routes_for(texts, lang)
         vectors = self._encode_routes(
             texts, routes, mode, batch_size, show_progress_bar, prefix, truncate_dim, normalize_embeddings
         )
-        result = _convert(vectors, precision, convert_to_numpy, convert_to_tensor, single)
+        result = shape_result(vectors, precision, convert_to_numpy, convert_to_tensor, single)
         if return_languages:
             languages = [route.lang for route in routes]
             return result, (languages[0] if single else languages)
@@ -378,32 +356,6 @@ class ModularEncoder:
         """Row ``i`` of ``embeddings1`` against row ``i`` of ``embeddings2`` (a 1-D tensor), with
         sentence-transformers' own function (cosine: ``util.pairwise_cos_sim``)."""
         return SimilarityFunction.to_similarity_pairwise_fn(self.similarity_fn_name)(embeddings1, embeddings2)
-
-    def _check_encode(
-        self, sentences: Any, mode: str, batch_size: Any, precision: str
-    ) -> tuple[list[str], bool]:
-        """``encode``'s arguments checked before any work: the texts as a list, and whether one
-        sentence was given as a plain string."""
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if precision not in EMBEDDING_PRECISIONS:
-            raise ValueError(
-                f"precision must be one of {', '.join(EMBEDDING_PRECISIONS)}, got {precision!r} (the "
-                "computation's fp32/bf16 is from_pretrained's dtype)"
-            )
-        if isinstance(sentences, (bytes, bytearray, Mapping)) or not isinstance(sentences, (str, Iterable)):
-            raise TypeError(
-                f"sentences must be a str or a list of str, got {type(sentences).__name__}"
-                + ("; decode bytes first, e.g. data.decode('utf-8')" if isinstance(sentences, bytes) else "")
-            )
-        single = isinstance(sentences, str)
-        texts = [sentences] if single else list(sentences)
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"sentence {i} is {type(text).__name__}, expected str")
-        return texts, single
 
     def _resolve_prompt(self, prompt: str | None, prompt_name: str | None) -> str | None:
         """The prefix ``encode`` puts before each text, as sentence-transformers resolves it:

@@ -52,6 +52,7 @@ from modsenc.modules.manifest import BundleManifest
 from modsenc.utils.hub import load_tokenizer
 
 LORA_KINDS = ("la", "se")
+_State = tuple[str | None, tuple[str, ...]]  # a language (None: the bare backbone) and its modules
 MODULE_LIBRARIES = ("peft", "adapters", "sentence-transformers")  # their versions go into manifests
 
 
@@ -86,10 +87,8 @@ class ModularBackbone(nn.Module):
         self.orthographies: dict[str, Orthography] = {}
         self.loaded: dict[str, set[str]] = {}
         self._in_force: tuple[str, tuple[str, ...]] | None = None  # what the layers hold now
-        # select()'s language and modules, which an ``active`` block puts back when it ends, and
-        # the open ``active`` blocks' own, innermost last
-        self._selected: tuple[str | None, tuple[str, ...]] | None = None
-        self._blocks: list[tuple[str | None, tuple[str, ...]]] = []
+        self._selected: _State | None = None  # select()'s, put back when an active block ends
+        self._blocks: list[_State] = []  # the open active blocks' states, innermost last
         # Held outside the module tree: PeftModel wraps ``backbone`` itself, so registering it would
         # list every backbone weight twice in state_dict().
         self.__dict__["peft"] = None
@@ -359,10 +358,8 @@ class ModularBackbone(nn.Module):
         return wanted
 
     def select(self, lang: str | None, kinds: Iterable[str] | None = None) -> None:
-        """Run the forward passes through ``lang``'s modules (all loaded ones, or ``kinds``) until
-        the next ``select``: the state training code relies on when it hands ``self.backbone`` to
-        an objective (``add-language``'s stages). An ``active`` block in between (encoding the
-        pivot, exporting) puts this selection back when it ends."""
+        """``lang``'s modules (all loaded, or ``kinds``) for every forward pass until the next
+        ``select`` (training stages hand ``self.backbone`` to objectives); ``active`` blocks keep it."""
         with self.lock:
             wanted = self._wanted(lang, kinds)
             self._activate(lang, wanted)
@@ -370,9 +367,8 @@ class ModularBackbone(nn.Module):
 
     @contextlib.contextmanager
     def active(self, lang: str | None, kinds: Iterable[str] | None = None) -> Iterator[None]:
-        """``lang``'s modules (all loaded ones, or ``kinds``; None: the bare backbone) in force for
-        the block, under the lock; when it ends, the enclosing block's or ``select``'s state is put
-        back (with neither, the layers are left as they are: the next block switches them)."""
+        """``lang``'s modules (all loaded, or ``kinds``; None: none) for the block, under the lock;
+        then the enclosing block's or ``select``'s state again (with neither, the layers stay)."""
         with self.lock:
             wanted = self._wanted(lang, kinds)
             self._activate(lang, wanted)
@@ -393,8 +389,7 @@ class ModularBackbone(nn.Module):
         which names its language; only training code that hands ``self.backbone`` to an objective
         (``add-language``'s stages) relies on the backbone's ``tokenizer`` and ``normalize_text``
         following the active language, and they are set here for it. Private: callers say how
-        long a state holds, with ``active`` (a block) or ``select`` (until the next one).
-        """
+        long a state holds, with ``active`` (a block) or ``select`` (until the next one)."""
         wanted = self._wanted(lang, kinds)
         key = (lang or "", tuple(sorted(wanted)))
         if key == self._in_force:
