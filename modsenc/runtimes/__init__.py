@@ -5,6 +5,7 @@ when the model loads); nothing downstream asks which it is. The encoder hands a 
 of one language and mode, and gets float32 sentence vectors back.
 """
 
-from modsenc.runtimes.base import RUNTIMES, Runtime, check_runtime, load_runtime
+from modsenc.runtimes.base import RUNTIMES, Runtime
+from modsenc.runtimes.load import check_runtime, load_runtime
 
 __all__ = ["RUNTIMES", "Runtime", "check_runtime", "load_runtime"]
