@@ -184,7 +184,7 @@ def test_the_cli_choices_are_the_librarys_own() -> None:
     from modsenc.backbone.precision import PRECISIONS
     from modsenc.backbone.quantization import QUANTIZATIONS
     from modsenc.encoder import MODES, RUNTIMES
-    from modsenc.scale.encode import DTYPES
+    from modsenc.scale.encode import VECTOR_DTYPES
 
     declared = {
         "--attention": ATTENTION_CHOICES,
@@ -192,7 +192,7 @@ def test_the_cli_choices_are_the_librarys_own() -> None:
         "--dtype": PRECISIONS,
         "--quantize": QUANTIZATIONS,
         "--mode": MODES,
-        "--vector-dtype": DTYPES,
+        "--vector-dtype": VECTOR_DTYPES,
         "--runtime": RUNTIMES,
     }
     seen: dict[str, set[tuple[str, ...]]] = {}

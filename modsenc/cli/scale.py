@@ -5,7 +5,15 @@ from __future__ import annotations
 import click
 
 from modsenc.cli.app import main
-from modsenc.cli.options import engine_options, mode_option, other_option, quantize_option, zoo_option
+from modsenc.cli.options import (
+    dtype_option,
+    engine_options,
+    mode_option,
+    other_option,
+    quantize_option,
+    runtime_option,
+    zoo_option,
+)
 
 
 @main.group("scale")
@@ -57,7 +65,7 @@ def scale_group() -> None:
     type=click.Choice(["float32", "float16"]),
     default="float32",
     show_default=True,
-    help="Stored vectors (the computation's precision is auto: bf16 where native).",
+    help="Stored vectors' type (the computation's precision is --dtype).",
 )
 @click.option(
     "--shard-size",
@@ -89,10 +97,13 @@ def scale_group() -> None:
     "--no-verify", is_flag=True, help="Skip re-hashing the backbone and bundle files in each actor."
 )
 @quantize_option("the backbone's")
+@dtype_option()
+@runtime_option()
 @other_option()
 def scale_encode(
     zoo_dir, inputs, output_dir, lang, lang_field, text_field, id_column, mode, normalize, vector_dtype,
-    shard_size, batch_size, workers, address, threads_per_worker, resume, device, no_verify, quantize, other,
+    shard_size, batch_size, workers, address, threads_per_worker, resume, device, no_verify, quantize, dtype,
+    runtime, other,
 ) -> None:  # fmt: skip
     """Embed a corpus with a pool of Ray actors into Parquet shards (resumable; rejects listed)."""
     from modsenc.scale.encode import encode_corpus  # noqa: PLC0415
@@ -106,7 +117,7 @@ def scale_encode(
         text_field=text_field,
         mode=mode,
         normalize=normalize,
-        dtype=vector_dtype,
+        vector_dtype=vector_dtype,
         shard_size=shard_size,
         batch_size=batch_size,
         workers=workers,
@@ -118,6 +129,8 @@ def scale_encode(
         quantize=None if quantize == "none" else quantize,
         other=other,
         id_column=id_column,
+        dtype=dtype,
+        runtime=runtime,
     )
     click.echo(
         f"{manifest['encoded']} rows encoded to {output_dir}, {manifest['rejected']} rejected "

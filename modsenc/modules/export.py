@@ -171,19 +171,20 @@ def merged_model(
     ``widen_cla=False`` the CLA is left out (the caller runs it beside the FFN itself). With
     ``word_embeddings=False`` the copy has a two-row stand-in for the word-embedding matrix (for a
     caller that feeds word vectors itself): e5's 96M-parameter matrix is then not copied."""
-    modular.activate(lang, kinds)
     model = modular.backbone.model
     config = copy.deepcopy(model.config)
     skipped = () if word_embeddings else ("embeddings.word_embeddings.weight",)
-    state = {
-        k.replace(".base_layer.", "."): v.detach().clone()
-        for k, v in model.state_dict().items()
-        # adapters' own bookkeeping (bottlenecks, a prompt-tuning reference to the embeddings)
-        if ".adapters." not in k
-        and "lora_" not in k
-        and not k.startswith("prompt_tuning.")
-        and k not in skipped
-    }
+    with modular.active(lang, kinds):  # the weights read here are lang's (its word embeddings)
+        state = {
+            k.replace(".base_layer.", "."): v.detach().clone()
+            for k, v in model.state_dict().items()
+            # adapters' own bookkeeping (bottlenecks, a prompt-tuning reference to the embeddings)
+            if ".adapters." not in k
+            and "lora_" not in k
+            and not k.startswith("prompt_tuning.")
+            and k not in skipped
+        }
+        vocab_rows = model.get_input_embeddings().weight.shape[0]
     loras = [module_name(lang, kind) for kind in LORA_KINDS if kind in kinds]
     for name, layer in model.named_modules():
         if isinstance(layer, LoraLayer):
@@ -191,9 +192,7 @@ def merged_model(
             for adapter in (a for a in loras if a in layer.lora_A):
                 state[key] += layer.get_delta_weight(adapter).to(state[key].dtype)
     config.pad_token_id = modular.tokenizer_of(lang, kinds).pad_token_id
-    config.vocab_size = (
-        model.get_input_embeddings().weight.shape[0] if word_embeddings else config.pad_token_id + 1
-    )
+    config.vocab_size = vocab_rows if word_embeddings else config.pad_token_id + 1
     # With a (never used) pooler, sentence-transformers loads the model without a "newly
     # initialised weights" warning; CLS pooling reads the token states, not the pooler. Its
     # random initialisation is seeded without touching the caller's random state.

@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from modsenc.modules.manifest import BundleManifest
 from modsenc.utils.hub import load_tokenizer
 
 LORA_KINDS = ("la", "se")
+_State = tuple[str | None, tuple[str, ...]]  # a language (None: the bare backbone) and its modules
 MODULE_LIBRARIES = ("peft", "adapters", "sentence-transformers")  # their versions go into manifests
 
 
@@ -85,7 +86,9 @@ class ModularBackbone(nn.Module):
         self.tokenizers: dict[str, Any] = {}
         self.orthographies: dict[str, Orthography] = {}
         self.loaded: dict[str, set[str]] = {}
-        self.active: tuple[str, tuple[str, ...]] | None = None
+        self._in_force: tuple[str, tuple[str, ...]] | None = None  # what the layers hold now
+        self._selected: _State | None = None  # select()'s, put back when an active block ends
+        self._blocks: list[_State] = []  # the open active blocks' states, innermost last
         # Held outside the module tree: PeftModel wraps ``backbone`` itself, so registering it would
         # list every backbone weight twice in state_dict().
         self.__dict__["peft"] = None
@@ -99,12 +102,12 @@ class ModularBackbone(nn.Module):
     # ----------------------------------------------------------------- adding modules
     def _mark(self, lang: str, kind: str) -> None:
         self.loaded.setdefault(lang, set()).add(kind)
-        self.active = None
+        self._in_force = None
 
     def set_orthography(self, lang: str, orthography: Orthography) -> None:
         """Normalise ``lang``'s text this way before its tokenizer (takes effect on activation)."""
         self.orthographies[lang] = orthography
-        self.active = None
+        self._in_force = None
 
     def add_vocabulary(self, lang: str, tokenizer: Any, weight: torch.Tensor) -> nn.Embedding:
         if weight.shape != (len(tokenizer), self.backbone.hidden_size):
@@ -321,8 +324,10 @@ class ModularBackbone(nn.Module):
     def remove_language(self, lang: str) -> None:
         """Drop every module of ``lang`` (frees its memory)."""
         self.loaded.pop(lang, None)
-        self.active = None
-        self.activate(None)  # peft refuses to delete an active adapter
+        self._in_force = None
+        if self._selected is not None and self._selected[0] == lang:
+            self._selected = None
+        self._activate(None)  # peft refuses to delete an active adapter
         if self.peft is not None:
             for kind in LORA_KINDS:
                 if module_name(lang, kind) in self.peft.peft_config:
@@ -352,18 +357,42 @@ class ModularBackbone(nn.Module):
             )
         return wanted
 
-    def activate(self, lang: str | None, kinds: Iterable[str] | None = None) -> None:
+    def select(self, lang: str | None, kinds: Iterable[str] | None = None) -> None:
+        """``lang``'s modules (all loaded, or ``kinds``) for every forward pass until the next
+        ``select`` (training stages hand ``self.backbone`` to objectives); ``active`` blocks keep it."""
+        with self.lock:
+            wanted = self._wanted(lang, kinds)
+            self._activate(lang, wanted)
+            self._selected = (lang, tuple(sorted(wanted)))
+
+    @contextlib.contextmanager
+    def active(self, lang: str | None, kinds: Iterable[str] | None = None) -> Iterator[None]:
+        """``lang``'s modules (all loaded, or ``kinds``; None: none) for the block, under the lock;
+        then the enclosing block's or ``select``'s state again (with neither, the layers stay)."""
+        with self.lock:
+            wanted = self._wanted(lang, kinds)
+            self._activate(lang, wanted)
+            self._blocks.append((lang, tuple(sorted(wanted))))
+            try:
+                yield
+            finally:
+                self._blocks.pop()
+                outer = self._blocks[-1] if self._blocks else self._selected
+                if outer is not None:
+                    self._activate(*outer)
+
+    def _activate(self, lang: str | None, kinds: Iterable[str] | None = None) -> None:
         """Route the next forward passes through ``lang``'s modules (all loaded ones, or ``kinds``).
 
         ``lang=None`` (or no modules) runs the bare backbone. This switches weights: the input
         embeddings, the LoRAs and the CLA. Text goes through ``tokenize(lang, texts, kinds)``,
         which names its language; only training code that hands ``self.backbone`` to an objective
         (``add-language``'s stages) relies on the backbone's ``tokenizer`` and ``normalize_text``
-        following the active language, and they are set here for it.
-        """
+        following the active language, and they are set here for it. Private: callers say how
+        long a state holds, with ``active`` (a block) or ``select`` (until the next one)."""
         wanted = self._wanted(lang, kinds)
         key = (lang or "", tuple(sorted(wanted)))
-        if key == self.active:
+        if key == self._in_force:
             return
         model = self.backbone.model
         self.backbone.tokenizer = self.tokenizer_of(lang, wanted)
@@ -377,7 +406,7 @@ class ModularBackbone(nn.Module):
             else:
                 self.peft.base_model.disable_adapter_layers()
         model.set_active_adapters(module_name(lang, "cla") if "cla" in wanted else None)
-        self.active = key
+        self._in_force = key
 
     # ----------------------------------------------------------------- text of a language
     def tokenizer_of(self, lang: str | None, kinds: Iterable[str] | None = None) -> Any:
@@ -482,8 +511,7 @@ class ModularBackbone(nn.Module):
         def tokenize(texts: list[str]) -> list[list[int]]:
             return self.tokenize(lang, texts, wanted, warn_truncated=True, prefix=prefix)
 
-        with self.lock:
-            self.activate(lang, wanted)
+        with self.active(lang, wanted):
             return self.backbone.encode(sentences, tokenize=tokenize, **kwargs)
 
 

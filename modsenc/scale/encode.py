@@ -36,22 +36,23 @@ from typing import Any
 
 import numpy as np
 
+from modsenc.backbone.precision import check_precision
 from modsenc.data.errors import DataFormatError
 from modsenc.data.readers import is_language_code
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.routing.router import BACKBONE, OTHER_POLICIES
+from modsenc.runtimes import check_runtime
 from modsenc.scale.cluster import ray_session, user_error
 from modsenc.scale.inputs import InputFile, Shard, list_inputs, plan_shards, read_shard
 from modsenc.scale.output import (
     INPUT_ID,
     MANIFEST,
     SHARDS,
-    ShardIntegrityError,
     check_finished_shards,
     check_output,
+    finish_job,
     job_record,
     mark_failed,
-    read_hash,
     rejects_path,
     shard_path,
     shard_table,
@@ -63,7 +64,7 @@ from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text, 
 
 log = logging.getLogger(__name__)
 
-DTYPES = ("float32", "float16")
+VECTOR_DTYPES = ("float32", "float16")  # the stored vectors' type (--vector-dtype)
 
 
 class ShardEncoder:
@@ -79,7 +80,7 @@ class ShardEncoder:
         text_field: str,
         mode: str,
         normalize: bool,
-        dtype: str,
+        vector_dtype: str,
         batch_size: int,
         device: str | None,
         verify: bool,
@@ -87,6 +88,8 @@ class ShardEncoder:
         threads: int,
         other: str = "backbone",
         id_column: str | None = None,
+        dtype: str = "auto",
+        runtime: str = "torch",
     ) -> None:
         import torch  # noqa: PLC0415
 
@@ -94,12 +97,23 @@ class ShardEncoder:
 
         torch.set_num_threads(threads)
         self.encoder = ModularEncoder.from_pretrained(
-            zoo_dir, device=device, verify=verify, quantize=quantize, other=other
+            zoo_dir,
+            device=device,
+            verify=verify,
+            quantize=quantize,
+            other=other,
+            dtype=dtype,
+            runtime=runtime,
         )
         self.output = Path(output)
         self.inputs = [InputFile(**f) for f in inputs]
         self.lang, self.lang_field, self.text_field, self.id_column = lang, lang_field, text_field, id_column
-        self.mode, self.normalize, self.dtype, self.batch_size = mode, normalize, dtype, batch_size
+        self.mode, self.normalize, self.vector_dtype, self.batch_size = (
+            mode,
+            normalize,
+            vector_dtype,
+            batch_size,
+        )
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         done: dict[str, list[Any]] = {"shard": [], "rows": [], "rejected": [], "seconds": [], "error": []}
@@ -174,7 +188,7 @@ class ShardEncoder:
             [langs[i] for i in keep],
             [routes[i] for i in keep],
             [texts[i] for i in keep],
-            np.ascontiguousarray(vectors.astype(self.dtype)),
+            np.ascontiguousarray(vectors.astype(self.vector_dtype)),
             None if ids is None else [ids[i] for i in keep],
         )
         with atomic_file(shard_path(self.output, shard.index)) as tmp:
@@ -224,7 +238,7 @@ def encode_corpus(
     text_field: str = "text",
     mode: str = "cross",
     normalize: bool = False,
-    dtype: str = "float32",
+    vector_dtype: str = "float32",
     shard_size: int = 10000,
     batch_size: int = 32,
     workers: int = 1,
@@ -236,25 +250,25 @@ def encode_corpus(
     quantize: str | None = None,
     other: str = "backbone",
     id_column: str | None = None,
+    dtype: str = "auto",
+    runtime: str = "torch",
 ) -> dict[str, Any]:
     """Encode ``inputs`` (files or folders) into Parquet shards under ``output``; returns the manifest.
 
     Each shard row keeps its ``lang`` and ``route``: ``bundle`` (its language's modules) or
     ``backbone`` (a language the zoo has no bundle for, by the ``other`` policy; ``refuse`` writes
     such rows to the rejects instead). ``id_column`` (a JSONL field or Parquet column) is kept as
-    each row's ``input_id`` (``modsenc.scale.inputs``: every row needs one; not checked unique)."""
-    if other not in OTHER_POLICIES:
-        raise ValueError(f"--other must be one of {', '.join(OTHER_POLICIES)}, got {other!r}")
-    # Before Ray starts: the actors run on this machine unless ``address`` names a remote cluster,
-    # whose GPUs this machine cannot see (there only the name is checked, the actors do the rest).
-    check_device(device, "--device", available=address in (None, "auto"))
-    zoo = _check_options(zoo_dir, lang, dtype, workers, threads)
+    each row's ``input_id`` (``modsenc.scale.inputs``: every row needs one; not checked unique).
+    ``dtype`` (auto, fp32, bf16) and ``runtime`` (torch, openvino) are the computation's, as in
+    ``ModularEncoder.from_pretrained``; ``vector_dtype`` is the stored vectors' type."""
+    _check_engine(other, device, address, runtime, quantize)
+    zoo = _check_options(zoo_dir, lang, vector_dtype, dtype, workers, threads)
     output = Path(output)
     check_outside_zoo(output, zoo, "--output")
     infos, shards = _plan(inputs, output, shard_size, text_field, lang_field, id_column)
     job = job_record(
-        zoo, infos, lang, lang_field, text_field, mode, normalize, dtype, shard_size, quantize, other,
-        id_column,
+        zoo, infos, lang, lang_field, text_field, mode, normalize, vector_dtype, shard_size, quantize, other,
+        id_column, dtype, runtime,
     )  # fmt: skip
     manifest = _begin(output, job, infos, shards, resume)
     todo = [s for s in shards if not shard_path(output, s.index).exists()]
@@ -266,7 +280,7 @@ def encode_corpus(
     try:
         if todo:
             _run(zoo_dir, output, todo, job, batch_size, workers, threads, address, device, verify)
-        return _finish(output, manifest, shards)
+        return finish_job(output, manifest, shards)
     except Exception as err:
         # A failed job says so, and why, in its manifest; a killed or interrupted one stays
         # "running". --resume continues either (its finished shards are kept).
@@ -310,10 +324,30 @@ def _plan(
     return infos, shards
 
 
-def _check_options(zoo_dir: str | os.PathLike, lang: str, dtype: str, workers: int, threads: int) -> Zoo:
+def _check_engine(
+    other: str, device: str | None, address: str | None, runtime: str, quantize: str | None
+) -> None:
+    """The router policy, the device and the runtime checked before Ray starts."""
+    if other not in OTHER_POLICIES:
+        raise ValueError(f"--other must be one of {', '.join(OTHER_POLICIES)}, got {other!r}")
+    # The actors run on this machine unless ``address`` names a remote cluster, whose GPUs this
+    # machine cannot see (there only the name is checked, the actors do the rest).
+    checked = check_device(device, "--device", available=address in (None, "auto"))
+    check_runtime(runtime, quantize, checked)  # openvino: installed, on the CPU, not quantised
+
+
+def _check_options(
+    zoo_dir: str | os.PathLike, lang: str, vector_dtype: str, dtype: str, workers: int, threads: int
+) -> Zoo:
     """``encode_corpus``'s options checked before any input is read; the zoo they name."""
-    if dtype not in DTYPES:
-        raise ValueError(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if vector_dtype not in VECTOR_DTYPES:
+        raise ValueError(f"--vector-dtype must be one of {', '.join(VECTOR_DTYPES)}, got {vector_dtype!r}")
+    if dtype in VECTOR_DTYPES:  # the stored vectors' type was once called dtype here
+        raise ValueError(
+            f"--dtype is the computation's precision (auto, fp32, bf16), got {dtype!r}: the stored "
+            "vectors' type is --vector-dtype (vector_dtype=)"
+        )
+    check_precision(dtype)
     if workers < 1 or threads < 1:
         raise ValueError(
             f"--workers and --threads-per-worker must be at least 1, got {workers} and {threads}"
@@ -392,7 +426,9 @@ def _encoded(
             "text_field": job["text_field"],
             "mode": job["mode"],
             "normalize": job["normalize"],
+            "vector_dtype": job["vector_dtype"],
             "dtype": job["dtype"],
+            "runtime": job["runtime"],
             "batch_size": batch_size,
             "device": device,
             "verify": verify,
@@ -423,47 +459,3 @@ def _follow(done: Iterable[dict[str, Any]], todo: list[Shard]) -> None:
             "encode: shard %d done (%d/%d shards, %d/%d rows), %.0f rows/s, ETA %s",
             *(int(row["shard"]), done_shards, len(todo), done_rows, total_rows, rate, _eta(left)),
         )
-
-
-def _finish(output: Path, manifest: dict[str, Any], shards: list[Shard]) -> dict[str, Any]:
-    import pyarrow.parquet as pq  # noqa: PLC0415
-
-    missing = [s.index for s in shards if not shard_path(output, s.index).exists()]
-    if missing:
-        raise RuntimeError(
-            f"{len(missing)} shards were not written (first: {missing[0]}); rerun with --resume"
-        )
-    counts, hashes = [], []
-    for s in shards:
-        meta = pq.ParquetFile(shard_path(output, s.index))
-        counts.append(meta.metadata.num_rows)
-        hashes.append(read_hash(output, s.index))
-        if hashes[-1] is None:  # each writer records it before its shard: someone removed it since
-            raise ShardIntegrityError(
-                f"shard {shard_path(output, s.index)} has no recorded sha256; "
-                "delete it and rerun with --resume"
-            )
-        if manifest["dim"] is None:
-            manifest["dim"] = meta.schema_arrow.field("vector").type.list_size
-    rejected_lines: list[str] = []
-    for s in shards:
-        path = rejects_path(output, s.index)
-        if path.exists():
-            rejected_lines.extend(path.read_text(encoding="utf-8").splitlines(keepends=True))
-    atomic_write_text(output / "rejects.jsonl", "".join(rejected_lines))
-    manifest.update(
-        status="complete",
-        encoded=sum(counts),
-        rejected=len(rejected_lines),
-        shard_files=[str(shard_path(output, s.index).relative_to(output)) for s in shards],
-        shard_rows=counts,
-        shard_sha256=hashes,
-    )
-    atomic_write_json(output / MANIFEST, manifest)
-    log.info(
-        "encode: %d rows encoded, %d rejected (listed in %s)",
-        sum(counts),
-        len(rejected_lines),
-        output / "rejects.jsonl",
-    )
-    return manifest

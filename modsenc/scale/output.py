@@ -74,11 +74,13 @@ def job_record(
     text_field: str,
     mode: str,
     normalize: bool,
-    dtype: str,
+    vector_dtype: str,
     shard_size: int,
     quantize: str | None,
     other: str = "backbone",
     id_column: str | None = None,
+    dtype: str = "auto",
+    runtime: str = "torch",
 ) -> dict[str, Any]:
     """The manifest's ``job``: what the output depends on (and nothing else: workers, batch size and
     address may change on resume). ``zoo`` is a ``modsenc.modules.bundle.Zoo``, ``inputs`` the
@@ -94,7 +96,9 @@ def job_record(
         "text_field": text_field,
         "mode": mode,
         "normalize": normalize,
-        "dtype": dtype,
+        "vector_dtype": vector_dtype,  # stored (float32, float16)
+        "dtype": dtype,  # computed (auto, fp32, bf16), as asked
+        "runtime": runtime,
         "shard_size": shard_size,
         "quantize": quantize,
         "other": other,
@@ -286,4 +290,50 @@ def write_embeddings(
         "shard_sha256": [file_sha256(shard_path(output, i)) for i in range(len(starts))],
     }
     atomic_write_json(output / MANIFEST, manifest)
+    return manifest
+
+
+def finish_job(output: Path, manifest: dict[str, Any], shards: list[Any]) -> dict[str, Any]:
+    """Every shard checked written (and its hash recorded), the rejects gathered into
+    ``rejects.jsonl``, and the manifest marked complete with the counts and hashes; returns it."""
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    missing = [s.index for s in shards if not shard_path(output, s.index).exists()]
+    if missing:
+        raise RuntimeError(
+            f"{len(missing)} shards were not written (first: {missing[0]}); rerun with --resume"
+        )
+    counts, hashes = [], []
+    for s in shards:
+        meta = pq.ParquetFile(shard_path(output, s.index))
+        counts.append(meta.metadata.num_rows)
+        hashes.append(read_hash(output, s.index))
+        if hashes[-1] is None:  # each writer records it before its shard: someone removed it since
+            raise ShardIntegrityError(
+                f"shard {shard_path(output, s.index)} has no recorded sha256; "
+                "delete it and rerun with --resume"
+            )
+        if manifest["dim"] is None:
+            manifest["dim"] = meta.schema_arrow.field("vector").type.list_size
+    rejected_lines: list[str] = []
+    for s in shards:
+        path = rejects_path(output, s.index)
+        if path.exists():
+            rejected_lines.extend(path.read_text(encoding="utf-8").splitlines(keepends=True))
+    atomic_write_text(output / "rejects.jsonl", "".join(rejected_lines))
+    manifest.update(
+        status="complete",
+        encoded=sum(counts),
+        rejected=len(rejected_lines),
+        shard_files=[str(shard_path(output, s.index).relative_to(output)) for s in shards],
+        shard_rows=counts,
+        shard_sha256=hashes,
+    )
+    atomic_write_json(output / MANIFEST, manifest)
+    log.info(
+        "encode: %d rows encoded, %d rejected (listed in %s)",
+        sum(counts),
+        len(rejected_lines),
+        output / "rejects.jsonl",
+    )
     return manifest

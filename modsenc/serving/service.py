@@ -3,7 +3,9 @@
 Everything here runs in the batcher's worker thread (one batch at a time), never on the event loop:
 loading or evicting a language, tokenising to count tokens, and encoding. Fast tokenizers must not
 be called from two threads at once (they mutate their truncation settings), and the encoder's
-lock serialises forward passes anyway, so one thread is all there is to gain.
+lock serialises forward passes anyway, so one thread is all there is to gain. A batch goes
+through the encoder's public path: ``tokenize`` (the token counts reported and the too-long
+refusals are about the tokens encoded), then ``encode_tokens`` on the tokens kept.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from modsenc.backbone.encoder import Tokenized
 from modsenc.encoder import MODES, ModularEncoder
 from modsenc.modules.bundle import check_language_code
 from modsenc.routing.router import BACKBONE, Detection
@@ -143,9 +146,9 @@ class EmbeddingService:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         encoder = self.encoder
         # INFO: the warning that matters, a text cut to the token limit, is in the response too
-        with warnings_logged(f"encoding {lang}", logging.INFO), encoder.modular.lock:
+        with warnings_logged(f"encoding {lang}", logging.INFO):
             # The tokens encode() runs on (the language's orthography, the backbone's prefix, its
-            # tokenizer), so the usage reported and the too-long refusal match what is encoded.
+            # tokenizer): the usage reported and the too-long refusal are about what is encoded.
             tokens = encoder.tokenize([t.text for t in texts], lang, mode, **prompt)  # may evict a language
             results: list[Embedded | Exception | None] = [None] * len(texts)
             keep = []
@@ -155,9 +158,9 @@ class EmbeddingService:
                 else:
                     keep.append(i)
             if keep:
-                vectors = encoder.encode(
-                    [texts[i].text for i in keep], lang=lang, mode=mode, batch_size=len(keep), **prompt
-                )
+                kept = Tokenized([tokens.ids[i] for i in keep], [tokens.truncated[i] for i in keep])
+                kept.warn_if_truncated(self.max_tokens)  # as encode() warns
+                vectors = encoder.encode_tokens(kept.ids, lang, mode, batch_size=len(keep)).numpy()
                 for row, i in enumerate(keep):
                     results[i] = Embedded(vectors[row], len(tokens.ids[i]), tokens.truncated[i])
             self.loaded = encoder.loaded_languages

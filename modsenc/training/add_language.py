@@ -337,7 +337,7 @@ class AddLanguage:
         cfg = self.config.la
         self.modular.add_lora(self.lang, "la", language_adapter_config(cfg.r, cfg.alpha, cfg.dropout))
         kinds = {"la"} | ({"vocab"} & self.modular.modules_of(self.lang))
-        self.modular.activate(self.lang, kinds)
+        self.modular.select(self.lang, kinds)
         self.modular.set_trainable(self.lang, sorted(kinds))
         objective = MaskedLanguageModeling(self.modular.backbone, MLMConfig(mask_ratio=cfg.mask_ratio))
         examples = objective.prepare_texts(
@@ -352,7 +352,7 @@ class AddLanguage:
     def _stage_se(self, out: Path, run_dir: Path) -> dict[str, float]:
         cfg = self.config.se
         self.modular.add_lora(self.lang, "se", sentence_adapter_config(cfg.r, cfg.alpha, cfg.dropout))
-        self.modular.activate(self.lang, self.modular.modules_of(self.lang))
+        self.modular.select(self.lang, self.modular.modules_of(self.lang))
         self.modular.set_trainable(self.lang, ["se"])
 
         def examples_of(pairs: list) -> list[SentencePairExample]:
@@ -421,9 +421,9 @@ class AddLanguage:
         translations: list[SentencePairExample] = []
         if crosslingual:
             targets = list(torch.as_tensor(encode_pivot([a for a, _, _ in crosslingual])))
-            self.modular.activate(self.lang, self.modular.modules_of(self.lang))  # LANG's tokenizer
             texts, negatives = [b for _, b, _ in crosslingual], [n for _, _, n in crosslingual]
-            paraphrase = self._pair_examples("paraphrase", texts, negatives, targets)
+            with self.modular.active(self.lang):  # LANG's tokenizer, whatever encoding the pivot did
+                paraphrase = self._pair_examples("paraphrase", texts, negatives, targets)
         if parallel:
             vectors = torch.as_tensor(encode_pivot([a for a, _ in parallel]))
             kind, targets = "parallel", None
@@ -434,9 +434,9 @@ class AddLanguage:
                     own_kinds = set() if cfg.own_source == "backbone" else self._modules_before_cla()
                     own = torch.as_tensor(self._encoder(self.lang, own_kinds)([b for _, b in parallel]))
                 targets = list(distillation_targets(vectors, own, cfg.own_weight))
-            self.modular.activate(self.lang, self.modular.modules_of(self.lang))
-            texts = [b for _, b in parallel]
-            translations = self._pair_examples(kind, texts, [None] * len(parallel), list(vectors), targets)
+            texts, negatives = [b for _, b in parallel], [None] * len(parallel)
+            with self.modular.active(self.lang):  # LANG's tokenizer
+                translations = self._pair_examples(kind, texts, negatives, list(vectors), targets)
         return paraphrase, translations
 
     def _modules_before_cla(self) -> set[str]:
@@ -455,7 +455,7 @@ class AddLanguage:
         if cfg.eval_every:
             dev_cross = [(a, b, None) for a, b in self.data.dev_crosslingual] if use_paraphrases else []
             dev = sum(self._cla_examples(dev_cross, self.data.dev_parallel if use_parallel else []), [])
-        self.modular.activate(self.lang, self.modular.modules_of(self.lang))
+        self.modular.select(self.lang, self.modular.modules_of(self.lang))
         self.modular.set_trainable(self.lang, ["cla"])
         batch_size = cfg.batch_size
         if variant == "jt":

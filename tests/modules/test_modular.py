@@ -63,9 +63,29 @@ def test_each_module_changes_the_forward_pass(tiny_backbone_dir, attention: str)
     assert torch.equal(modular.encode(TEXTS, None, convert_to_tensor=True), bare)
 
 
+def test_an_active_block_puts_the_selected_language_back(tiny_backbone_dir) -> None:
+    """Training selects LANG; encoding another state in between (the pivot, the bare backbone)
+    runs in an active block, after which LANG's modules are in force again, with no call to
+    re-select: the forward pass gives LANG's states, as before the block."""
+    modular = _modular(tiny_backbone_dir)
+    modular.select("uz", ["vocab", "la"])
+    backbone = modular.backbone
+    uz, base = modular.language_embeddings["uz"], modular.base_embeddings
+    with torch.no_grad():
+        batch = backbone.pack(backbone.tokenize(TEXTS))
+        selected = backbone(batch)
+        bare = modular.encode(TEXTS, None, convert_to_tensor=True)  # an active block of its own
+        with modular.active("uz", ["vocab"]):
+            with modular.active(None):
+                assert backbone.word_embeddings is base
+            assert backbone.word_embeddings is uz  # the enclosing block's state again
+        assert backbone.word_embeddings is uz and torch.equal(backbone(batch), selected)
+    assert torch.equal(modular.encode(TEXTS, None, convert_to_tensor=True), bare)
+
+
 def test_packed_forward_with_modules_matches_hugging_face(tiny_backbone_dir) -> None:
     modular = _modular(tiny_backbone_dir)
-    modular.activate("uz")
+    modular.select("uz")
     backbone = modular.backbone
     with torch.no_grad():
         batch = backbone.pack(backbone.tokenize(TEXTS))

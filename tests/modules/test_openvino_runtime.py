@@ -56,7 +56,7 @@ def test_openvino_gives_the_torch_runtimes_vectors_routed_per_sentence(encoders,
     assert _cosines(got, expected).min() > 0.9999
     np.testing.assert_allclose(got, expected, atol=1e-3 * np.abs(expected).max())
     assert openvino_encoder.runtime == "openvino"
-    assert {key[0] for key in openvino_encoder._compiled} == {"uz", "kk", "en"}
+    assert {key[0] for key in openvino_encoder._runtime._compiled} == {"uz", "kk", "en"}
 
 
 def test_compiling_a_language_leaves_the_live_model_unchanged(encoders) -> None:
@@ -74,9 +74,9 @@ def test_bf16_stays_close_to_fp32_and_unloading_drops_the_compiled_encoder(zoo_d
     got = bf16.encode(TEXTS["uz"] + TEXTS["en"], lang=["uz"] * 3 + ["en"] * 2)
     expected = torch_encoder.encode(TEXTS["uz"] + TEXTS["en"], lang=["uz"] * 3 + ["en"] * 2)
     assert _cosines(got, expected).min() > 0.99
-    assert sorted(key[0] for key in bf16._compiled) == ["en", "uz"]
+    assert sorted(key[0] for key in bf16._runtime._compiled) == ["en", "uz"]
     bf16.unload_language("uz")
-    assert [key[0] for key in bf16._compiled] == ["en"]
+    assert [key[0] for key in bf16._runtime._compiled] == ["en"]
 
 
 def test_the_runtime_is_checked_before_any_loading(zoo_dir) -> None:
@@ -112,7 +112,7 @@ def test_openvino_packs_many_sentences_into_rows_as_the_torch_runtime_encodes_th
     torch_encoder, openvino_encoder = encoders
     lines = demo_path("parallel.tsv").read_text(encoding="utf-8").splitlines()
     texts = [line.split("\t")[0] for line in lines[1:]]
-    from modsenc.modules.openvino_runtime import pack_rows
+    from modsenc.runtimes.openvino import pack_rows
 
     expected = torch_encoder.encode(texts, lang="en")
     got = openvino_encoder.encode(texts, lang="en", batch_size=len(texts))  # one call, mixed lengths
@@ -122,7 +122,7 @@ def test_openvino_packs_many_sentences_into_rows_as_the_torch_runtime_encodes_th
 
 
 def test_pack_rows_fills_rows_first_fit_longest_first() -> None:
-    from modsenc.modules.openvino_runtime import pack_rows
+    from modsenc.runtimes.openvino import pack_rows
 
     # capacity max(8, 5) = 8: 5 opens row 0 (room 3), 4 opens row 1 (room 4), 3 fills row 0, 2 joins row 1
     assert pack_rows([5, 3, 4, 2], row_tokens=8) == [[0, 1], [2, 3]]
@@ -136,8 +136,9 @@ def test_pack_rows_fills_rows_first_fit_longest_first() -> None:
 def test_packed_rows_mask_positions_and_pooling_by_hand() -> None:
     import torch
 
+    from modsenc.backbone.encoder import pool
     from modsenc.backbone.packing import PackedBatch
-    from modsenc.modules.openvino_runtime import PackedRows
+    from modsenc.runtimes.openvino import PackedRows
 
     # sentences of 2, 1 and 3 tokens in rows of 4, longest first: sentence 2 opens row 0 (room 1),
     # sentence 0 opens row 1, sentence 1 fills row 0: row 0 = [s2 s2 s2 s1], row 1 = [s0 s0 pad pad]
@@ -156,8 +157,10 @@ def test_packed_rows_mask_positions_and_pooling_by_hand() -> None:
     tokens = torch.tensor([[1.0], [2.0], [10.0], [4.0], [5.0], [6.0]])
     placed = rows.place(tokens)
     assert placed[:, :, 0].tolist() == [[4.0, 5.0, 6.0, 10.0], [1.0, 2.0, 0.0, 0.0]]
-    assert rows.pool(placed, "mean", 3)[:, 0].tolist() == [1.5, 10.0, 5.0]
-    assert rows.pool(placed, "cls", 3)[:, 0].tolist() == [1.0, 10.0, 4.0]
+    # read back into the packed layout, the one pooling reads each sentence's tokens
+    batch = PackedBatch.from_ids([[7, 7], [7], [7, 7, 7]])
+    assert pool(rows.unpack(placed), batch, "mean")[:, 0].tolist() == [1.5, 10.0, 5.0]
+    assert pool(rows.unpack(placed), batch, "cls")[:, 0].tolist() == [1.0, 10.0, 4.0]
 
 
 def test_rows_longer_than_the_models_positions_encode_each_sentence_as_the_model_does() -> None:
@@ -166,7 +169,7 @@ def test_rows_longer_than_the_models_positions_encode_each_sentence_as_the_model
     import torch
     from transformers import BertConfig, BertModel
 
-    from modsenc.modules.openvino_runtime import CompiledLanguage, pack_rows
+    from modsenc.runtimes.openvino import CompiledLanguage, pack_rows
 
     torch.manual_seed(0)
     config = BertConfig(
@@ -177,7 +180,7 @@ def test_rows_longer_than_the_models_positions_encode_each_sentence_as_the_model
     ids = [[5, 6, 7], [8, 9], list(range(10, 40)), [11, 12, 13, 14], [15] * 25, [16, 17] * 10]
     assert max(sum(len(ids[i]) for i in row) for row in pack_rows([len(x) for x in ids], 128)) > 40
     compiled = CompiledLanguage(model, model.embeddings.word_embeddings, "mean", "fp32", threads=1)
-    got = compiled.encode_ids(ids, batch_size=len(ids))
+    got = compiled.encode_batch(ids)
     with torch.no_grad():
         alone = [model(input_ids=torch.tensor([seq])).last_hidden_state[0] for seq in ids]
     expected = torch.stack([hidden.mean(0) for hidden in alone])
@@ -190,7 +193,7 @@ def test_a_restart_reads_the_converted_graph_from_the_cache(
     """The second encoder neither merges nor converts: its graph comes from the cache, keyed by
     the bundle's file hashes, and gives the same vectors; a cached file that differs from its
     record is not used (converted again)."""
-    import modsenc.modules.openvino_runtime as runtime  # noqa: PLC0415
+    import modsenc.runtimes.openvino as runtime  # noqa: PLC0415
 
     first = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", runtime="openvino")
     expected = first.encode(TEXTS["uz"], lang="uz")

@@ -55,7 +55,7 @@ def test_adapters_itself_does_not_merge_a_bottleneck(zoo_dir) -> None:
         ValueError, NotImplementedError, AttributeError
     ):  # refusing: cannot merge either
         modular.backbone.model.merge_adapter("uz_cla")
-    modular.activate(None)
+    modular.select(None)
     modular.backbone.model.set_active_adapters(None)
     without = modular.backbone.encode(TEXTS, convert_to_tensor=True)
     assert (with_cla - without).abs().max() > 1e-3 and not torch.equal(with_cla, without)

@@ -192,6 +192,24 @@ def test_unknown_fields_are_refused_before_ray_starts(fake_zoo, tmp_path, ray_st
     assert infos[0].rows == 2
 
 
+def test_the_computation_and_the_stored_vectors_have_their_own_dtype(fake_zoo, tmp_path, ray_starts) -> None:
+    """scale encode's --dtype is the computation's precision, as modsenc encode's; the stored vectors'
+    type is --vector-dtype, and a storage type given as dtype is refused, naming vector_dtype."""
+    source = tmp_path / "in.txt"
+    source.write_text("one\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["scale", "encode", "--zoo", str(fake_zoo), "--input", str(source), "--output", str(out)]
+    result = CliRunner().invoke(main, [*args, "--dtype", "float16"])
+    assert result.exit_code == 2 and "'float16' is not one of 'auto', 'fp32', 'bf16'" in result.output
+    with pytest.raises(ValueError, match="the stored vectors' type is --vector-dtype"):
+        scale_encode.encode_corpus(fake_zoo, [source], out, dtype="float16", device="cpu")
+    with pytest.raises(ValueError, match="--vector-dtype must be one of float32, float16, got 'bf16'"):
+        scale_encode.encode_corpus(fake_zoo, [source], out, vector_dtype="bf16", device="cpu")
+    with pytest.raises(ValueError, match="runtime must be one of torch, openvino, got 'onnx'"):
+        scale_encode.encode_corpus(fake_zoo, [source], out, runtime="onnx", device="cpu")
+    assert ray_starts == [] and not out.exists()
+
+
 def test_mine_refuses_a_shard_changed_after_it_was_written(tmp_path, ray_starts) -> None:
     """A shard rewritten as valid Parquet with its vectors shifted one row (mined silently before: every
     pair wrong) differs from the sha256 the manifest recorded: refused in one line naming the shard."""

@@ -322,7 +322,7 @@ def test_health_is_503_until_the_languages_are_warmed_up(zoo_dir, monkeypatch) -
 def test_the_openvino_runtime_compiles_the_languages_before_ready(zoo_dir) -> None:
     pytest.importorskip("openvino")
     with serving(zoo_dir, runtime="openvino", dtype="fp32", languages=["uz", "kk"]) as client:
-        compiled = client.app.state.modsenc.service.encoder._compiled
+        compiled = client.app.state.modsenc.service.encoder._runtime._compiled
         assert {lang for lang, _ in compiled} == {"uz", "kk"}
         response = client.post("/embed", json={"inputs": "Salom", "lang": "uz"})
         assert response.status_code == 200

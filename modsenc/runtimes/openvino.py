@@ -1,12 +1,12 @@
-"""A language's merged encoder compiled by OpenVINO: routed CPU inference at OpenVINO's rate.
+"""The OpenVINO runtime: a language's merged encoder compiled by OpenVINO, routed CPU inference.
 
-``ModularEncoder(..., runtime="openvino")`` keeps everything else as it is (the zoo, the router,
-lazy per-language loading, the tokenizers and orthographies, the server's dynamic batching) and
-runs each language's forward pass through an OpenVINO model built from ``export``'s exact merge
-(``merged_model``: the LoRAs added into a copy of the weights; the CLA beside each FFN,
-``language_encoder``). Why
-OpenVINO: on the CPUs measured in docs/benchmarks.md its BERT graph runs 1.7x sentence-transformers'
-ONNX int8 at a cosine of 0.99997 to fp32, where modsenc's torch path with unmerged LoRAs and one
+``ModularEncoder.from_pretrained(..., runtime="openvino")`` keeps everything else as it is (the
+zoo, the router, lazy per-language loading, the tokenizers and orthographies, the server's dynamic
+batching) and runs each language's forward pass through an OpenVINO model built from ``export``'s
+exact merge (``merged_model``: the LoRAs added into a copy of the weights; the CLA beside each FFN,
+``language_encoder``). Why OpenVINO: on the CPUs measured in docs/benchmarks.md its BERT graph runs
+1.7x sentence-transformers' ONNX int8 at a cosine of 0.99997 to fp32, where modsenc's torch path
+with unmerged LoRAs and one
 attention call per run of equal lengths matches ONNX int8 only.
 
 The graph starts at the word vectors (``inputs_embeds``): the word-embedding matrix (96M of
@@ -19,8 +19,9 @@ A batch is *packed*: its sentences are laid end to end in rows of about ``row_to
 sentence, and position ids that restart at each sentence (a batch that would pad little, such as
 ``encode``'s length-sorted ones, keeps a sentence per row). The torch runtime packs too (varlen
 attention); padding each sentence to the batch's longest instead made the server's small batches
-of mixed lengths run at 0.6x the rate of sorted full ones (docs/benchmarks.md). Pooling (CLS or the
-mean over a sentence's tokens) reads each sentence's tokens off the rows, in torch.
+of mixed lengths run at 0.6x the rate of sorted full ones (docs/benchmarks.md). The token states
+are read off the rows back into the packed layout, and pooled (CLS or the mean over a sentence's
+tokens) by the torch runtime's own ``pool``.
 
 ``precision``: ``bf16`` compiles with OpenVINO's ``INFERENCE_PRECISION_HINT=bf16`` (native on CPUs
 with AMX / AVX512_BF16), ``fp32`` with ``f32``. openvino is imported only when this path is used.
@@ -45,9 +46,13 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from modsenc.backbone.cache import cache_root
+from modsenc.backbone.encoder import pool
 from modsenc.backbone.packing import PackedBatch
+from modsenc.modules.bundle import Zoo
 from modsenc.modules.export import check_parallel_layout, merged_model
 from modsenc.modules.modular import ModularBackbone, module_name
+from modsenc.runtimes.base import Runtime
+from modsenc.runtimes.batching import encode_length_sorted
 from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
 
 # Bumped whenever language_encoder or _HiddenFromEmbeddings changes what a graph computes: cached
@@ -168,12 +173,10 @@ def pack_rows(lengths: Sequence[int], row_tokens: int) -> list[list[int]]:
 @dataclass
 class PackedRows:
     """Where each sentence of a batch sits in the graph's rows: ``place`` lays per-token values
-    (word vectors, position ids) out in the rows, ``pool`` reads sentence vectors back."""
+    (word vectors, position ids) out in the rows, ``unpack`` takes the token states back."""
 
     attention_mask: np.ndarray  # (rows, tokens, tokens) int64: 1 within a sentence (or the padding)
     token_slots: torch.Tensor  # (total tokens,) the flat row*tokens slot of each sentence's tokens
-    sentence_of_token: torch.Tensor  # (total tokens,) which sentence (input order) a token is
-    first_slot: torch.Tensor  # (sentences,) the slot of each sentence's first token
 
     @classmethod
     def build(cls, lengths: Sequence[int], row_tokens: int) -> PackedRows:
@@ -189,10 +192,9 @@ class PackedRows:
                 first[index] = r * width + start
                 start += lengths[index]
         mask = (segment[:, :, None] == segment[:, None, :]).astype(np.int64)
-        # slots and owners in the sentences' order, as their token values come
+        # slots in the sentences' order, as their token values come
         slots = np.concatenate([np.arange(f, f + n) for f, n in zip(first, lengths)])
-        owners = np.repeat(np.arange(len(lengths)), lengths)
-        return cls(mask, torch.from_numpy(slots), torch.from_numpy(owners), torch.from_numpy(first))
+        return cls(mask, torch.from_numpy(slots))
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -207,16 +209,10 @@ class PackedRows:
         placed[self.token_slots] = values
         return placed.view(rows, width, *values.shape[1:])
 
-    def pool(self, hidden: torch.Tensor, pooling: str, sentences: int) -> torch.Tensor:
-        """(rows, tokens, dim) states -> (sentences, dim): each sentence's first token or mean."""
-        flat = hidden.reshape(-1, hidden.shape[-1])
-        if pooling == "cls":
-            return flat[self.first_slot]
-        sums = flat.new_zeros(sentences, flat.shape[-1]).index_add_(
-            0, self.sentence_of_token, flat[self.token_slots]
-        )
-        counts = torch.bincount(self.sentence_of_token, minlength=sentences).clamp(min=1)
-        return sums / counts.unsqueeze(-1).to(sums.dtype)
+    def unpack(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(rows, tokens, dim) states -> (total tokens, dim) in the sentences' token order: the
+        packed layout the one pooling (``modsenc.backbone.encoder.pool``) reads."""
+        return hidden.reshape(-1, hidden.shape[-1])[self.token_slots]
 
 
 def openvino_cache() -> Path:
@@ -334,22 +330,98 @@ class CompiledLanguage:
         )
         self._request = self.model.create_infer_request()
 
-    def encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int) -> torch.Tensor:
-        """Sentence vectors (fp32) for token-id lists, in their order: ``batch_size`` sentences of
-        similar length per call, packed into rows."""
-        out = torch.empty(len(ids), self.word_embeddings.embedding_dim)
-        order = np.argsort([-len(seq) for seq in ids], kind="stable")
-        for start in range(0, len(ids), batch_size):
-            index = order[start : start + batch_size]
-            packed = PackedBatch.from_ids([ids[i] for i in index], self.position_offset)
-            rows = PackedRows.build(packed.seqlens, self.row_tokens)
-            with torch.no_grad():
-                words = self.word_embeddings(packed.input_ids).float()
-            inputs = {
-                "inputs_embeds": rows.place(words).numpy(),
-                "attention_mask": rows.attention_mask,
-                "position_ids": rows.place(packed.position_ids).numpy(),
-            }
-            hidden = torch.from_numpy(np.asarray(self._request.infer(inputs)[0], dtype=np.float32))
-            out[torch.as_tensor(index)] = rows.pool(hidden, self.pooling, len(index))
-        return out
+    def encode_batch(self, ids: Sequence[Sequence[int]]) -> torch.Tensor:
+        """(len(ids), dim) fp32 sentence vectors of one batch of token-id lists, packed into rows."""
+        packed = PackedBatch.from_ids(ids, self.position_offset)
+        rows = PackedRows.build(packed.seqlens, self.row_tokens)
+        with torch.no_grad():
+            words = self.word_embeddings(packed.input_ids).float()
+        inputs = {
+            "inputs_embeds": rows.place(words).numpy(),
+            "attention_mask": rows.attention_mask,
+            "position_ids": rows.place(packed.position_ids).numpy(),
+        }
+        hidden = torch.from_numpy(np.asarray(self._request.infer(inputs)[0], dtype=np.float32))
+        return pool(rows.unpack(hidden), packed, self.pooling)
+
+
+class OpenVINORuntime(Runtime):
+    """One ``CompiledLanguage`` per (language, modules), built by ``prepare`` on first use from
+    ``export``'s merge of the live modules and kept (its graph cached on disk) until ``drop``."""
+
+    name = "openvino"
+
+    def __init__(self, modular: ModularBackbone, zoo: Zoo, precision: str) -> None:
+        self.modular, self.zoo, self.precision = modular, zoo, precision
+        self._compiled: dict[tuple[str | None, frozenset[str]], CompiledLanguage] = {}
+
+    @staticmethod
+    def _key(lang: str | None, kinds: frozenset[str]) -> tuple[str | None, frozenset[str]]:
+        # With no modules the graph is the backbone's whatever the language (e5's English, and
+        # text the zoo has no bundle for), so they share one graph.
+        return (lang if kinds else None, kinds)
+
+    def prepare(self, lang: str | None, kinds: frozenset[str]) -> None:
+        """``lang``'s ``kinds`` merged and compiled by OpenVINO, once (the encoder's lock held)."""
+        key = self._key(lang, kinds)
+        if key in self._compiled:
+            return
+        log.info(
+            "compiling %s (%s) for OpenVINO in %s",
+            lang,
+            ", ".join(sorted(kinds)) or "backbone",
+            self.precision,
+        )
+        offset = self.modular.backbone.position_offset
+        cache = openvino_cache()
+        parts = self._graph_parts(lang, kinds)
+        graph = language_graph(
+            lambda: language_encoder(self.modular, lang, set(kinds)),
+            offset,
+            cache / "graphs" if parts is not None else None,
+            parts or {},
+        )
+        self._compiled[key] = CompiledLanguage(
+            None,
+            self.modular.embeddings_of(lang, kinds),
+            self.modular.backbone.pooling,
+            self.precision,
+            torch.get_num_threads(),
+            position_offset=offset,
+            graph=graph,
+            compile_cache=cache / "compiled",
+        )
+
+    def _graph_parts(self, lang: str | None, kinds: frozenset[str]) -> dict[str, Any] | None:
+        """What ``lang``'s graph is made of, for its on-disk cache key; None (not cached) for a
+        bundle without file hashes, whose content nothing names."""
+        hashes: dict[str, str] | None = {}
+        if kinds:
+            hashes = self.zoo.read_manifest(lang).file_sha256
+        if hashes is None:
+            return None
+        return {
+            "format": GRAPH_FORMAT,
+            "openvino": require_openvino().__version__,
+            "backbone": self.zoo.backbone_fingerprint(),
+            "language": lang if kinds else None,
+            "modules": sorted(kinds),
+            "files": hashes,
+        }
+
+    def encode_tokens(
+        self,
+        lang: str | None,
+        kinds: frozenset[str],
+        token_ids: Sequence[Sequence[int]],
+        batch_size: int,
+        show_progress_bar: bool = False,
+    ) -> torch.Tensor:
+        self.prepare(lang, kinds)
+        compiled = self._compiled[self._key(lang, kinds)]
+        dim = self.modular.backbone.hidden_size
+        return encode_length_sorted(token_ids, batch_size, dim, compiled.encode_batch, show_progress_bar)
+
+    def drop(self, lang: str) -> None:
+        for key in [k for k in self._compiled if k[0] == lang]:
+            del self._compiled[key]

@@ -1,0 +1,47 @@
+"""The runtime seam: what the encoder asks of whatever runs the forward passes.
+
+A runtime is handed a language (None: the bare backbone) and the modules a mode runs
+(``kinds``), and token ids already through that language's orthography, prompt and tokenizer
+(``ModularBackbone.tokenized``); it gives back one float32 vector per sequence, in their order.
+The encoder holds its lock around every call, and loads and unloads the languages' modules
+itself; a runtime only keeps what it derives from them (the torch runtime nothing, the OpenVINO
+runtime one compiled graph per language and modules), which ``drop`` forgets.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import torch
+
+# torch: the packed, padding-free backbone with the modules live (the default, and the only one for
+# training and GPUs); openvino: each language's merged encoder compiled by OpenVINO (CPU inference).
+RUNTIMES = ("torch", "openvino")
+
+
+class Runtime(ABC):
+    """Runs token ids of one language through its modules; see the module's docstring."""
+
+    name: str  # one of RUNTIMES
+    precision: str  # the matrix products' precision: fp32 or bf16
+
+    @abstractmethod
+    def prepare(self, lang: str | None, kinds: frozenset[str]) -> None:
+        """Make ``lang`` with ``kinds`` ready to encode (its modules are loaded): e.g. compile it."""
+
+    @abstractmethod
+    def encode_tokens(
+        self,
+        lang: str | None,
+        kinds: frozenset[str],
+        token_ids: Sequence[Sequence[int]],
+        batch_size: int,
+        show_progress_bar: bool = False,
+    ) -> torch.Tensor:
+        """(len(token_ids), hidden) float32 sentence vectors on the CPU, in ``token_ids``' order:
+        ``batch_size`` sequences of similar length per forward pass (``length_sorted``)."""
+
+    @abstractmethod
+    def drop(self, lang: str) -> None:
+        """Forget whatever was built for ``lang`` (the encoder unloads its modules)."""

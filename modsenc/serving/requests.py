@@ -1,0 +1,61 @@
+"""The API's shapes: its endpoints, headers and request bodies (OpenAI's and text-embeddings-inference's)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, StrictInt
+
+ENDPOINTS = ("/v1/embeddings", "/v1/models", "/embed", "/", "/health", "/info", "/metrics")
+# The response headers of /embed that carry modsenc's per-text details.
+TEI_HEADERS = ("x-modsenc-languages", "x-modsenc-routes", "x-modsenc-truncated", "x-modsenc-tokens")
+# Open without an API key: load balancers' and orchestrators' probes carry none, and the answer
+# says nothing about the model. /metrics stays behind the key: it shows the languages and the
+# traffic, and Prometheus sends a bearer token (`authorization` in a scrape config).
+PUBLIC = ("/health",)
+# Polled every few seconds by probes and scrapers: their access lines go to DEBUG.
+POLLED = ("/health", "/metrics")
+# Why token ids are refused (LangChain's OpenAIEmbeddings sends them by default).
+TOKEN_IDS = (
+    "token ids are not accepted, send text: the ids of OpenAI's tokenizer (tiktoken) are not this "
+    "model's tokens; with LangChain, use OpenAIEmbeddings(..., check_embedding_ctx_length=False)"
+)
+
+
+def endpoint_label(path: str) -> str:
+    """The ``endpoint`` label of a request in /metrics: a route, or ``other`` (a bounded set)."""
+    if path in ENDPOINTS:
+        return path
+    return "/v1/models/{id}" if path.startswith("/v1/models/") else "other"
+
+
+class OpenAIEmbeddingRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input: Any
+    model: str | None = None
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: StrictInt | None = None  # the first N dimensions, renormalised (Matryoshka-style)
+    user: str | None = None
+    # modsenc's own fields
+    lang: str | list[str] = "auto"
+    mode: Literal["cross", "mono"] = "cross"
+    normalize: bool = True  # OpenAI's vectors have unit length
+    truncate: bool = True
+    prompt_name: str | None = None  # as TEI's
+
+
+class TEIEmbedRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: Any
+    normalize: bool = True
+    truncate: bool = False  # text-embeddings-inference's default: refuse over-long inputs
+    truncation_direction: Literal["Right", "right"] = "Right"  # the packed encoder keeps the start
+    # a key of the model's sentence-transformers prompts (e5: query, passage or document) instead of
+    # the backbone's own prefix (e5's "query: ")
+    prompt_name: str | None = None
+    dimensions: StrictInt | None = None
+    # modsenc's own fields
+    lang: str | list[str] = "auto"
+    mode: Literal["cross", "mono"] = "cross"
