@@ -17,7 +17,8 @@ from modsenc.utils.distributed import DistContext
 from modsenc.utils.io import atomic_write_text
 from modsenc.utils.logs import progress
 
-log = logging.getLogger(__name__)
+# The loop's lines keep the loop's logger name: it is what a log shows and a user's filters name.
+log = logging.getLogger("modsenc.training.loop")
 
 
 class MetricsLog:

@@ -14,8 +14,18 @@ sections as ``Section`` dataclasses gets, from ``Section.from_dict``:
 the YAML file leaves out can still be set, and a free-form mapping (``cla.adapter``, handed as is to
 a library's config class) can be set one key at a time (``--set cla.adapter.non_linearity=gelu``).
 
-This is a small subset of what OmegaConf's structured configs do, without a new dependency and
-with the messages this project wants.
+``load_recipe`` (``modsenc.training.recipe``) returns the validated top-level section, and that one
+object goes to the stages (``Section.of`` passes it through unchecked; it validates only a mapping
+from the Python API). ``given`` records which keys the recipe wrote, so ``per_language`` settings
+merge over them and the merged section is validated again as a whole.
+
+Why not pydantic (installed, through fastapi) or OmegaConf: both would still need ``set_dotted``
+(neither sets ``--set a.b.c`` along declarations into free-form mappings) and a translation of
+their errors into the one-line messages the commands print and the tests assert (the key's
+dotted path, the section's keys in declaration order, the budget checks, ``1e-3`` read as a
+string by YAML 1.1, a YAML ``no`` in a string field, the objective section whose flat keys belong
+to several objectives); that translation would be about as long as ``from_dict`` and ``coerce``
+together, so the schema stays these few functions.
 """
 
 from __future__ import annotations
