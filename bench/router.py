@@ -87,11 +87,10 @@ def held_out(data: Path, limit: int) -> dict[str, dict[str, list[str]]]:
 
 
 def installed_profiles(recipe_path: str, langs: list[str]) -> dict:
-    recipe = load_recipe(recipe_path, [], schema=AddLanguageRecipe)
-    config = AddLanguageRecipe.from_dict(recipe)
+    config = load_recipe(recipe_path, [], schema=AddLanguageRecipe)
     profiles = {}
     for lang in langs:
-        data = load_language_data(lang, config.pivot, config.data, recipe.get("_recipe_path"))
+        data = load_language_data(lang, config.pivot, config.data, config.recipe_path)
         profiles[lang] = build_profile(lang, data.texts(), orthography_for(lang).script_variants)
     return profiles
 

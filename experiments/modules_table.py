@@ -162,13 +162,11 @@ def module_pairs(lang: str) -> tuple[int, int]:
     """(SE pairs, CLA pairs) the default recipe trains ``lang``'s modules on, read as add-language
     reads them (the SE's own paraphrases plus its transfer languages' pairs)."""
     from modsenc.data.language_data import load_language_data  # noqa: PLC0415
-    from modsenc.training.add_language import with_language_overrides  # noqa: PLC0415
     from modsenc.training.configs import AddLanguageRecipe  # noqa: PLC0415
     from modsenc.training.recipe import load_recipe  # noqa: PLC0415
 
-    raw = with_language_overrides(load_recipe("add-language-e5", [], schema=AddLanguageRecipe), lang)
-    config = AddLanguageRecipe.from_dict(raw)
-    data = load_language_data(lang, config.pivot, config.data, raw.get("_recipe_path"))
+    config = load_recipe("add-language-e5", [], schema=AddLanguageRecipe).for_language(lang)
+    data = load_language_data(lang, config.pivot, config.data, config.recipe_path)
     wanted = config.se.transfer_languages
     transfer = [p for p in data.other_paraphrases if "*" in wanted or p.lang in wanted]
     return len(data.paraphrases) + len(transfer), len(data.parallel)

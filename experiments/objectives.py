@@ -45,7 +45,7 @@ from modsenc.backbone.encoder import Backbone  # noqa: E402
 from modsenc.data.readers import load_parallel  # noqa: E402
 from modsenc.data.specs import resolve_data_spec  # noqa: E402
 from modsenc.training.configs import TrainBackboneRecipe  # noqa: E402
-from modsenc.training.recipe import load_recipe  # noqa: E402
+from modsenc.training.recipe import recipe_mapping  # noqa: E402
 from modsenc.training.train_backbone import build_initial_backbone, run  # noqa: E402
 
 ARMS = ("mexma", "ems", "emmax", "contrastive")
@@ -312,7 +312,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("docs/results/objectives.md"))
     args = parser.parse_args()
 
-    base = load_recipe(args.recipe, args.overrides, schema=TrainBackboneRecipe)
+    base = recipe_mapping(args.recipe, args.overrides, TrainBackboneRecipe)
     seed = int(base.get("seed", 0))
     args.work.mkdir(parents=True, exist_ok=True)
     init_dir = initial_backbone(base, args.work)

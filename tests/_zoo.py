@@ -8,7 +8,7 @@ from modsenc.training.configs import AddLanguageRecipe
 from modsenc.training.recipe import load_recipe
 
 
-def fast_recipe(**extra: str) -> dict:
+def fast_recipe(**extra: str) -> AddLanguageRecipe:
     """The default add-language recipe, cut down to a few steps per stage."""
     overrides = {
         "vocab.vocab_size": "300",

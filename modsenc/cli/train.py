@@ -213,12 +213,11 @@ def add_language(
             f"{lang} is already installed in {zoo_dir}: pass --replace to train a new {lang} bundle "
             "and install it over the old one (the old one stays until the new one is complete)"
         )
-    config = load_recipe(recipe, extra, schema=AddLanguageRecipe)
-    for key, values in (("mono", mono), ("paraphrase", paraphrase), ("parallel", parallel)):
-        if values:
-            config.setdefault("data", {})[key] = list(values)
-    if dev_sts:
-        config.setdefault("dev", {})["sts"] = list(dev_sts)
+    # --mono, --paraphrase, --parallel and --dev-sts replace the recipe's lists, set before it
+    # is validated: the stages get one typed recipe, never a mapping changed afterwards
+    files = {"data.mono": mono, "data.paraphrase": paraphrase, "data.parallel": parallel}
+    settings = {key: list(values) for key, values in {**files, "dev.sts": dev_sts}.items() if values}
+    config = load_recipe(recipe, extra, schema=AddLanguageRecipe, settings=settings)
     stage_list = [s.strip() for s in stages.split(",") if s.strip()] if stages else None
     target = run(
         lang,

@@ -310,6 +310,29 @@ class EMMAXObjective(Objective):
         shares = counts / counts.sum().clamp_min(1)
         return {f"{prefix}_r{r + 1}": float(v) for r, v in enumerate(shares.tolist())}
 
+    def _phase2_metrics(
+        self,
+        loss: torch.Tensor,
+        encoder_loss: torch.Tensor,
+        gmm_loss: torch.Tensor,
+        estep_gmm: torch.Tensor,
+        estep_anchor: torch.Tensor,
+        unlabelled: torch.Tensor,
+    ) -> dict[str, float]:
+        """A phase-2 step's losses, how often the E-step's two labellings agree, their ranks of the
+        candidates ``unlabelled`` by construction, and the anchors."""
+        return {
+            "loss": float(loss.detach()),
+            "rank_infonce": float(encoder_loss.detach()),
+            "gmm": float(gmm_loss.detach()),
+            "rank_agreement": float(
+                (estep_gmm == estep_anchor)[unlabelled].float().mean() if unlabelled.any() else 1.0
+            ),
+            **self._rank_histogram("estep_gmm", estep_gmm[unlabelled]),
+            **self._rank_histogram("estep_anchor", estep_anchor[unlabelled]),
+            **self._anchor_metrics(self.anchors),
+        }
+
     def _phase2(self, backbone: Backbone, batch: EMMAXBatch, dist: DistContext) -> ObjectiveOutput:
         queries = F.normalize(
             backbone.sentence_embedding(backbone(batch.queries), batch.queries).float(), dim=-1
@@ -348,22 +371,10 @@ class EMMAXObjective(Objective):
         if self.training:
             self._enqueue(k)
 
-        unlabelled = ~own
         loss = encoder_loss + self.config.gmm_weight * gmm_loss
         return ObjectiveOutput(
             loss=loss,
-            metrics={
-                "loss": float(loss.detach()),
-                "rank_infonce": float(encoder_loss.detach()),
-                "gmm": float(gmm_loss.detach()),
-                "rank_agreement": float(
-                    (estep_gmm == estep_anchor)[unlabelled].float().mean() if unlabelled.any() else 1.0
-                ),
-                # The E-step's ranks of the candidates not labelled by construction.
-                **self._rank_histogram("estep_gmm", estep_gmm[unlabelled]),
-                **self._rank_histogram("estep_anchor", estep_anchor[unlabelled]),
-                **self._anchor_metrics(self.anchors),
-            },
+            metrics=self._phase2_metrics(loss, encoder_loss, gmm_loss, estep_gmm, estep_anchor, ~own),
             num_tokens=batch.queries.num_tokens,
             extras={
                 "encoder_loss": encoder_loss,

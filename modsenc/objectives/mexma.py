@@ -167,8 +167,30 @@ class MEXMAObjective(Objective):
         hidden_clean = backbone(batch.clean)
         sentences = backbone.sentence_embedding(hidden_clean, batch.clean)
         s_a, s_b = sentences[:n], sentences[n:]
+        hidden_masked, mlm_local, sq_sum, counts = self._cross_unmasking(backbone, batch, s_a, s_b, dist)
+        loss, (align, mlm, koleo) = self._combined_loss(s_a, s_b, mlm_local, sq_sum, counts, dist)
+        metrics = {
+            "loss": cfg.alpha * align + cfg.beta * mlm + (cfg.gamma * koleo if cfg.koleo else 0.0),
+            "align": align,
+            "mlm": mlm,
+            "koleo": koleo,
+        }
+        return ObjectiveOutput(
+            loss=loss,
+            metrics=metrics,
+            num_tokens=batch.clean.num_tokens,
+            extras={"hidden_clean": hidden_clean, "hidden_masked": hidden_masked, "s_a": s_a, "s_b": s_b},
+        )
 
-        grad_mode = contextlib.nullcontext() if cfg.token_gradients else torch.no_grad()
+    def _cross_unmasking(
+        self, backbone: Backbone, batch: MEXMABatch, s_a: torch.Tensor, s_b: torch.Tensor, dist: DistContext
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Each side's masked tokens predicted from its own masked text and the other side's
+        sentence vector: (the masked pass's hidden states, this process's share of CE_A + CE_B,
+        the alignment's local squared-error sum, the global counts [masked A, masked B, alignment
+        elements])."""
+        n = batch.num_pairs
+        grad_mode = contextlib.nullcontext() if self.config.token_gradients else torch.no_grad()
         with grad_mode:
             hidden_masked = backbone(batch.masked)
         # Masked A is rebuilt with S_B in position 0, masked B with S_A.
@@ -191,9 +213,23 @@ class MEXMAObjective(Objective):
         )
         # clamp: a side whose sentences are all special tokens has nothing masked (and sums to 0).
         mlm_local = (sums / counts[:2].clamp_min(1)).sum()  # this process's share of CE_A + CE_B
+        return hidden_masked, mlm_local, sq_sum, counts
 
+    def _combined_loss(
+        self,
+        s_a: torch.Tensor,
+        s_b: torch.Tensor,
+        mlm_local: torch.Tensor,
+        sq_sum: torch.Tensor,
+        counts: torch.Tensor,
+        dist: DistContext,
+    ) -> tuple[torch.Tensor, tuple[float, float, float]]:
+        """alpha * alignment + beta * MLM + gamma * KoLeo as this process's loss (the local terms
+        scaled by world_size, as DDP averages gradients over processes; the terms over gathered
+        vectors not), and the (align, mlm, koleo) values summed over processes."""
+        cfg = self.config
         local_terms = cfg.beta * mlm_local
-        global_terms = torch.zeros((), device=sentences.device)
+        global_terms = torch.zeros((), device=s_a.device)
         needs_gather = cfg.alignment == "infonce" or cfg.koleo
         all_a = dist.all_gather_with_grad(s_a) if needs_gather else s_a
         all_b = dist.all_gather_with_grad(s_b) if needs_gather else s_b
@@ -205,7 +241,7 @@ class MEXMAObjective(Objective):
             align_global = self.infonce(all_a, all_b)
             global_terms = global_terms + cfg.alpha * align_global
             align_value = align_global / dist.world_size  # summed over processes when logged
-        koleo_value = torch.zeros((), device=sentences.device)
+        koleo_value = torch.zeros((), device=s_a.device)
         if cfg.koleo:
             koleo_global = self.koleo(all_a) + self.koleo(all_b)
             global_terms = global_terms + cfg.gamma * koleo_global
@@ -216,15 +252,4 @@ class MEXMAObjective(Objective):
             torch.stack([align_value.detach(), mlm_local.detach(), koleo_value.detach()])
         )
         align, mlm, koleo = (float(x) for x in logged)
-        metrics = {
-            "loss": cfg.alpha * align + cfg.beta * mlm + (cfg.gamma * koleo if cfg.koleo else 0.0),
-            "align": align,
-            "mlm": mlm,
-            "koleo": koleo,
-        }
-        return ObjectiveOutput(
-            loss=loss,
-            metrics=metrics,
-            num_tokens=batch.clean.num_tokens,
-            extras={"hidden_clean": hidden_clean, "hidden_masked": hidden_masked, "s_a": s_a, "s_b": s_b},
-        )
+        return loss, (align, mlm, koleo)

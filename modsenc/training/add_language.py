@@ -23,6 +23,7 @@ import logging
 import shutil
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -105,41 +106,25 @@ def _clear_work_dir(work: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------- stages
-def with_language_overrides(recipe: dict[str, Any], lang: str) -> dict[str, Any]:
-    """The recipe with ``per_language.LANG`` merged over its stage sections.
-
-    ``per_language: {tr: {cla: {variant: pl}}}`` gives one language its own stage settings: Turkish
-    has no paraphrases in ../shared/data, so its CLA must train on parallel data only.
-    """
-    own = (recipe.get("per_language") or {}).get(lang) or {}
-    unknown = sorted(set(own) - set(STAGES))
-    if unknown:
-        raise ValueError(
-            f"recipe per_language.{lang}: unknown section(s) {unknown}; it may set {', '.join(STAGES)}"
-        )
-    merged = {stage: {**(recipe.get(stage) or {}), **(values or {})} for stage, values in own.items()}
-    return {**recipe, **merged}
-
-
 def _stage_key(
-    previous: str, stage: str, recipe: dict[str, Any], data: LanguageData, orthography: str = "none"
+    previous: str, stage: str, config: AddLanguageRecipe, data: LanguageData, orthography: str = "none"
 ) -> str:
-    # The recipe as written, not with the defaults filled in: keys of earlier runs still match.
-    payload = {
-        "previous": previous,
-        "stage": stage,
-        "config": recipe.get(stage, {}),
-        "training": recipe.get("training", {}),
-        "seed": recipe.get("seed", 0),
-        "max_length": recipe.get("max_length"),
-        "data": data.files,
-        "dev_pairs": recipe.get("data", {}).get("dev_pairs"),
-    }
-    if orthography != "none":  # (absent for "none", so keys of runs from before orthographies hold)
-        payload["orthography"] = orthography
-    if recipe.get("data", {}).get("dev_parallel"):  # (absent when unset: earlier keys hold)
-        payload["dev_parallel"] = recipe["data"]["dev_parallel"]
-    return json_digest(payload)
+    """What a stage's result depends on: the stages before it (``previous``), its configuration
+    resolved (every default filled in: a default changed in code retrains it), the data's files."""
+    return json_digest(
+        {
+            "previous": previous,
+            "stage": stage,
+            "config": getattr(config, stage).to_dict(),
+            "training": config.training.to_dict(),
+            "seed": config.seed,
+            "max_length": config.max_length,
+            "data": data.files,
+            "dev_pairs": config.data.dev_pairs,
+            "dev_parallel": config.data.dev_parallel,
+            "orthography": orthography,
+        }
+    )
 
 
 class AddLanguage:
@@ -148,7 +133,7 @@ class AddLanguage:
     def __init__(
         self,
         lang: str,
-        recipe: dict[str, Any],
+        recipe: AddLanguageRecipe | Mapping[str, Any],
         zoo_dir: str | Path,
         backbone_dir: str | Path | None = None,
         work_dir: str | Path | None = None,
@@ -159,11 +144,9 @@ class AddLanguage:
     ) -> None:
         self.lang = check_language_code(lang)
         self.callbacks = callbacks  # (stage, step, metrics) -> None, called after every training step
-        AddLanguageRecipe.from_dict(recipe)  # unknown keys and wrong types, per_language's included
-        # ``recipe`` as written (for cache keys and the manifest), ``config`` typed, defaults filled in
-        self.recipe = recipe = with_language_overrides(recipe, self.lang)
-        self.config = config = AddLanguageRecipe.from_dict(recipe)
-        self.recipe_path = recipe.get("_recipe_path")
+        # load_recipe's typed recipe as it is (a mapping, from the Python API, is validated here)
+        self.config = config = AddLanguageRecipe.of(recipe).for_language(self.lang)
+        self.recipe_path = config.recipe_path
         self.pivot = check_language_code(config.pivot)
         self.seed = config.seed
         self.zoo = Zoo(zoo_dir)
@@ -527,7 +510,7 @@ class AddLanguage:
         log.info("[%s] dev, backbone alone: %s", self.lang, json.dumps(dev["backbone"]))
         key = self.zoo.backbone_fingerprint()
         for index, stage in enumerate(self.stages):
-            key = _stage_key(key, stage, self.recipe, self.data, self.orthography.name)
+            key = _stage_key(key, stage, self.config, self.data, self.orthography.name)
             if stage == "cla":  # the CLA fits the pivot's vectors: another pivot bundle retrains it
                 key = json_digest([key, self.pivot_manifest_digest])
                 if self.transfer_files:  # (absent when unset: earlier keys hold)
@@ -588,7 +571,7 @@ class AddLanguage:
                 "precision": stages_precision(stage_metrics),
                 "cla_variant": self.config.cla.variant if "cla" in self.stages else None,
                 "data": {"files": self.data.files, "counts": self.data.counts()},
-                "training": {k: v for k, v in self.recipe.items() if not k.startswith("_")},
+                "training": self.config.to_dict(),
                 "recipe_path": self.recipe_path,
                 "stage_metrics": stage_metrics,
                 "stage_seconds": seconds,
@@ -602,7 +585,9 @@ def default_work_dir(lang: str, work_dir: str | Path | None = None) -> Path:
     return Path(work_dir or Path("runs") / "add-language" / lang)
 
 
-def run(lang: str, recipe: dict[str, Any], zoo_dir: str | Path, **options: Any) -> Path:
+def run(
+    lang: str, recipe: AddLanguageRecipe | Mapping[str, Any], zoo_dir: str | Path, **options: Any
+) -> Path:
     # Two runs on one work dir would mix their stages: the second stops at once (run_lock).
     with run_lock(default_work_dir(check_language_code(lang), options.get("work_dir")), "add-language"):
         return AddLanguage(lang, recipe, zoo_dir, **options).run()

@@ -7,8 +7,10 @@ keys that had no default (a stage's ``batch_size``, ``lr`` and budget) take the 
 default recipes, ``recipes/add-language.yaml``, ``recipes/full-finetune-cpu.yaml`` and
 ``recipes/demo.yaml``.
 
-Cache keys (``add-language`` stages, ``finetune`` phases) and manifests record the recipe as
-written, not with these defaults filled in, so runs from before these classes still resume.
+``load_recipe`` returns one of the three recipe classes, validated once; the command hands that
+object to its stages. Cache keys (``add-language`` stages, ``finetune`` phases) and manifests
+record it resolved (``to_dict``: every default filled in), so a default changed here gives a new
+key and ``--resume`` trains the stage again rather than reusing one trained under the old default.
 """
 
 from __future__ import annotations
@@ -176,7 +178,7 @@ class DevConfig(Section):
 @dataclass
 class LanguageOverrides(Section):
     """``per_language.LANG``: stage settings for one language, merged over the shared sections
-    (``with_language_overrides``); parsed here only to check their keys and types."""
+    (``AddLanguageRecipe.for_language``)."""
 
     vocab: VocabConfig | None = None
     la: LAConfig | None = None
@@ -192,7 +194,7 @@ class AddLanguageRecipe(Section):
     pivot: str = "en"  # the language every other one is aligned to (it gets no CLA)
     # null: [se] for the pivot, all four for others; a list; or per language, {default: [...], LANG: [...]}
     stages: list[str] | dict[str, list[str]] | None = None
-    per_language: dict[str, LanguageOverrides] = field(default_factory=dict)
+    per_language: dict[str, LanguageOverrides] = field(default_factory=dict)  # see for_language
     max_length: int | None = None  # null: the backbone's
     attention: str = "auto"
     orthography: str | None = "auto"  # auto: the language's own (modsenc.data.orthography), or a name
@@ -203,6 +205,26 @@ class AddLanguageRecipe(Section):
     se: SEConfig = field(default_factory=SEConfig)
     cla: CLAConfig = field(default_factory=CLAConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
+
+    def for_language(self, lang: str) -> AddLanguageRecipe:
+        """This recipe with ``per_language.LANG``'s stage keys merged over the shared sections'.
+
+        ``per_language: {tr: {cla: {variant: pl}}}`` gives one language its own stage settings:
+        Turkish has no paraphrases in ../shared/data, so its CLA must train on parallel data only.
+        The keys each side gave are merged and checked again as one section, so ``epochs`` there
+        replaces the shared ``max_steps`` default as it would in the shared section.
+        """
+        own = self.per_language.get(lang)
+        if own is None:
+            return self
+        merged: dict[str, Section] = {}
+        for stage in STAGES:
+            section, override = getattr(self, stage), getattr(own, stage)
+            if override is not None:
+                merged[stage] = type(section).from_dict(
+                    {**section.as_written(), **override.as_written()}, stage
+                )
+        return self.replace(**merged)
 
 
 # ---------------------------------------------------------------------------------------- finetune

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -72,12 +72,12 @@ def _language_pairs(kind: str, data: LanguageData) -> tuple[list[Triple], list[T
     return mono + parallel, dev_mono + [(a, b, None) for a, b in data.dev_parallel]
 
 
-def load_pairs(kind: str, recipe: dict[str, Any]) -> PhasePairs:
+def load_pairs(kind: str, recipe: FinetuneRecipe | Mapping[str, Any]) -> PhasePairs:
     """The pairs of one phase: mono (paraphrases), cross (pivot-LANG paraphrases) or mixed
     (paraphrases and parallel pairs with the pivot), read as add-language reads them."""
     if kind not in PAIR_KINDS:
         raise ValueError(f"pairs must be one of {', '.join(PAIR_KINDS)}, got {kind!r}")
-    config = FinetuneRecipe.from_dict(recipe)
+    config = FinetuneRecipe.of(recipe)
     pivot = check_language_code(config.pivot)
     languages = [check_language_code(code) for code in config.languages]
     if not languages:
@@ -92,29 +92,30 @@ def load_pairs(kind: str, recipe: dict[str, Any]) -> PhasePairs:
     data_cfg = replace(config.data, mono=[], parallel=parallel, per_language=own)
     phase = PhasePairs([], [], {}, {})
     for lang in languages:
-        data = load_language_data(lang, pivot, data_cfg, recipe.get("_recipe_path"))
+        data = load_language_data(lang, pivot, data_cfg, config.recipe_path)
         train, dev = _language_pairs(kind, data)
         phase.train.extend(train)
         phase.dev.extend(dev)
         phase.counts[lang] = len(train)
         phase.files[lang] = data.files["paraphrase"] + (data.files["parallel"] if with_parallel else [])
     if not phase.train:
-        raise ValueError(f"no {kind} pairs for {languages} in {recipe.get('data', {})}")
+        raise ValueError(f"no {kind} pairs for {languages} in {config.data.as_written()}")
     return phase
 
 
 def _phase_key(
-    previous: str, kind: str, recipe: dict[str, Any], files: dict[str, list[dict[str, Any]]]
+    previous: str, kind: str, config: FinetuneRecipe, files: dict[str, list[dict[str, Any]]]
 ) -> str:
-    # The recipe as written, not with the defaults filled in: keys of earlier runs still match.
+    """What a phase's result depends on: the phases before it (``previous``), its configuration
+    resolved (every default filled in: a default changed in code retrains it), the data."""
     payload = {
         "previous": previous,
         "pairs": kind,
-        "config": recipe.get(kind, {}),
-        "training": recipe.get("training", {}),
-        "seed": recipe.get("seed", 0),
-        "max_length": recipe.get("max_length"),
-        "data": recipe.get("data", {}),
+        "config": getattr(config, kind).to_dict(),
+        "training": config.training.to_dict(),
+        "seed": config.seed,
+        "max_length": config.max_length,
+        "data": config.data.to_dict(),
         "files": files,  # sha256 of every file: edited data retrains even with the same paths
     }
     return json_digest(payload)
@@ -165,7 +166,7 @@ def _train_phase(
 
 
 def run(
-    recipe: dict[str, Any],
+    recipe: FinetuneRecipe | Mapping[str, Any],
     backbone_dir: str | Path,
     output_dir: str | Path,
     pairs: Sequence[str] = ("mono",),
@@ -176,7 +177,7 @@ def run(
         raise ValueError("--pairs is empty: give mono, cross or mono,cross")
     # Not inside a zoo, bundle or backbone, nor the backbone it starts from (its phases are its own).
     output_dir = check_output_location(output_dir, "--output", inputs=[backbone_dir])
-    config = FinetuneRecipe.from_dict(recipe)
+    config = FinetuneRecipe.of(recipe)  # load_recipe's typed recipe, or a mapping validated here
     seed = config.seed
     if config.training.num_threads:
         torch.set_num_threads(config.training.num_threads)
@@ -186,8 +187,8 @@ def run(
         key = str(backbone_dir)
     source = Path(backbone_dir)
     for index, kind in enumerate(pairs):
-        phase_pairs = load_pairs(kind, recipe)
-        key = _phase_key(key, kind, recipe, phase_pairs.files)
+        phase_pairs = load_pairs(kind, config)
+        key = _phase_key(key, kind, config, phase_pairs.files)
         phase = StageDir(
             output_dir / "".join(k[0] for k in pairs[: index + 1]),
             "backbone",
@@ -213,7 +214,7 @@ def run(
                     "phases": list(pairs[: index + 1]),
                     "pair_counts": phase_pairs.counts,
                     "started_from": str(backbone_dir),
-                    "recipe": {k: v for k, v in recipe.items() if not k.startswith("_")},
+                    "recipe": config.to_dict(),
                     "metrics": metrics,
                     "seconds": seconds,
                 }

@@ -4,10 +4,8 @@ atomic checkpoints and exact resumption. Model, objective and data come in as co
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +14,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.precision import autocast, resolve_precision
@@ -32,9 +29,8 @@ from modsenc.training.checkpoint import (
 from modsenc.training.configs import Schedule, TrainingConfig
 from modsenc.training.early_stopping import EarlyStopping
 from modsenc.training.optim import build_optimizer, build_scheduler
+from modsenc.training.progress import MetricsLog, TrainingProgress
 from modsenc.utils.distributed import DistContext, init_distributed
-from modsenc.utils.io import atomic_write_text
-from modsenc.utils.logs import progress
 
 log = logging.getLogger(__name__)
 
@@ -85,58 +81,6 @@ class TrainModule(nn.Module):
 
 
 StepCallback = Callable[[int, dict[str, float]], None]
-
-
-class MetricsLog:
-    """Metrics as JSON lines. On resume, entries past the checkpoint's step are dropped, so the
-    log reads as one uninterrupted run."""
-
-    def __init__(self, path: Path, enabled: bool) -> None:
-        self.path = path
-        self.enabled = enabled
-
-    def records(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        return [
-            json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()
-        ]
-
-    def truncate_after(self, step: int) -> None:
-        if self.enabled and self.path.exists():
-            kept = [r for r in self.records() if r.get("step", 0) <= step]
-            atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in kept))
-
-    def last(self) -> dict[str, Any]:
-        records = self.records()
-        return records[-1] if records else {}
-
-    def write(self, record: dict[str, Any]) -> None:
-        if self.enabled:
-            with self.path.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
-
-
-_SHOWN = ("loss", "align", "mlm", "koleo", "mlm_accuracy", "paraphrase_acc", "parallel_loss")
-
-
-def _shown(metrics: dict[str, Any]) -> dict[str, str]:
-    """The metrics a progress bar or log line shows, formatted."""
-    return {k: f"{metrics[k]:.3f}" for k in _SHOWN if k in metrics} | {
-        "tok/s": f"{metrics['tokens_per_s']:.0f}"
-    }
-
-
-def _log_line(metrics: dict[str, Any], max_steps: int, elapsed: float, done_steps: int) -> str:
-    """One line per ``log_every`` steps for a log without a progress bar:
-    ``train step 20/105: loss=0.512 align=0.301 tok/s=1234 lr=2.0e-05 [00:42<02:58]``."""
-    step = int(metrics["step"])
-    left = elapsed / done_steps * (max_steps - step) if done_steps else 0.0
-    values = " ".join(f"{k}={v}" for k, v in _shown(metrics).items())
-    return (
-        f"train step {step}/{max_steps}: {values} lr={metrics['lr']:.1e} "
-        f"[{tqdm.format_interval(elapsed)}<{tqdm.format_interval(left)}]"
-    )
 
 
 def _model_state(module: nn.Module, trainable_only: bool) -> dict[str, torch.Tensor]:
@@ -275,41 +219,6 @@ def _optimizer_step(
     return grad_norm
 
 
-def _add_to_window(sums: dict[str, float], counts: dict[str, int], step_metrics: dict[str, float]) -> None:
-    """Add one step's metrics to the log window's per-metric sums and step counts."""
-    for key, value in step_metrics.items():
-        sums[key] = sums.get(key, 0.0) + value
-        counts[key] = counts.get(key, 0) + 1
-
-
-def _tokens_per_second(
-    window_tokens: int, window_start: float, device: torch.device, dist: DistContext
-) -> float:
-    """Input tokens per second since ``window_start``, summed over the processes."""
-    elapsed = time.perf_counter() - window_start
-    tokens = float(dist.all_reduce_sum(torch.tensor(float(window_tokens), device=device)))
-    return tokens / max(elapsed, 1e-9)
-
-
-def _progress_fields(
-    step: int,
-    scheduler: torch.optim.lr_scheduler.LRScheduler,
-    grad_norm: torch.Tensor,
-    tokens_per_s: float,
-    epoch: int,
-    precision: str,
-) -> dict[str, Any]:
-    """A log record's fields after the metrics: where training stands at ``step``."""
-    return {
-        "step": step,
-        "lr": scheduler.get_last_lr()[0],
-        "grad_norm": float(grad_norm),
-        "tokens_per_s": tokens_per_s,
-        "epoch": epoch,
-        "precision": precision,
-    }
-
-
 def _checkpoint_state(
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
@@ -364,6 +273,27 @@ def _restore_best_weights(
     return last
 
 
+def _resume(
+    run_dir: Path,
+    module: TrainModule,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    stream: BatchStream,
+    stopper: EarlyStopping | None,
+    metrics_log: MetricsLog,
+    config: LoopConfig,
+    dist: DistContext,
+) -> tuple[int, BatchStream]:
+    """Continue from the run's latest checkpoint: (its step, the batch stream positioned there);
+    the metrics logged past it are dropped."""
+    checkpoint, step, state = _load_latest_checkpoint(run_dir, module, config.trainable_only)
+    stream = _restore_training_state(state, optimizer, scheduler, stream, stopper)
+    metrics_log.truncate_after(step)
+    if dist.is_main:
+        log.info("resumed from %s at step %d", checkpoint, step)
+    return step, stream
+
+
 def train_loop(
     module: TrainModule,
     ddp_module: nn.Module,
@@ -384,23 +314,13 @@ def train_loop(
     precision, metrics_log = _prepare_run(config, run_dir, device, dist)
     step = 0
     if resume:
-        checkpoint, step, state = _load_latest_checkpoint(run_dir, module, config.trainable_only)
-        stream = _restore_training_state(state, optimizer, scheduler, stream, stopper)
-        metrics_log.truncate_after(step)
-        if dist.is_main:
-            log.info("resumed from %s at step %d", checkpoint, step)
-
+        step, stream = _resume(
+            run_dir, module, optimizer, scheduler, stream, stopper, metrics_log, config, dist
+        )
     module.train()
     iterator = iter(stream)
-    # An interactive run draws a bar (metrics in its postfix); a log gets a line every log_every steps.
-    bar = progress(
-        total=config.max_steps, initial=step, desc="train", enabled=dist.is_main, dynamic_ncols=True
-    )
-    loop_start, first_step = time.perf_counter(), step
+    report = TrainingProgress(metrics_log, config.max_steps, step, device, precision, dist)
     last: dict[str, float] = {}
-    window_tokens, window_start = 0, time.perf_counter()
-    sums: dict[str, float] = {}
-    counts: dict[str, int] = {}  # a metric may appear on some steps only (alternating batch kinds)
     stopped = stopper is not None and stopper.stopped
     if step >= config.max_steps or stopped:
         last = metrics_log.last()  # resumed a finished run: nothing to train, keep its final metrics
@@ -410,29 +330,14 @@ def train_loop(
         torch.manual_seed(int(np.random.SeedSequence([config.seed, step, dist.rank]).generate_state(1)[0]))
         batches = _micro_batches(module, examples, iterator, config, step, dist)
         step_metrics, tokens, epoch = _forward_backward(ddp_module, batches, config, device, precision, dist)
-        window_tokens += tokens
         grad_norm = _optimizer_step(module, optimizer, scheduler, config.max_grad_norm, step_metrics, step)
         step += 1
-        _add_to_window(sums, counts, step_metrics)
-        bar.update(1)
-
+        report.step_done(step_metrics, tokens)
         dev_score = None
         if stopper is not None and stopper.due(step, config.max_steps):
             dev_score, stopped = _evaluate(module, stopper, step, device, precision, config.trainable_only)
         if step % config.log_every == 0 or step == config.max_steps or dev_score is not None:
-            tokens_per_s = _tokens_per_second(window_tokens, window_start, device, dist)
-            last = {key: value / counts[key] for key, value in sums.items()}
-            last.update(_progress_fields(step, scheduler, grad_norm, tokens_per_s, epoch, precision))
-            if dev_score is not None:
-                last["dev_score"] = dev_score
-            metrics_log.write(last)
-            bar.set_postfix(_shown(last))
-            if dist.is_main:
-                line = _log_line(last, config.max_steps, time.perf_counter() - loop_start, step - first_step)
-                log.log(logging.INFO if bar.disable else logging.DEBUG, line)
-            sums, counts, window_tokens = {}, {}, 0
-            window_start = time.perf_counter()
-
+            last = report.record(step, scheduler.get_last_lr()[0], grad_norm, epoch, dev_score)
         if step % config.checkpoint_every == 0 or step == config.max_steps or stopped:
             if dist.is_main:
                 state = _checkpoint_state(optimizer, scheduler, iterator, stopper)
@@ -441,7 +346,7 @@ def train_loop(
                 torch.distributed.barrier()
         for callback in callbacks:
             callback(step, step_metrics)
-    bar.close()
+    report.close()
     return _restore_best_weights(module, stopper, last, step, dist)
 
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 import modsenc
 from modsenc.utils.config import RecipeError, Section, set_dotted
+
+S = TypeVar("S", bound=Section)
 
 # The working directory's recipes/ first (a user's own), then the recipes installed with the package
 # (modsenc/recipes, package data; a checkout's top-level recipes/ links there).
@@ -45,11 +48,37 @@ def find_recipe(name_or_path: str | os.PathLike) -> Path:
 
 
 def load_recipe(
+    name_or_path: str | os.PathLike,
+    overrides: list[str] | None,
+    schema: type[S],
+    settings: Mapping[str, Any] | None = None,
+) -> S:
+    """The recipe as one typed, validated ``schema`` object, defaults filled in, which the command
+    hands to its stages as it is (its ``recipe_path`` is the file). ``overrides`` (``la.lr=1e-4``,
+    values parsed as YAML) and then ``settings`` (dotted keys with values the command line already
+    holds, such as ``--mono``'s files) are set before anything is checked. Every key must be one
+    ``schema`` declares: a RecipeError names the file and lists the valid keys otherwise."""
+    path, recipe = _read(name_or_path, overrides, schema, settings)
+    return _validated(path, recipe, schema, bool(overrides))
+
+
+def recipe_mapping(
     name_or_path: str | os.PathLike, overrides: list[str] | None, schema: type[Section]
 ) -> dict[str, Any]:
-    """The recipe as a mapping (as written, for manifests and cache keys), overrides applied. Every
-    key of the file and of the overrides must be one ``schema`` declares (a RecipeError lists the
-    valid keys otherwise)."""
+    """The recipe mapping as written, overrides set and checked against ``schema``, its file under
+    ``_recipe_path``: for scripts that derive several recipes from one before each is typed
+    (``schema.of``). A command takes ``load_recipe``'s typed object instead."""
+    path, recipe = _read(name_or_path, overrides, schema, None)
+    _validated(path, recipe, schema, bool(overrides))
+    return recipe
+
+
+def _read(
+    name_or_path: str | os.PathLike,
+    overrides: list[str] | None,
+    schema: type[Section],
+    settings: Mapping[str, Any] | None,
+) -> tuple[Path, dict[str, Any]]:
     path = find_recipe(name_or_path)
     try:
         recipe = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -58,14 +87,20 @@ def load_recipe(
     if not isinstance(recipe, dict):
         raise ValueError(f"{path}: a recipe must be a mapping of sections, got {type(recipe).__name__}")
     # Checked once, with the overrides applied: they may complete a template (`name_or_path: null`
-    # with --set model.name_or_path=...). The error names the file and says when --set took part.
+    # with --set model.name_or_path=...).
     recipe = set_overrides(recipe, overrides or [], schema)
-    try:
-        schema.from_dict(recipe)
-    except RecipeError as err:
-        raise RecipeError(f"{path}{' with the --set overrides' if overrides else ''}: {err}") from err
+    for dotted, value in (settings or {}).items():
+        set_dotted(recipe, schema, dotted, value)
     recipe["_recipe_path"] = str(path)
-    return recipe
+    return path, recipe
+
+
+def _validated(path: Path, recipe: dict[str, Any], schema: type[S], overridden: bool) -> S:
+    """``schema.from_dict(recipe)``; its error names the file, and says when --set took part."""
+    try:
+        return schema.from_dict(recipe)
+    except RecipeError as err:
+        raise RecipeError(f"{path}{' with the --set overrides' if overridden else ''}: {err}") from err
 
 
 def set_overrides(recipe: dict[str, Any], overrides: list[str], schema: type[Section]) -> dict[str, Any]:

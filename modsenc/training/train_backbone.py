@@ -12,6 +12,7 @@ import logging
 import os
 import random
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -245,14 +246,14 @@ def _data_record(
 
 
 def run(
-    recipe: dict[str, Any],
+    recipe: TrainBackboneRecipe | Mapping[str, Any],
     output_dir: str | os.PathLike,
     resume: bool = False,
     callbacks: tuple = (),
     overwrite: bool = False,
 ) -> Path:
-    """Train a backbone as ``recipe`` (a mapping, as ``load_recipe`` returns it; checked against
-    ``TrainBackboneRecipe``) says; returns the final backbone directory.
+    """Train a backbone as ``recipe`` (``load_recipe``'s typed recipe; a mapping, from the Python
+    API, is validated here) says; returns the final backbone directory.
 
     An existing ``OUTPUT/backbone`` is replaced only with ``overwrite`` (or ``resume``, which
     finishes the run that wrote it), and then only the files modsenc wrote there.
@@ -261,33 +262,30 @@ def run(
     dist = init_distributed()
     output_dir = Path(output_dir)
     run_dir, final_dir = output_dir / "run", output_dir / "backbone"
-    config = TrainBackboneRecipe.from_dict(recipe)
-    recipe_path = recipe.get("_recipe_path")
-    train_cfg, seed, pivot = config.training, config.seed, config.data.pivot
+    config = TrainBackboneRecipe.of(recipe)
+    train_cfg = config.training
     if train_cfg.num_threads:
         torch.set_num_threads(train_cfg.num_threads)
     _check_outputs(run_dir, final_dir, resume, overwrite)
     _check_batch_size(train_cfg.batch_size, dist)
     pick_device(train_cfg.device, dist)  # "cuda" on a CPU-only torch: one line, before the data loads
-    seed_everything(seed)
+    seed_everything(config.seed)
 
-    specs, corpora, pairs = _load_pairs(config.data, recipe_path)
+    specs, corpora, pairs = _load_pairs(config.data, config.recipe_path)
     backbone, device = _prepare_backbone(config, corpora, run_dir, resume, dist)
-    objective, objective_data = _prepare_objective(config, backbone, pairs, device, recipe_path)
+    objective, objective_data = _prepare_objective(config, backbone, pairs, device, config.recipe_path)
     module = TrainModule(backbone, objective, dist)
-    ddp_module = DistributedDataParallel(module) if dist.is_distributed else module
-
     examples = objective.prepare(pairs, backbone, backbone.max_length)
     sampler = LengthBucketBatchSampler(
-        [ex.length for ex in examples], train_cfg.batch_size, seed=seed, drop_last=True
+        [ex.length for ex in examples], train_cfg.batch_size, seed=config.seed, drop_last=True
     )
-    loop_cfg = LoopConfig.from_training(train_cfg, train_cfg.max_steps, seed)
+    loop_cfg = LoopConfig.from_training(train_cfg, train_cfg.max_steps, config.seed)
     optimizer, scheduler = _build_optimization(module, train_cfg)
     if dist.is_main:
-        _log_start(pairs, pivot, len(sampler), backbone, device, dist.world_size)
+        _log_start(pairs, config.data.pivot, len(sampler), backbone, device, dist.world_size)
     last = train_loop(
         module,
-        ddp_module,
+        DistributedDataParallel(module) if dist.is_distributed else module,
         examples,
         BatchStream(sampler),
         optimizer,
@@ -299,23 +297,34 @@ def run(
         callbacks=callbacks,
     )
     if dist.is_main:
-        backbone.save_pretrained(
-            final_dir,
-            manifest_extra={
-                "recipe": {k: v for k, v in recipe.items() if not k.startswith("_")},
-                "recipe_path": recipe_path,
-                "objective": {"name": objective.name, **objective.config_dict()},
-                "data": _data_record(pivot, pairs, specs, objective_data),
-                "steps": loop_cfg.max_steps,
-                "final_metrics": last,
-                "world_size": dist.world_size,
-                # of the process that finished the run: after --resume, from the resume on
-                "wall_seconds": round(time.time() - started, 1),
-            },
-        )
+        data = _data_record(config.data.pivot, pairs, specs, objective_data)
+        record = _manifest_record(config, objective, data, last, dist.world_size, started)
+        backbone.save_pretrained(final_dir, manifest_extra=record)
     if dist.is_distributed:
         torch.distributed.barrier()
     return final_dir
+
+
+def _manifest_record(
+    config: TrainBackboneRecipe,
+    objective: Objective,
+    data: dict[str, Any],
+    final_metrics: dict[str, Any],
+    world_size: int,
+    started: float,
+) -> dict[str, Any]:
+    """What the final backbone's manifest records of the run that trained it."""
+    return {
+        "recipe": config.to_dict(),  # resolved: every default filled in
+        "recipe_path": config.recipe_path,
+        "objective": {"name": objective.name, **objective.config_dict()},
+        "data": data,
+        "steps": config.training.max_steps,
+        "final_metrics": final_metrics,
+        "world_size": world_size,
+        # of the process that finished the run: after --resume, from the resume on
+        "wall_seconds": round(time.time() - started, 1),
+    }
 
 
 def pick_device(name: str, dist: DistContext) -> torch.device:

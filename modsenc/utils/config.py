@@ -14,8 +14,18 @@ sections as ``Section`` dataclasses gets, from ``Section.from_dict``:
 the YAML file leaves out can still be set, and a free-form mapping (``cla.adapter``, handed as is to
 a library's config class) can be set one key at a time (``--set cla.adapter.non_linearity=gelu``).
 
-This is a small subset of what OmegaConf's structured configs do, without a new dependency and
-with the messages this project wants.
+``load_recipe`` (``modsenc.training.recipe``) returns the validated top-level section, and that one
+object goes to the stages (``Section.of`` passes it through unchecked; it validates only a mapping
+from the Python API). ``given`` records which keys the recipe wrote, so ``per_language`` settings
+merge over them and the merged section is validated again as a whole.
+
+Why not pydantic (installed, through fastapi) or OmegaConf: both would still need ``set_dotted``
+(neither sets ``--set a.b.c`` along declarations into free-form mappings) and a translation of
+their errors into the one-line messages the commands print and the tests assert (the key's
+dotted path, the section's keys in declaration order, the budget checks, ``1e-3`` read as a
+string by YAML 1.1, a YAML ``no`` in a string field, the objective section whose flat keys belong
+to several objectives); that translation would be about as long as ``from_dict`` and ``coerce``
+together, so the schema stays these few functions.
 """
 
 from __future__ import annotations
@@ -41,6 +51,17 @@ class Section:
 
     # Counts (``*_every``) for which 0 is meaningful ("never"), exempt from the positivity check.
     zero_allowed: ClassVar[tuple[str, ...]] = ()
+    # Set by ``from_dict`` (plain attributes, not recipe keys: Section itself is no dataclass):
+    # the keys the mapping gave (what a ``per_language`` section merges over), and for a whole
+    # recipe the file it was read from (its ``_recipe_path``; relative data paths start there).
+    given: frozenset[str] = frozenset()
+    recipe_path: str | None = None
+
+    @classmethod
+    def of(cls: type[S], recipe: S | Mapping[str, Any]) -> S:
+        """``recipe`` as this section: a typed one as it is (validated when it was made), a
+        mapping (the Python API's, or a script's derived recipe) validated here, once."""
+        return recipe if isinstance(recipe, cls) else cls.from_dict(recipe)
 
     @classmethod
     def keys(cls) -> list[str]:
@@ -82,13 +103,30 @@ class Section:
         except ValueError as err:  # a section's own __post_init__ check (the objectives' configs)
             raise RecipeError(str(err)) from err
         section.validate(where)
+        section.given = frozenset(k for k in mapping if k in hints)
+        if not where:
+            section.recipe_path = mapping.get("_recipe_path")
         return section
 
     def validate(self, where: str) -> None:
         """Checks across keys (subclasses override); raise RecipeError."""
 
     def to_dict(self) -> dict[str, Any]:
+        """Every key with its value, defaults filled in (what cache keys and manifests record)."""
         return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    def as_written(self) -> dict[str, Any]:
+        """Only the keys the recipe gave (``given``), nested sections likewise: what a recipe
+        mapping of this section said, to merge another over and validate again."""
+        values = {k: getattr(self, k) for k in self.keys() if k in self.given}
+        return {k: v.as_written() if isinstance(v, Section) else v for k, v in values.items()}
+
+    def replace(self: S, **changes: Any) -> S:
+        """A copy with ``changes`` (typed sections or values already checked), keeping ``given``
+        and ``recipe_path``."""
+        copy = dataclasses.replace(self, **changes)  # type: ignore[type-var]
+        copy.given, copy.recipe_path = self.given | changes.keys(), self.recipe_path
+        return copy
 
 
 # Counts that must be positive wherever a section declares them (a negative max_steps once trained

