@@ -11,13 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from modsenc.modules.kinds.base import ModuleKind, module_name
+from modsenc.modules.kinds.base import ModuleHost, ModuleKind, module_name
 
 if TYPE_CHECKING:
     import torch
     from peft import LoraConfig
-
-    from modsenc.modules.modular import ModularBackbone
 
 
 class LoraKind(ModuleKind):
@@ -25,7 +23,7 @@ class LoraKind(ModuleKind):
 
     library: ClassVar[str] = "peft"
 
-    def create(self, modular: ModularBackbone, lang: str, config: LoraConfig) -> None:
+    def create(self, modular: ModuleHost, lang: str, config: LoraConfig) -> None:
         from peft import get_peft_model  # noqa: PLC0415 - the registry is imported without peft
 
         name = module_name(lang, self.name)
@@ -35,7 +33,7 @@ class LoraKind(ModuleKind):
             modular.peft.add_adapter(name, config)
         modular.mark_loaded(lang, self.name)
 
-    def load(self, modular: ModularBackbone, lang: str, directory: Path) -> None:
+    def load(self, modular: ModuleHost, lang: str, directory: Path) -> None:
         from peft import PeftModel  # noqa: PLC0415
 
         name, path = module_name(lang, self.name), str(directory / self.files[0])
@@ -45,19 +43,19 @@ class LoraKind(ModuleKind):
             modular.peft.load_adapter(path, adapter_name=name)
         modular.mark_loaded(lang, self.name)
 
-    def save(self, modular: ModularBackbone, lang: str, directory: Path) -> None:
+    def save(self, modular: ModuleHost, lang: str, directory: Path) -> None:
         """peft's format, in ``directory/KIND``."""
         name, path = module_name(lang, self.name), directory / self.files[0]
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
             modular.peft.save_pretrained(tmp, selected_adapters=[name], save_embedding_layers=False)
             shutil.move(str(Path(tmp) / name), str(path))
 
-    def remove(self, modular: ModularBackbone, lang: str) -> None:
+    def remove(self, modular: ModuleHost, lang: str) -> None:
         name = module_name(lang, self.name)
         if modular.peft is not None and name in modular.peft.peft_config:
             modular.peft.delete_adapter(name)
 
-    def activate(self, modular: ModularBackbone, lang: str | None, active: Sequence[str]) -> None:
+    def activate(self, modular: ModuleHost, lang: str | None, active: Sequence[str]) -> None:
         if modular.peft is None:
             return
         if active:
@@ -67,7 +65,7 @@ class LoraKind(ModuleKind):
         else:
             modular.peft.base_model.disable_adapter_layers()
 
-    def merge_weights(self, modular: ModularBackbone, lang: str, state: dict[str, torch.Tensor]) -> None:
+    def merge_weights(self, modular: ModuleHost, lang: str, state: dict[str, torch.Tensor]) -> None:
         """Add ``B A`` scaled (peft's ``get_delta_weight``) to each adapted layer's weight."""
         from peft.tuners.lora import LoraLayer  # noqa: PLC0415
 

@@ -9,13 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from modsenc.modules.kinds.base import ModuleKind
+from modsenc.modules.kinds.base import ModuleHost, ModuleKind
 
 if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from modsenc.modules.modular import ModularBackbone
 
 EMBEDDINGS_FILE = "embeddings.safetensors"
 TOKENIZER_DIR = "tokenizer"
@@ -37,7 +36,7 @@ class VocabularyKind(ModuleKind):
     def check_loadable(self, source: Path, lang: str) -> None:
         """Its weights file is a safetensors file by name: nothing else is read."""
 
-    def create(self, modular: ModularBackbone, lang: str, config: Vocabulary) -> None:
+    def create(self, modular: ModuleHost, lang: str, config: Vocabulary) -> None:
         import torch  # noqa: PLC0415 - the registry is imported without torch
         from torch import nn  # noqa: PLC0415
 
@@ -55,7 +54,7 @@ class VocabularyKind(ModuleKind):
         modular.tokenizers[lang] = tokenizer
         modular.mark_loaded(lang, self.name)
 
-    def load(self, modular: ModularBackbone, lang: str, directory: Path) -> None:
+    def load(self, modular: ModuleHost, lang: str, directory: Path) -> None:
         from safetensors.torch import load_file  # noqa: PLC0415
 
         from modsenc.utils.hub import load_tokenizer  # noqa: PLC0415 - transformers
@@ -63,7 +62,7 @@ class VocabularyKind(ModuleKind):
         tokenizer = load_tokenizer(directory / TOKENIZER_DIR)
         self.create(modular, lang, Vocabulary(tokenizer, load_file(directory / EMBEDDINGS_FILE)["weight"]))
 
-    def save(self, modular: ModularBackbone, lang: str, directory: Path) -> None:
+    def save(self, modular: ModuleHost, lang: str, directory: Path) -> None:
         """``tokenizer/`` and ``embeddings.safetensors``."""
         from safetensors.torch import save_file  # noqa: PLC0415
 
@@ -71,23 +70,23 @@ class VocabularyKind(ModuleKind):
         weight = modular.language_embeddings[lang].weight.detach().cpu().contiguous()
         save_file({"weight": weight}, directory / EMBEDDINGS_FILE)
 
-    def remove(self, modular: ModularBackbone, lang: str) -> None:
+    def remove(self, modular: ModuleHost, lang: str) -> None:
         if lang in modular.language_embeddings:
             del modular.language_embeddings[lang]
         modular.tokenizers.pop(lang, None)
 
-    def activate(self, modular: ModularBackbone, lang: str | None, active: Sequence[str]) -> None:
+    def activate(self, modular: ModuleHost, lang: str | None, active: Sequence[str]) -> None:
         embeddings = modular.language_embeddings[lang] if active else modular.base_embeddings
         modular.backbone.model.set_input_embeddings(embeddings)
 
-    def parameters(self, modular: ModularBackbone, lang: str) -> list[nn.Parameter]:
+    def parameters(self, modular: ModuleHost, lang: str) -> list[nn.Parameter]:
         return list(modular.language_embeddings[lang].parameters())
 
-    def tokenizer(self, modular: ModularBackbone, lang: str) -> Any:
+    def tokenizer(self, modular: ModuleHost, lang: str) -> Any:
         return modular.tokenizers[lang]
 
-    def embeddings(self, modular: ModularBackbone, lang: str) -> nn.Embedding:
+    def embeddings(self, modular: ModuleHost, lang: str) -> nn.Embedding:
         return modular.language_embeddings[lang]
 
-    def manifest_entry(self, modular: ModularBackbone, lang: str) -> dict[str, Any]:
+    def manifest_entry(self, modular: ModuleHost, lang: str) -> dict[str, Any]:
         return {"tokenizer": TOKENIZER_DIR, "vocab_size": len(modular.tokenizers[lang])}
