@@ -109,6 +109,7 @@ class ModularBackbone(nn.Module):
         return self.language_embeddings[lang]
 
     def add_lora(self, lang: str, kind: str, config: LoraConfig) -> None:
+        """A LoRA kind's module (``la``, ``se``): ``add_module`` with peft's config."""
         self.add_module(lang, kind, config)
 
     def add_alignment(self, lang: str, config: ParBnConfig) -> None:
@@ -127,13 +128,15 @@ class ModularBackbone(nn.Module):
         self._save_as(lang, "cla", Path(path))
 
     def _save_as(self, lang: str, kind: str, path: Path) -> None:
-        """A one-folder module saved at ``path`` (its kind writes ``FOLDER/KIND``: so named)."""
-        if path.name == kind:
+        """A one-folder module saved at ``path``, whatever its name (its kind writes the folder
+        under the bundle's name for it, in a given directory)."""
+        folder_name = module_kind(kind).files[0]
+        if path.name == folder_name:
             module_kind(kind).save(self, lang, path.parent)
             return
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
             module_kind(kind).save(self, lang, Path(tmp))
-            shutil.move(str(Path(tmp) / module_kind(kind).files[0]), str(path))
+            shutil.move(str(Path(tmp) / folder_name), str(path))
 
     def load_bundle(
         self,

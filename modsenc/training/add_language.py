@@ -169,13 +169,13 @@ class AddLanguage:
                 "its finished "
                 "stages (and continue a killed one), or --overwrite to start over"
             )
-        for stage in (s for s in self.stages if MODULE_KINDS[s].crosslingual):
-            if self.pivot not in self.zoo.languages():
-                raise FileNotFoundError(
-                    f"the {stage} stage aligns {self.lang} to the pivot {self.pivot!r}, which is not "
-                    f"installed in {self.zoo.root}: "
-                    f"run `modsenc add-language {self.pivot}` first"
-                )
+        aligning = [s for s in self.stages if MODULE_KINDS[s].crosslingual]
+        if aligning and self.pivot not in self.zoo.languages():
+            raise FileNotFoundError(
+                f"the {aligning[0]} stage aligns {self.lang} to the pivot {self.pivot!r}, which is not "
+                f"installed in {self.zoo.root}: "
+                f"run `modsenc add-language {self.pivot}` first"
+            )
         # Data errors first: they are the most likely, and cost nothing to find.
         self.data = load_language_data(self.lang, self.pivot, self.config.data, self.recipe_path)
         self.transfer_parallel: list[tuple[str, str]] = []  # other languages' pairs (cla.transfer_languages)
@@ -228,9 +228,10 @@ class AddLanguage:
             raise ValueError(
                 f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)} (or none, for the pivot)"
             )
-        for stage in filter(self._pivots_crosslingual, stages):
+        aligning = [s for s in stages if self._pivots_crosslingual(s)]
+        if aligning:
             raise ValueError(
-                f"{self.lang} is the pivot: it has no {stage} stage (other languages are aligned to it)"
+                f"{self.lang} is the pivot: it has no {aligning[0]} stage (other languages are aligned to it)"
             )
         if not stages:
             raise ValueError("no stages to run")
