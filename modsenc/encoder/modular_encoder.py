@@ -41,6 +41,7 @@ from modsenc.encoder.loading import (
 from modsenc.encoder.results import MODES, check_encode_arguments, shape_result
 from modsenc.modules.bundle import Zoo, check_language_code
 from modsenc.modules.hub import resolve_zoo
+from modsenc.modules.kinds import monolingual
 from modsenc.modules.modular import ModularBackbone
 from modsenc.routing.gate import LanguageIdGate
 from modsenc.routing.langid import Detector
@@ -440,7 +441,8 @@ class ModularEncoder:
         none for the backbone (``lang=None``)."""
         if lang is None:
             return set()
-        return self.modular.modules_of(lang) - ({"cla"} if mode == "mono" else set())
+        loaded = self.modular.modules_of(lang)
+        return monolingual(loaded) if mode == "mono" else loaded
 
     def tokenize(
         self,

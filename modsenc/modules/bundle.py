@@ -43,27 +43,26 @@ from typing import Any
 from modsenc.backbone.cache import REBUILDABLE_SOURCES, rebuilt_backbone, source_version
 from modsenc.backbone.manifest import MANIFEST_NAME, fingerprint, read_backbone_manifest
 from modsenc.data.readers import is_language_code
+from modsenc.modules.kinds import EMBEDDINGS_FILE as EMBEDDINGS_FILE  # re-exported: the bundle format's
+from modsenc.modules.kinds import MODULE_KINDS, kinds_in, module_kind
+from modsenc.modules.kinds import TOKENIZER_DIR as TOKENIZER_DIR
 from modsenc.modules.manifest import BundleIntegrityError, BundleManifest
 from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
 from modsenc.utils.outputs import BUNDLE_MANIFEST, HASHES_KEY, ZOO_BACKBONE_DIR, ZOO_INDEX, confined
 
 INDEX_NAME = ZOO_INDEX
 BACKBONE_DIR = ZOO_BACKBONE_DIR
-EMBEDDINGS_FILE = "embeddings.safetensors"
-TOKENIZER_DIR = "tokenizer"
-MODULE_KINDS = ("vocab", "la", "se", "cla")  # in the order they are trained and loaded
+# The module kinds, their files and their order are the registry's (modsenc.modules.kinds).
 
 
 def module_files(kind: str) -> tuple[str, ...]:
     """Where a module's files lie inside a bundle (or a stage's module folder)."""
-    if kind not in MODULE_KINDS:
-        raise ValueError(f"unknown module kind {kind!r}; kinds are {', '.join(MODULE_KINDS)}")
-    return (EMBEDDINGS_FILE, TOKENIZER_DIR) if kind == "vocab" else (kind,)
+    return module_kind(kind).files
 
 
 def module_kinds_in(folder: str | os.PathLike) -> list[str]:
-    """The module kinds saved in ``folder`` (a bundle or a stage's module folder), in MODULE_KINDS order."""
-    return [kind for kind in MODULE_KINDS if (Path(folder) / module_files(kind)[0]).exists()]
+    """The module kinds saved in ``folder`` (a bundle or a stage's module folder), in registry order."""
+    return kinds_in(folder)
 
 
 def bundle_file_hashes(bundle_dir: str | os.PathLike) -> dict[str, str]:

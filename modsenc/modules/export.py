@@ -1,16 +1,13 @@
 """Export one language as a standalone sentence-transformers model (modules merged into the weights).
 
 * the language's tokenizer and embedding matrix replace the backbone's;
-* the LA and SE LoRAs are merged as peft merges them (W + B A scaled, for every active adapter), into
-  a copy of the weights (``merged_model``: the live model is left as it was);
-* the CLA (mode ``cross``) is a parallel bottleneck beside each feed-forward block:
-  ``FFN(x) + s * up(act(down(x)))``. adapters merges only LoRA-type adapters, so modsenc merges it
-  itself, exactly, when ``act`` is the backbone's own FFN activation: the bottleneck then *is* ``r``
-  extra FFN neurons, i.e. ``intermediate.dense`` gains the rows of ``down`` and ``output.dense`` the
-  columns of ``s * up``. adapters' default ReLU beside BERT's GELU FFN is merged through
-  ``GELU(k z) / k``, within ``0.17 / k`` of ``ReLU(z)`` per unit (``RELU_AS_GELU_SCALE``): the
-  export's vectors are the zoo's to a cosine of 0.9999 or more (tests/modules/test_export_merge.py,
-  docs/results/encoding.md). Any other pair of activations is refused.
+* each module kind merges itself into a copy of the weights (``merged_model``: the live model is
+  left as it was), through its ``merge_weights`` and ``merge_into`` (``modsenc.modules.kinds``):
+  the LA and SE LoRAs as peft merges them (W + B A scaled, for every active adapter); the CLA
+  (mode ``cross``) folded into each feed-forward block as extra neurons
+  (``modsenc.modules.kinds.bottleneck``: exact for the FFN's own activation, within a cosine of
+  0.9999 for adapters' default ReLU beside BERT's GELU: docs/results/encoding.md; any other pair
+  is refused).
 
 The result is a plain BERT / XLM-R model that ``SentenceTransformer(DIR)`` loads, with the backbone's
 pooling (CLS or mean), its prompts (``ModularEncoder.prompts``: e5's ``query``, ``"query: "``, and
@@ -30,17 +27,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from peft.tuners.lora import LoraLayer
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 from tokenizers import normalizers
 from transformers import AutoModel, PreTrainedModel
-from transformers.activations import get_activation
 
 from modsenc.backbone.encoder import Backbone, backbone_prompts, load_manifest
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
+from modsenc.modules.kinds import monolingual, ordered
 from modsenc.modules.manifest import BundleManifest
-from modsenc.modules.modular import LORA_KINDS, ModularBackbone, module_name
+from modsenc.modules.modular import ModularBackbone
 from modsenc.utils.hub import NOT_MISTRAL
 from modsenc.utils.outputs import EXPORT_MANIFEST, check_output_folder, owned_directory, record_owned_files
 
@@ -50,51 +46,6 @@ EXPORT_MARKER = EXPORT_MANIFEST
 # does). Empty on purpose: sentence-transformers applies a default prompt whenever its name is not
 # None, but logs "Default prompt name is set to ..." on every load only when the name is truthy.
 DEFAULT_PROMPT_NAME = ""
-
-
-def check_parallel_layout(adapter: torch.nn.Module) -> None:
-    """The CLA must be ParBnConfig's layout: ``LayerNorm(FFN(x) + s * up(act(down(x))) + x)``."""
-    if not (adapter.residual_before_ln and adapter.original_ln_after and not adapter.original_ln_before):
-        raise ValueError("only ParBnConfig's layout (added before the FFN's LayerNorm) can be merged")
-
-
-# A ReLU bottleneck beside a GELU FFN (adapters' default CLA beside e5's FFN) becomes GELU neurons:
-# GELU(k z) / k = z * Phi(k z) differs from ReLU(z) = max(z, 0) by at most 0.17 / k (largest at
-# |z| = 0.75 / k, and below 1.5e-6 / k once |z| > 5 / k), so the bottleneck's rows of W_in are
-# scaled by k and its columns of W_out by 1 / k. k = 1000 keeps each unit within 1.7e-4 of ReLU's
-# value while k z stays inside fp16's range (65504) for pre-activations below 65.
-RELU_AS_GELU_SCALE = 1000.0
-
-
-def _activation_scale(adapter_act: str, ffn_act: str) -> float:
-    """By how much the bottleneck's units are scaled so that the FFN's activation computes the
-    adapter's: 1 for the same activation, ``RELU_AS_GELU_SCALE`` for ReLU beside (exact) GELU."""
-    if adapter_act == ffn_act:
-        return 1.0
-    if adapter_act == "ReLU" and ffn_act == "GELUActivation":
-        return RELU_AS_GELU_SCALE
-    raise ValueError(
-        f"the CLA uses {adapter_act}, the backbone's FFN {ffn_act}: no merge exists. Export with "
-        "mode='mono', or train the CLA with cla.adapter.non_linearity set to the FFN's activation"
-    )
-
-
-def _merge_parallel_adapter(layer: torch.nn.Module, adapter: torch.nn.Module, hidden_act: str) -> None:
-    """Fold a parallel bottleneck into the FFN of ``layer`` (in place) by widening it."""
-    down, act = adapter.adapter_down[0], adapter.adapter_down[1]
-    up = adapter.adapter_up
-    check_parallel_layout(adapter)
-    k = _activation_scale(type(act.f).__name__, type(get_activation(hidden_act)).__name__)
-    scaling = float(adapter.scaling)
-    inter, out = layer.intermediate.dense, layer.output.dense
-    wide_in = torch.nn.Linear(inter.in_features, inter.out_features + down.out_features)
-    wide_out = torch.nn.Linear(out.in_features + up.in_features, out.out_features)
-    with torch.no_grad():
-        wide_in.weight.copy_(torch.cat([inter.weight, k * down.weight]))
-        wide_in.bias.copy_(torch.cat([inter.bias, k * down.bias]))
-        wide_out.weight.copy_(torch.cat([out.weight, (scaling / k) * up.weight], dim=1))
-        wide_out.bias.copy_(out.bias + scaling * up.bias)
-    layer.intermediate.dense, layer.output.dense = wide_in, wide_out
 
 
 def export_sentence_transformer(
@@ -122,7 +73,7 @@ def export_sentence_transformer(
     modular = ModularBackbone(backbone)
     kinds = modular.load_bundle(zoo.bundle_dir(lang), lang)
     if mode == "mono":
-        kinds.discard("cla")
+        kinds = monolingual(kinds)
     tokenizer = _language_tokenizer(modular, lang, kinds)
     plain = merged_model(modular, lang, kinds)
     with owned_directory(output_dir, EXPORT_MARKER) as tmp:
@@ -168,7 +119,8 @@ def merged_model(
     (peft's ``get_delta_weight``: B A scaled, summed over the active LoRAs, as peft's own merge
     does) are added to a copy of the weights, and the CLA is folded into the copy's FFN, so a
     serving process can build one language's merged encoder beside the live backbone. With
-    ``widen_cla=False`` the CLA is left out (the caller runs it beside the FFN itself). With
+    ``widen_cla=False`` a module that cannot always be merged exactly runs beside the layers
+    instead (the CLA beside each FFN: the OpenVINO runtime's graph). With
     ``word_embeddings=False`` the copy has a two-row stand-in for the word-embedding matrix (for a
     caller that feeds word vectors itself): e5's 96M-parameter matrix is then not copied."""
     model = modular.backbone.model
@@ -185,12 +137,8 @@ def merged_model(
             and k not in skipped
         }
         vocab_rows = model.get_input_embeddings().weight.shape[0]
-    loras = [module_name(lang, kind) for kind in LORA_KINDS if kind in kinds]
-    for name, layer in model.named_modules():
-        if isinstance(layer, LoraLayer):
-            key = name.replace(".base_layer", "") + ".weight"
-            for adapter in (a for a in loras if a in layer.lora_A):
-                state[key] += layer.get_delta_weight(adapter).to(state[key].dtype)
+    for kind in ordered(kinds):
+        kind.merge_weights(modular, lang, state)
     config.pad_token_id = modular.tokenizer_of(lang, kinds).pad_token_id
     config.vocab_size = vocab_rows if word_embeddings else config.pad_token_id + 1
     # With a (never used) pooler, sentence-transformers loads the model without a "newly
@@ -205,11 +153,8 @@ def merged_model(
         raise RuntimeError(
             f"export: parameters did not map onto {config.model_type}: {missing[:3]} {unexpected[:3]}"
         )
-    if "cla" in kinds and widen_cla:
-        name = module_name(lang, "cla")
-        for layer, live in zip(plain.encoder.layer, model.encoder.layer):
-            _merge_parallel_adapter(layer, live.output.adapters[name], config.hidden_act)
-        plain.config.intermediate_size = plain.encoder.layer[0].intermediate.dense.out_features
+    for kind in ordered(kinds):
+        kind.merge_into(plain, modular, lang, widen=widen_cla)
     return plain.eval()
 
 
@@ -341,7 +286,7 @@ def model_card(
         f"{Path(manifest.recipe_path).name if manifest.recipe_path else 'unknown'}, built {manifest.created}",
         f"- data: {json.dumps(manifest.data.get('counts', {}))}",
         f"- export: `modsenc export --lang {lang} --mode {mode}` (LoRAs merged as peft merges them"
-        + ("; the CLA folded into the feed-forward blocks as extra neurons" if "cla" in kinds else "")
+        + "".join(f"; {kind.export_note}" for kind in ordered(kinds) if kind.export_note)
         + f"), modsenc {manifest.versions.get('modsenc', '')}",
     ]
     return "\n".join(header + body) + "\n"

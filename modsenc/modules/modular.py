@@ -1,13 +1,10 @@
 """A frozen backbone plus per-language modules that can be switched per batch.
 
-Per language ``xx`` there can be:
-
-* ``vocab``: its own tokenizer and input-embedding matrix (FOCUS-initialised, then trained with
-  the LA); switching language swaps the embedding module, which costs nothing;
-* ``la`` and ``se``: two peft LoRA adapters named ``xx_la`` and ``xx_se``. When both are active
-  peft *adds* their deltas (``W x + B_la A_la x + B_se A_se x``), which is what the paper stacks;
-  adapters' ``Stack`` would chain them instead (shown in tests/modules/test_modular.py);
-* ``cla``: an adapters-library parallel bottleneck adapter named ``xx_cla``.
+Per language ``xx`` there can be one module of each registered kind (``modsenc.modules.kinds``):
+``vocab`` (its own tokenizer and embeddings), ``la`` and ``se`` (peft LoRAs named ``xx_la`` and
+``xx_se``, their deltas added), ``cla`` (an adapters parallel bottleneck named ``xx_cla``). This
+class holds the state (which modules are loaded, the peft wrapper, the embedding matrices); each
+kind says how its modules are created, loaded, saved, switched, counted and merged.
 
 ``adapters.init`` runs first, on the raw Hugging Face model: it wraps plain ``nn.Linear`` layers,
 and peft then wraps those in turn. Both libraries' layers are called from the backbone's packed
@@ -31,28 +28,27 @@ from typing import Any
 import adapters
 import torch
 from adapters import ParBnConfig
-from peft import LoraConfig, PeftModel, get_peft_model
-from safetensors.torch import load_file, save_file
+from peft import LoraConfig, PeftModel
 from torch import nn
 
 from modsenc.backbone.encoder import Backbone, Tokenized, tokenize_texts
 from modsenc.backbone.manifest import library_versions
 from modsenc.data.orthography import Orthography, get_orthography
-from modsenc.modules.bundle import (
-    EMBEDDINGS_FILE,
+from modsenc.modules.bundle import BundleIntegrityError, Zoo, verify_bundle
+from modsenc.modules.kinds import (
     MODULE_KINDS,
-    TOKENIZER_DIR,
-    BundleIntegrityError,
-    Zoo,
-    module_files,
-    module_kinds_in,
-    verify_bundle,
+    Vocabulary,
+    kinds_by_library,
+    kinds_in,
+    module_kind,
+    module_name,
+    ordered,
 )
 from modsenc.modules.manifest import BundleManifest
-from modsenc.utils.hub import load_tokenizer
 
-LORA_KINDS = ("la", "se")
 _State = tuple[str | None, tuple[str, ...]]  # a language (None: the bare backbone) and its modules
+__all__ = ["ModularBackbone", "module_library_versions", "module_name"]
+
 MODULE_LIBRARIES = ("peft", "adapters", "sentence-transformers")  # their versions go into manifests
 
 
@@ -64,14 +60,6 @@ class _NoInactiveAdapterWarning(logging.Filter):
 
 
 logging.getLogger("adapters.model_mixin").addFilter(_NoInactiveAdapterWarning())
-
-
-def module_name(lang: str, kind: str) -> str:
-    """Adapter names inside the libraries: ``uz_la``, ``uz_se``, ``uz_cla``.
-
-    No dots: peft keys adapters in ModuleDicts.
-    """
-    return f"{lang}_{kind}"
 
 
 class ModularBackbone(nn.Module):
@@ -99,8 +87,13 @@ class ModularBackbone(nn.Module):
     def peft(self) -> PeftModel | None:
         return self.__dict__["peft"]
 
+    def attach_peft(self, model: PeftModel) -> None:
+        """The PeftModel that wraps ``backbone`` (created by the first LoRA kind's module)."""
+        self.__dict__["peft"] = model
+
     # ----------------------------------------------------------------- adding modules
-    def _mark(self, lang: str, kind: str) -> None:
+    def mark_loaded(self, lang: str, kind: str) -> None:
+        """Record that ``lang`` has a ``kind`` module (its kind calls this once it is in place)."""
         self.loaded.setdefault(lang, set()).add(kind)
         self._in_force = None
 
@@ -109,55 +102,44 @@ class ModularBackbone(nn.Module):
         self.orthographies[lang] = orthography
         self._in_force = None
 
+    def add_module(self, lang: str, kind: str, config: Any) -> None:
+        """A new (untrained) ``kind`` module for ``lang`` from its library's config (for ``vocab``,
+        a ``Vocabulary``: tokenizer and embeddings)."""
+        module_kind(kind).create(self, lang, config)
+
     def add_vocabulary(self, lang: str, tokenizer: Any, weight: torch.Tensor) -> nn.Embedding:
-        if weight.shape != (len(tokenizer), self.backbone.hidden_size):
-            raise ValueError(
-                f"{lang} embeddings must be ({len(tokenizer)}, {self.backbone.hidden_size}), "
-                f"got {tuple(weight.shape)}"
-            )
-        embedding = nn.Embedding(len(tokenizer), weight.shape[1], padding_idx=tokenizer.pad_token_id)
-        with torch.no_grad():
-            embedding.weight.copy_(weight)
-        embedding.requires_grad_(False)
-        self.language_embeddings[lang] = embedding.to(self.backbone.device)
-        self.tokenizers[lang] = tokenizer
-        self._mark(lang, "vocab")
-        return embedding
+        self.add_module(lang, "vocab", Vocabulary(tokenizer, weight))
+        return self.language_embeddings[lang]
 
     def add_lora(self, lang: str, kind: str, config: LoraConfig) -> None:
-        name = module_name(lang, kind)
-        if self.peft is None:
-            self.__dict__["peft"] = get_peft_model(self.backbone, config, adapter_name=name)
-        else:
-            self.peft.add_adapter(name, config)
-        self._mark(lang, kind)
+        """A LoRA kind's module (``la``, ``se``): ``add_module`` with peft's config."""
+        self.add_module(lang, kind, config)
 
-    def load_lora(self, lang: str, kind: str, path: str | Path) -> None:
-        name = module_name(lang, kind)
-        if self.peft is None:
-            self.__dict__["peft"] = PeftModel.from_pretrained(self.backbone, str(path), adapter_name=name)
-        else:
-            self.peft.load_adapter(str(path), adapter_name=name)
-        self._mark(lang, kind)
+    def add_alignment(self, lang: str, config: ParBnConfig) -> None:
+        self.add_module(lang, "cla", config)
+
+    def save_vocabulary(self, lang: str, directory: str | Path) -> None:
+        """``tokenizer/`` and ``embeddings.safetensors`` of ``lang`` into ``directory``."""
+        module_kind("vocab").save(self, lang, Path(directory))
 
     def save_lora(self, lang: str, kind: str, path: str | Path) -> None:
         """``adapter_config.json`` + ``adapter_model.safetensors`` in ``path`` (peft's format)."""
-        name = module_name(lang, kind)
-        with tempfile.TemporaryDirectory(dir=Path(path).parent) as tmp:
-            self.peft.save_pretrained(tmp, selected_adapters=[name], save_embedding_layers=False)
-            shutil.move(str(Path(tmp) / name), str(path))
-
-    def add_alignment(self, lang: str, config: ParBnConfig) -> None:
-        self.backbone.model.add_adapter(module_name(lang, "cla"), config=config)
-        self._mark(lang, "cla")
-
-    def load_alignment(self, lang: str, path: str | Path) -> None:
-        self.backbone.model.load_adapter(str(path), load_as=module_name(lang, "cla"), use_safetensors=True)
-        self._mark(lang, "cla")
+        self._save_as(lang, kind, Path(path))
 
     def save_alignment(self, lang: str, path: str | Path) -> None:
         """adapters' format: ``adapter_config.json`` + ``adapter.safetensors``."""
-        self.backbone.model.save_adapter(str(path), module_name(lang, "cla"), use_safetensors=True)
+        self._save_as(lang, "cla", Path(path))
+
+    def _save_as(self, lang: str, kind: str, path: Path) -> None:
+        """A one-folder module saved at ``path``, whatever its name (its kind writes the folder
+        under the bundle's name for it, in a given directory)."""
+        folder_name = module_kind(kind).files[0]
+        if path.name == folder_name:
+            module_kind(kind).save(self, lang, path.parent)
+            return
+        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+            module_kind(kind).save(self, lang, Path(tmp))
+            shutil.move(str(Path(tmp) / folder_name), str(path))
 
     def load_bundle(
         self,
@@ -182,15 +164,8 @@ class ModularBackbone(nn.Module):
         try:
             self.set_orthography(lang, get_orthography(manifest.orthography_name))
             for kind in wanted:
-                source = bundle_dir / module_files(kind)[0]
-                if kind != "vocab" and not list(source.glob("*.safetensors")):
-                    # A pickle (adapter_model.bin) can run code when loaded: only safetensors are read.
-                    found = sorted(p.name for p in source.iterdir()) if source.is_dir() else []
-                    raise BundleIntegrityError(
-                        f"{source}: no *.safetensors weights (found: {', '.join(found) or 'nothing'}"
-                        "); modsenc loads adapters only from safetensors, never from pickles: rebuild the "
-                        f"bundle with `modsenc add-language {lang}`"
-                    )
+                source = bundle_dir / module_kind(kind).files[0]
+                module_kind(kind).check_loadable(source, lang)
                 try:
                     self.load_module(lang, kind, bundle_dir)
                 except Exception as err:
@@ -264,10 +239,10 @@ class ModularBackbone(nn.Module):
         """Bundle-relative name -> saved file or folder of each loaded module of ``lang``."""
         files: dict[str, Path] = {}
         for folder in map(Path, module_dirs):
-            for kind in module_kinds_in(folder):
-                files.update({name: folder / name for name in module_files(kind)})
+            for kind in kinds_in(folder):
+                files.update({name: folder / name for name in module_kind(kind).files})
         loaded = self.modules_of(lang)
-        missing = [k for k in sorted(loaded) if not all(name in files for name in module_files(k))]
+        missing = [k for k in sorted(loaded) if not all(name in files for name in module_kind(k).files)]
         if missing:
             raise FileNotFoundError(
                 f"the {lang} modules {missing} are loaded but not saved in {[str(d) for d in module_dirs]}"
@@ -280,13 +255,11 @@ class ModularBackbone(nn.Module):
         for kind in sorted(self.modules_of(lang)):
             count = self.parameter_count(lang, kind)
             modules[kind] = {
-                "path": module_files(kind)[0],
+                "path": module_kind(kind).files[0],
                 "parameters": count,
                 "percent_of_backbone": round(100 * count / backbone_params, 3),
+                **module_kind(kind).manifest_entry(self, lang),
             }
-        if "vocab" in modules:
-            modules["vocab"]["tokenizer"] = TOKENIZER_DIR
-            modules["vocab"]["vocab_size"] = len(self.tokenizers[lang])
         return modules
 
     def save_module(self, lang: str, kind: str, directory: str | Path) -> None:
@@ -295,31 +268,11 @@ class ModularBackbone(nn.Module):
         if kind not in self.modules_of(lang):
             raise KeyError(f"language {lang!r} has no {kind!r} module loaded")
         directory.mkdir(parents=True, exist_ok=True)
-        if kind == "vocab":
-            self.save_vocabulary(lang, directory)
-        elif kind in LORA_KINDS:
-            self.save_lora(lang, kind, directory / kind)
-        else:
-            self.save_alignment(lang, directory / kind)
+        module_kind(kind).save(self, lang, directory)
 
     def load_module(self, lang: str, kind: str, directory: str | Path) -> None:
         """Load one module of ``lang`` from ``directory`` (a bundle or a stage's module folder)."""
-        directory = Path(directory)
-        source = directory / module_files(kind)[0]
-        if kind == "vocab":
-            tokenizer = load_tokenizer(directory / TOKENIZER_DIR)
-            self.add_vocabulary(lang, tokenizer, load_file(source)["weight"])
-        elif kind in LORA_KINDS:
-            self.load_lora(lang, kind, source)
-        else:
-            self.load_alignment(lang, source)
-
-    def save_vocabulary(self, lang: str, directory: str | Path) -> None:
-        """``tokenizer/`` and ``embeddings.safetensors`` of ``lang`` into ``directory``."""
-        directory = Path(directory)
-        self.tokenizers[lang].save_pretrained(directory / TOKENIZER_DIR)
-        weight = self.language_embeddings[lang].weight.detach().cpu().contiguous()
-        save_file({"weight": weight}, directory / EMBEDDINGS_FILE)
+        module_kind(kind).load(self, lang, Path(directory))
 
     def remove_language(self, lang: str) -> None:
         """Drop every module of ``lang`` (frees its memory)."""
@@ -328,15 +281,8 @@ class ModularBackbone(nn.Module):
         if self._selected is not None and self._selected[0] == lang:
             self._selected = None
         self._activate(None)  # peft refuses to delete an active adapter
-        if self.peft is not None:
-            for kind in LORA_KINDS:
-                if module_name(lang, kind) in self.peft.peft_config:
-                    self.peft.delete_adapter(module_name(lang, kind))
-        if module_name(lang, "cla") in self.backbone.model.adapters_config:
-            self.backbone.model.delete_adapter(module_name(lang, "cla"))
-        if lang in self.language_embeddings:
-            del self.language_embeddings[lang]
-        self.tokenizers.pop(lang, None)
+        for kind in MODULE_KINDS.values():
+            kind.remove(self, lang)
         self.orthographies.pop(lang, None)
 
     # ----------------------------------------------------------------- switching
@@ -349,7 +295,7 @@ class ModularBackbone(nn.Module):
         wanted = available if kinds is None else set(kinds)
         unknown = wanted - set(MODULE_KINDS)
         if unknown:
-            raise ValueError(f"unknown module kinds {sorted(unknown)}; choose from {MODULE_KINDS}")
+            raise ValueError(f"unknown module kinds {sorted(unknown)}; choose from {tuple(MODULE_KINDS)}")
         missing = wanted - available
         if missing:
             raise KeyError(
@@ -385,7 +331,8 @@ class ModularBackbone(nn.Module):
         """Route the next forward passes through ``lang``'s modules (all loaded ones, or ``kinds``).
 
         ``lang=None`` (or no modules) runs the bare backbone. This switches weights: the input
-        embeddings, the LoRAs and the CLA. Text goes through ``tokenize(lang, texts, kinds)``,
+        embeddings, the LoRAs and the CLA: each library's kinds through their first kind's
+        ``activate``, in registry order. Text goes through ``tokenize(lang, texts, kinds)``,
         which names its language; only training code that hands ``self.backbone`` to an objective
         (``add-language``'s stages) relies on the backbone's ``tokenizer`` and ``normalize_text``
         following the active language, and they are set here for it. Private: callers say how
@@ -394,32 +341,25 @@ class ModularBackbone(nn.Module):
         key = (lang or "", tuple(sorted(wanted)))
         if key == self._in_force:
             return
-        model = self.backbone.model
         self.backbone.tokenizer = self.tokenizer_of(lang, wanted)
         self.backbone.normalize_text = self.normalizer_of(lang)
-        model.set_input_embeddings(self.embeddings_of(lang, wanted))
-        loras = [module_name(lang, k) for k in LORA_KINDS if k in wanted]
-        if self.peft is not None:
-            if loras:
-                self.peft.base_model.enable_adapter_layers()
-                self.peft.base_model.set_adapter(loras, inference_mode=True)
-            else:
-                self.peft.base_model.disable_adapter_layers()
-        model.set_active_adapters(module_name(lang, "cla") if "cla" in wanted else None)
+        for kinds_of_library in kinds_by_library().values():
+            active = [kind.name for kind in kinds_of_library if kind.name in wanted]
+            kinds_of_library[0].activate(self, lang, active)
         self._in_force = key
 
     # ----------------------------------------------------------------- text of a language
     def tokenizer_of(self, lang: str | None, kinds: Iterable[str] | None = None) -> Any:
         """The tokenizer ``lang``'s text goes through with ``kinds``: its own vocabulary's when the
-        vocab module is among them, else the backbone's."""
-        return self.tokenizers[lang] if "vocab" in self._wanted(lang, kinds) else self.base_tokenizer
+        vocab module is among them (the first kind that has one), else the backbone's."""
+        found = (kind.tokenizer(self, lang) for kind in ordered(self._wanted(lang, kinds)))
+        return next((t for t in found if t is not None), self.base_tokenizer)
 
     def embeddings_of(self, lang: str | None, kinds: Iterable[str] | None = None) -> nn.Embedding:
         """The word embeddings ``lang``'s text goes through with ``kinds``: its own vocabulary's when
         the vocab module is among them, else the backbone's."""
-        return (
-            self.language_embeddings[lang] if "vocab" in self._wanted(lang, kinds) else self.base_embeddings
-        )
+        found = (kind.embeddings(self, lang) for kind in ordered(self._wanted(lang, kinds)))
+        return next((e for e in found if e is not None), self.base_embeddings)
 
     def normalizer_of(self, lang: str | None) -> Callable[[str], str] | None:
         """``lang``'s orthography (e.g. Uzbek apostrophes and Cyrillic), or None."""
@@ -474,11 +414,7 @@ class ModularBackbone(nn.Module):
     def module_parameters(self, lang: str, kind: str) -> list[nn.Parameter]:
         if kind not in self.modules_of(lang):
             raise KeyError(f"language {lang!r} has no {kind!r} module loaded")
-        if kind == "vocab":
-            return list(self.language_embeddings[lang].parameters())
-        name = module_name(lang, kind)
-        marker = f".{name}."
-        return [p for n, p in self.backbone.named_parameters() if marker in f".{n}."]
+        return module_kind(kind).parameters(self, lang)
 
     def parameter_count(self, lang: str, kind: str) -> int:
         return sum(p.numel() for p in self.module_parameters(lang, kind))

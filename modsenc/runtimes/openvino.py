@@ -29,7 +29,6 @@ with AMX / AVX512_BF16), ``fp32`` with ``f32``. openvino is imported only when t
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import logging
@@ -49,8 +48,8 @@ from modsenc.backbone.cache import cache_root
 from modsenc.backbone.encoder import pool
 from modsenc.backbone.packing import PackedBatch
 from modsenc.modules.bundle import Zoo
-from modsenc.modules.export import check_parallel_layout, merged_model
-from modsenc.modules.modular import ModularBackbone, module_name
+from modsenc.modules.export import merged_model
+from modsenc.modules.modular import ModularBackbone
 from modsenc.runtimes.base import Runtime
 from modsenc.runtimes.batching import encode_length_sorted
 from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
@@ -88,37 +87,12 @@ def require_openvino() -> Any:
     return openvino
 
 
-class _OutputWithParallelBottleneck(nn.Module):
-    """A BERT/XLM-R layer's FFN output with the CLA beside it, unmerged:
-    ``LayerNorm(dropout(dense(h)) + s * up(act(down(x))) + x)`` for the FFN input ``x``, which is
-    what adapters computes for ParBnConfig in eval mode (the export's widening is this merged, and
-    exists only when ``act`` is the FFN's own activation; here any activation works)."""
-
-    def __init__(self, output: nn.Module, adapter: nn.Module) -> None:
-        super().__init__()
-        check_parallel_layout(adapter)
-        self.output = output
-        self.down, self.up = adapter.adapter_down, adapter.adapter_up
-        self.scaling = float(adapter.scaling)
-
-    def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
-        ffn = self.output.dropout(self.output.dense(hidden_states))
-        bottleneck = self.up(self.down(input_tensor)) * self.scaling
-        return self.output.LayerNorm(ffn + bottleneck + input_tensor)
-
-
 def language_encoder(modular: ModularBackbone, lang: str, kinds: set[str]) -> PreTrainedModel:
-    """A plain model with ``lang``'s LoRAs merged (``merged_model``) and its CLA, if among ``kinds``,
-    beside every FFN. The CLA's matrices are copied, so ``modular`` can drop the language later.
-    Its word-embedding matrix is a stand-in: the graph is fed word vectors, looked up in torch."""
-    plain = merged_model(modular, lang, kinds, widen_cla=False, word_embeddings=False)
-    if "cla" in kinds:
-        name = module_name(lang, "cla")
-        for layer, live in zip(plain.encoder.layer, modular.backbone.model.encoder.layer):
-            layer.output = _OutputWithParallelBottleneck(
-                layer.output, copy.deepcopy(live.output.adapters[name])
-            )
-    return plain.eval()
+    """A plain model with ``lang``'s LoRAs merged and its CLA, if among ``kinds``, beside every FFN
+    (``merged_model`` with ``widen_cla=False``: the CLA kind's ``merge_into``, which copies the CLA's
+    matrices, so ``modular`` can drop the language later). Its word-embedding matrix is a stand-in:
+    the graph is fed word vectors, looked up in torch."""
+    return merged_model(modular, lang, kinds, widen_cla=False, word_embeddings=False)
 
 
 class _HiddenFromEmbeddings(nn.Module):

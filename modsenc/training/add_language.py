@@ -1,12 +1,7 @@
 """Recipe entry point for ``modsenc add-language LANG``: specialise the frozen backbone for one language.
 
-Stages (Huang et al., 2025), each trained with everything else frozen:
-
-    vocab  a SentencePiece tokenizer for LANG + FOCUS-initialised embeddings (deepfocus)
-    la     language adapter: LoRA on q/k/v + the embeddings, masked language modelling
-    se     sentence-encoding adapter: LoRA on all linears, stacked (additively) on the LA, MNRL
-    cla    cross-lingual alignment: a parallel bottleneck adapter (adapters' ParBnConfig) that maps
-           LANG onto the frozen pivot's embeddings (paraphrase MNRL, parallel cosine, or both)
+Stages (Huang et al., 2025), one per module kind (``modsenc.modules.kinds``), each trained with
+everything else frozen; what each does is its recipe in ``modsenc.training.stages``.
 
 Work happens in ``--work-dir`` (default ``runs/add-language/LANG``): every stage writes its
 module to ``WORK/STAGE/module`` when it finishes, with a key that hashes its configuration, the
@@ -22,7 +17,6 @@ import json
 import logging
 import shutil
 import time
-from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,36 +24,23 @@ from typing import Any
 import torch
 
 from modsenc.backbone.encoder import Backbone
-from modsenc.backbone.focus import focus_from_texts
-from modsenc.backbone.tokenizer import train_sentencepiece
-from modsenc.data.batching import AlternatingBatchSampler, LengthBucketBatchSampler
+from modsenc.data.batching import LengthBucketBatchSampler
 from modsenc.data.language_data import LanguageData, load_language_data
 from modsenc.data.orthography import get_orthography, orthography_for
 from modsenc.data.scripts import detect_script
 from modsenc.data.specs import resolve_data_spec
 from modsenc.eval.bitext import precision_at_1
 from modsenc.eval.sts import evaluate_sts, read_sts_tsv
-from modsenc.modules.bundle import (
-    TOKENIZER_DIR,
-    Zoo,
-    check_language_code,
-    check_outside_zoo,
-    module_kinds_in,
-)
-from modsenc.modules.configs import alignment_adapter_config, language_adapter_config, sentence_adapter_config
+from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
+from modsenc.modules.kinds import MODULE_KINDS, kinds_in, monolingual
 from modsenc.modules.manifest import stages_precision
 from modsenc.modules.modular import ModularBackbone
-from modsenc.objectives.losses.distillation import distillation_targets
-from modsenc.objectives.mlm import MaskedLanguageModeling, MLMConfig
-from modsenc.objectives.sentence_pairs import (
-    SentencePairExample,
-    SentencePairObjective,
-    pair_examples,
-)
+from modsenc.objectives.sentence_pairs import SentencePairExample, pair_examples
 from modsenc.routing.langid import LANGID_FILE, build_profile
 from modsenc.training.configs import STAGES, AddLanguageRecipe, Schedule
 from modsenc.training.loop import fit_stage
 from modsenc.training.stage_cache import KEY_FILE, StageDir
+from modsenc.training.stages import PIVOT_STAGES, stage_recipe
 from modsenc.training.train_backbone import seed_everything
 from modsenc.utils.io import atomic_directory, atomic_write_json, json_digest
 from modsenc.utils.outputs import run_lock
@@ -155,33 +136,42 @@ class AddLanguage:
         self.resume = resume
         # Every input is validated before any output is touched, and only folders this command
         # created (WORK_MARKER) are ever cleared.
-        _check_work_dir(self.work, self.zoo)
-        if _has_files(self.work) and not (resume or overwrite):
-            raise FileExistsError(
-                f"{self.work} holds an earlier run of add-language {lang}: pass --resume to reuse "
-                "its finished "
-                "stages (and continue a killed one), or --overwrite to start over"
-            )
-        if "cla" in self.stages and self.pivot not in self.zoo.languages():
-            raise FileNotFoundError(
-                f"the cla stage aligns {lang} to the pivot {self.pivot!r}, which is not installed in "
-                f"{self.zoo.root}: "
-                f"run `modsenc add-language {self.pivot}` first"
-            )
-        # Data errors first: they are the most likely, and cost nothing to find.
-        self.data = load_language_data(self.lang, self.pivot, config.data, self.recipe_path)
-        self._check_data()
-        # Other languages' parallel pairs for the CLA (cla.transfer_languages), and their file
-        # records, which enter the CLA's cache key only.
-        self.transfer_parallel, self.transfer_files = (
-            self._transfer_parallel(config.cla.transfer_languages) if "cla" in self.stages else ([], {})
-        )
-        self.sts = [read_sts_tsv(resolve_data_spec(p, self.recipe_path)) for p in config.dev.sts]
+        self._check_inputs(resume or overwrite)
         self.backbone_dir = self.zoo.install_backbone(backbone_dir)
         if overwrite:
             _clear_work_dir(self.work)
         self.work.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.work / WORK_MARKER, {"command": "add-language", "language": self.lang})
+        self._build_modular()
+
+    def _check_inputs(self, reuse_work: bool) -> None:
+        """The work dir, the pivot, the data (the stages' and the dev STS files), before any output."""
+        _check_work_dir(self.work, self.zoo)
+        if _has_files(self.work) and not reuse_work:
+            raise FileExistsError(
+                f"{self.work} holds an earlier run of add-language {self.lang}: pass --resume to reuse "
+                "its finished "
+                "stages (and continue a killed one), or --overwrite to start over"
+            )
+        aligning = [s for s in self.stages if MODULE_KINDS[s].crosslingual]
+        if aligning and self.pivot not in self.zoo.languages():
+            raise FileNotFoundError(
+                f"the {aligning[0]} stage aligns {self.lang} to the pivot {self.pivot!r}, which is not "
+                f"installed in {self.zoo.root}: "
+                f"run `modsenc add-language {self.pivot}` first"
+            )
+        # Data errors first: they are the most likely, and cost nothing to find.
+        self.data = load_language_data(self.lang, self.pivot, self.config.data, self.recipe_path)
+        self.transfer_parallel: list[tuple[str, str]] = []  # other languages' pairs (cla.transfer_languages)
+        self.transfer_files: dict[str, list[dict[str, Any]]] = {}
+        for stage in self.stages:
+            stage_recipe(stage).prepare(self)
+        self.sts = [read_sts_tsv(resolve_data_spec(p, self.recipe_path)) for p in self.config.dev.sts]
+
+    def _build_modular(self) -> None:
+        """The backbone with LANG's orthography, and the pivot's modules (its vectors are the CLA's
+        targets and the cross-lingual dev metrics' anchors)."""
+        config = self.config
         if config.training.num_threads:
             torch.set_num_threads(config.training.num_threads)
         backbone = Backbone.from_pretrained(
@@ -199,8 +189,8 @@ class AddLanguage:
             self.pivot_manifest_digest = json_digest(
                 {k: getattr(pivot_manifest, k) for k in ("stages", "modules", "orthography", "file_sha256")}
             )
-            self.pivot_kinds = self.modular.load_bundle(self.zoo.bundle_dir(self.pivot), self.pivot)
-            self.pivot_kinds.discard("cla")
+            loaded = self.modular.load_bundle(self.zoo.bundle_dir(self.pivot), self.pivot)
+            self.pivot_kinds = monolingual(loaded)  # the pivot's vectors: through its own modules
 
     def _resolve_stages(self, stages: list[str] | None) -> list[str]:
         if stages is None:
@@ -209,8 +199,8 @@ class AddLanguage:
                 if self.lang in stages:
                     stages = stages[self.lang]
                 else:  # the shared default: the pivot has no cla
-                    stages = [s for s in stages.get("default") or [] if s != "cla" or self.lang != self.pivot]
-            stages = stages or (["se"] if self.lang == self.pivot else list(STAGES))
+                    stages = [s for s in stages.get("default") or [] if not self._pivots_crosslingual(s)]
+            stages = stages or (list(PIVOT_STAGES) if self.lang == self.pivot else list(STAGES))
         if list(stages) == ["none"]:
             # A strong multilingual backbone may need nothing for the pivot: its bundle then holds
             # only what the router needs, and the other languages align to the bare backbone.
@@ -222,42 +212,20 @@ class AddLanguage:
             raise ValueError(
                 f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)} (or none, for the pivot)"
             )
-        if self.lang == self.pivot and "cla" in stages:
+        aligning = [s for s in stages if self._pivots_crosslingual(s)]
+        if aligning:
             raise ValueError(
-                f"{self.lang} is the pivot: it has no cla stage (other languages are aligned to it)"
+                f"{self.lang} is the pivot: it has no {aligning[0]} stage (other languages are aligned to it)"
             )
         if not stages:
             raise ValueError("no stages to run")
         return [s for s in STAGES if s in stages]  # always in pipeline order
 
-    def _check_data(self) -> None:
-        need = {
-            "vocab": ("mono", self.data.mono),
-            "la": ("mono", self.data.mono),
-            "se": ("paraphrase", self.data.paraphrases),
-        }
-        for stage, (what, items) in need.items():
-            if stage in self.stages and not items:
-                raise ValueError(
-                    f"stage {stage} needs {self.lang} {what} data and {self._searched(what)}: pass "
-                    f"--{what} FILE, leave the stage out (--stages), or make data with `modsenc synthesize`"
-                )
-        if "cla" in self.stages:
-            variant = self.config.cla.variant  # one of CLA_VARIANTS (checked by CLAConfig)
-            if variant in ("pp", "jt") and not self.data.crosslingual:
-                raise ValueError(
-                    f"cla variant {variant} needs {self.pivot}-{self.lang} paraphrase pairs (rows of both "
-                    f"languages sharing a pair_id) and {self._searched('paraphrase')}: pass --paraphrase "
-                    "FILE, or --set cla.variant=pl with parallel data"
-                )
-            if variant in ("pl", "jt") and not self.data.parallel:
-                raise ValueError(
-                    f"cla variant {variant} needs {self.pivot}-{self.lang} parallel pairs and "
-                    f"{self._searched('parallel')}: pass --parallel FILE (a TSV with {self.pivot} and "
-                    f"{self.lang} columns), or translate {self.pivot} text with `modsenc synthesize`"
-                )
+    def _pivots_crosslingual(self, stage: str) -> bool:
+        """True for a cross-lingual stage (the CLA) of the pivot, which is aligned to nothing."""
+        return self.lang == self.pivot and stage in MODULE_KINDS and MODULE_KINDS[stage].crosslingual
 
-    def _searched(self, what: str) -> str:
+    def searched(self, what: str) -> str:
         """Which files of the recipe were read for ``what`` data, for an error that says so."""
         names = [Path(r.get("path") or r.get("spec", "?")).name for r in self.data.files.get(what, [])]
         if not names:
@@ -265,7 +233,7 @@ class AddLanguage:
         return f"none of {', '.join(names)} has any"
 
     # ----------------------------------------------------------------------------------------- evaluation
-    def _encoder(self, lang: str, kinds: set[str]):
+    def encoder(self, lang: str, kinds: set[str]):
         # No modules: the bare backbone, without the language's orthography either (the baseline).
         return lambda texts: self.modular.encode(list(texts), lang if kinds else None, kinds, batch_size=64)
 
@@ -274,8 +242,8 @@ class AddLanguage:
 
         Monolingual tasks run without the CLA, cross-lingual ones with it (as in the paper).
         """
-        mono_kinds, pivot_kinds = kinds - {"cla"}, (self.pivot_kinds if kinds else set())
-        mono, cross = self._encoder(self.lang, mono_kinds), self._encoder(self.lang, kinds)
+        mono_kinds, pivot_kinds = monolingual(kinds), (self.pivot_kinds if kinds else set())
+        mono, cross = self.encoder(self.lang, mono_kinds), self.encoder(self.lang, kinds)
         metrics: dict[str, Any] = {}
         dev = self.data.dev_paraphrases
         if dev:
@@ -283,7 +251,7 @@ class AddLanguage:
                 mono([p.anchor for p in dev]), mono([p.positive for p in dev])
             )
         if self.data.dev_crosslingual:
-            anchors = self._encoder(self.pivot, pivot_kinds)([a for a, _ in self.data.dev_crosslingual])
+            anchors = self.encoder(self.pivot, pivot_kinds)([a for a, _ in self.data.dev_crosslingual])
             metrics["crosslingual_p@1"] = precision_at_1(
                 anchors, cross([b for _, b in self.data.dev_crosslingual])
             )
@@ -294,164 +262,13 @@ class AddLanguage:
             encoders = {self.lang: mono}
             results = evaluate_sts(pairs, encoders, [lp for lp in wanted if lp == (self.lang, self.lang)])
             if (self.pivot, self.lang) in wanted:
-                encoders = {self.pivot: self._encoder(self.pivot, pivot_kinds), self.lang: cross}
+                encoders = {self.pivot: self.encoder(self.pivot, pivot_kinds), self.lang: cross}
                 results.update(evaluate_sts(pairs, encoders, [(self.pivot, self.lang)]))
             metrics.setdefault("sts_spearman", {}).update(results)
         return metrics
 
     # ----------------------------------------------------------------------------------------- stages
-    def _stage_vocab(self, out: Path) -> dict[str, float]:
-        cfg = self.config.vocab
-        tokenizer = train_sentencepiece(self.data.mono, out / TOKENIZER_DIR, vocab_size=cfg.vocab_size)
-        weight = focus_from_texts(
-            self.modular.base_tokenizer,
-            self.modular.base_embeddings.weight,
-            tokenizer,
-            self.data.mono,
-            self.work / "vocab" / "focus",
-            fasttext=cfg,
-            seed=self.seed,
-        )
-        self.modular.add_vocabulary(self.lang, tokenizer, weight)
-        self.modular.save_module(self.lang, "vocab", out)
-        return {"vocab_size": float(len(tokenizer))}
-
-    def _stage_la(self, out: Path, run_dir: Path) -> dict[str, float]:
-        cfg = self.config.la
-        self.modular.add_lora(self.lang, "la", language_adapter_config(cfg.r, cfg.alpha, cfg.dropout))
-        kinds = {"la"} | ({"vocab"} & self.modular.modules_of(self.lang))
-        self.modular.select(self.lang, kinds)
-        self.modular.set_trainable(self.lang, sorted(kinds))
-        objective = MaskedLanguageModeling(self.modular.backbone, MLMConfig(mask_ratio=cfg.mask_ratio))
-        examples = objective.prepare_texts(
-            self.data.mono, self.modular.backbone, self.modular.backbone.max_length
-        )
-        sampler = LengthBucketBatchSampler([e.length for e in examples], cfg.batch_size, seed=self.seed)
-        metrics = self._fit(objective, examples, sampler, cfg, run_dir)
-        for kind in sorted(kinds):  # la, and the embeddings it trained
-            self.modular.save_module(self.lang, kind, out)
-        return metrics
-
-    def _stage_se(self, out: Path, run_dir: Path) -> dict[str, float]:
-        cfg = self.config.se
-        self.modular.add_lora(self.lang, "se", sentence_adapter_config(cfg.r, cfg.alpha, cfg.dropout))
-        self.modular.select(self.lang, self.modular.modules_of(self.lang))
-        self.modular.set_trainable(self.lang, ["se"])
-
-        def examples_of(pairs: list) -> list[SentencePairExample]:
-            positives, negatives = [p.positive for p in pairs], [p.negative for p in pairs]
-            return self._pair_examples("paraphrase", positives, negatives, [p.anchor for p in pairs])
-
-        examples = examples_of(self.data.paraphrases + self._transfer_paraphrases(cfg.transfer_languages))
-        dev = examples_of(self.data.dev_paraphrases) if cfg.eval_every else []
-        objective = SentencePairObjective(scale=cfg.scale)
-        sampler = self._sampler(examples, cfg.batch_size)
-        metrics = self._fit(objective, examples, sampler, cfg, run_dir, dev)
-        self.modular.save_module(self.lang, "se", out)
-        return metrics
-
-    def _transfer_paraphrases(self, languages: list[str]) -> list:
-        """Other languages' paraphrase pairs the SE stage adds to LANG's own (``se.transfer_languages``)."""
-        if not languages:
-            return []
-        wanted = None if "*" in languages else set(languages)
-        pairs = [p for p in self.data.other_paraphrases if wanted is None or p.lang in wanted]
-        counts = Counter(p.lang for p in pairs)
-        log.info("[%s] se: adding other languages' pairs %s", self.lang, dict(sorted(counts.items())))
-        return pairs
-
-    def _transfer_parallel(
-        self, languages: list[str]
-    ) -> tuple[list[tuple[str, str]], dict[str, list[dict[str, Any]]]]:
-        """Other languages' (pivot, translation) pairs the CLA stage adds to LANG's own
-        (``cla.transfer_languages``: codes, or "*" for every language in ``data.per_language``),
-        and their file records by language. LANG and the pivot are skipped; so is any pair whose
-        pivot sentence LANG holds out for dev, since multi-parallel files translate the same
-        sentence into every language."""
-        if not languages:
-            return [], {}
-        names = sorted(self.config.data.per_language) if "*" in languages else languages
-        held = {a for a, _ in self.data.dev_parallel} | {a for a, _ in self.data.dev_crosslingual}
-        pairs: list[tuple[str, str]] = []
-        files: dict[str, list[dict[str, Any]]] = {}
-        counts: dict[str, int] = {}
-        for other in (check_language_code(n) for n in names):
-            if other in (self.lang, self.pivot):
-                continue
-            try:
-                data = load_language_data(other, self.pivot, self.config.data, self.recipe_path)
-            except ValueError as err:  # e.g. a shared parallel file without this language's column
-                raise ValueError(f"cla.transfer_languages: {other}'s data: {err}") from err
-            if not data.parallel and "*" not in languages:
-                raise ValueError(
-                    f"cla.transfer_languages names {other}, which has no parallel data with "
-                    f"{self.pivot}: add files under data.per_language.{other}.parallel or remove it"
-                )
-            kept = [p for p in data.parallel if p[0] not in held]
-            pairs.extend(kept)
-            files[other], counts[other] = data.files["parallel"], len(kept)
-        log.info("[%s] cla: adding other languages' parallel pairs %s", self.lang, counts)
-        return pairs, files
-
-    def _cla_examples(
-        self, crosslingual: list[tuple[str, str, str | None]], parallel: list[tuple[str, str]]
-    ) -> tuple[list[SentencePairExample], list[SentencePairExample]]:
-        """(cross-lingual paraphrase examples, parallel examples): LANG's side as text, the pivot's
-        as fixed vectors computed once through the pivot's own modules (its side is frozen)."""
-        cfg = self.config.cla
-        encode_pivot = self._encoder(self.pivot, self.pivot_kinds)
-        paraphrase: list[SentencePairExample] = []
-        translations: list[SentencePairExample] = []
-        if crosslingual:
-            targets = list(torch.as_tensor(encode_pivot([a for a, _, _ in crosslingual])))
-            texts, negatives = [b for _, b, _ in crosslingual], [n for _, _, n in crosslingual]
-            with self.modular.active(self.lang):  # LANG's tokenizer, whatever encoding the pivot did
-                paraphrase = self._pair_examples("paraphrase", texts, negatives, targets)
-        if parallel:
-            vectors = torch.as_tensor(encode_pivot([a for a, _ in parallel]))
-            kind, targets = "parallel", None
-            if cfg.parallel_loss == "distill":
-                kind = "distill"
-                own = None
-                if cfg.own_weight > 0:  # the vector of the sentence itself: bare, or through the SE
-                    own_kinds = set() if cfg.own_source == "backbone" else self._modules_before_cla()
-                    own = torch.as_tensor(self._encoder(self.lang, own_kinds)([b for _, b in parallel]))
-                targets = list(distillation_targets(vectors, own, cfg.own_weight))
-            texts, negatives = [b for _, b in parallel], [None] * len(parallel)
-            with self.modular.active(self.lang):  # LANG's tokenizer
-                translations = self._pair_examples(kind, texts, negatives, list(vectors), targets)
-        return paraphrase, translations
-
-    def _modules_before_cla(self) -> set[str]:
-        return self.modular.modules_of(self.lang) - {"cla"}
-
-    def _stage_cla(self, out: Path, run_dir: Path) -> dict[str, float]:
-        cfg = self.config.cla
-        variant = cfg.variant
-        self.modular.add_alignment(self.lang, alignment_adapter_config(**cfg.adapter))
-        use_paraphrases, use_parallel = variant in ("pp", "jt"), variant in ("pl", "jt")
-        paraphrase, parallel = self._cla_examples(
-            self.data.crosslingual if use_paraphrases else [],
-            self.data.parallel + self.transfer_parallel if use_parallel else [],
-        )
-        dev: list[SentencePairExample] = []
-        if cfg.eval_every:
-            dev_cross = [(a, b, None) for a, b in self.data.dev_crosslingual] if use_paraphrases else []
-            dev = sum(self._cla_examples(dev_cross, self.data.dev_parallel if use_parallel else []), [])
-        self.modular.select(self.lang, self.modular.modules_of(self.lang))
-        self.modular.set_trainable(self.lang, ["cla"])
-        batch_size = cfg.batch_size
-        if variant == "jt":
-            first, second = self._sampler(paraphrase, batch_size), self._sampler(parallel, batch_size)
-            sampler = AlternatingBatchSampler(first, second, offset=len(paraphrase))
-        else:
-            sampler = self._sampler(paraphrase or parallel, batch_size)
-        objective = SentencePairObjective(scale=cfg.scale, ranking_weight=cfg.ranking_weight)
-        metrics = self._fit(objective, paraphrase + parallel, sampler, cfg, run_dir, dev)
-        self.modular.save_module(self.lang, "cla", out)
-        return metrics
-
-    def _fit(
+    def fit(
         self,
         objective: torch.nn.Module,
         examples: list,
@@ -475,14 +292,14 @@ class AddLanguage:
             dev_examples=dev_examples or (),
         )
 
-    def _sampler(self, examples: list, batch_size: int, drop_last: bool = True) -> LengthBucketBatchSampler:
+    def sampler(self, examples: list, batch_size: int, drop_last: bool = True) -> LengthBucketBatchSampler:
         # drop_last keeps in-batch negatives at full strength, unless the data is a single batch.
         drop = drop_last and len(examples) > batch_size
         return LengthBucketBatchSampler(
             [e.length for e in examples], batch_size, seed=self.seed, drop_last=drop
         )
 
-    def _pair_examples(
+    def pair_examples(
         self,
         kind: str,
         positives: list[str],
@@ -498,7 +315,7 @@ class AddLanguage:
 
     def _load_stage(self, out: Path) -> None:
         """Bring a finished stage's modules back (``--resume``) instead of training them again."""
-        for kind in module_kinds_in(out):  # the la stage's folder also holds the embeddings it trained
+        for kind in kinds_in(out):  # the la stage's folder also holds the embeddings it trained
             self.modular.load_module(self.lang, kind, out)
 
     # ----------------------------------------------------------------------------------------- run
@@ -511,10 +328,8 @@ class AddLanguage:
         key = self.zoo.backbone_fingerprint()
         for index, stage in enumerate(self.stages):
             key = _stage_key(key, stage, self.config, self.data, self.orthography.name)
-            if stage == "cla":  # the CLA fits the pivot's vectors: another pivot bundle retrains it
-                key = json_digest([key, self.pivot_manifest_digest])
-                if self.transfer_files:  # (absent when unset: earlier keys hold)
-                    key = json_digest([key, self.transfer_files])
+            for part in stage_recipe(stage).key_parts(self):
+                key = json_digest([key, part])
             cache = StageDir(self.work / stage, "module", command="add-language", option="--work-dir")
             done = cache.finished(key) if self.resume else None
             if done:
@@ -527,15 +342,12 @@ class AddLanguage:
                 t0 = time.time()
                 seed_everything(self.seed + index)
                 with atomic_directory(cache.output) as tmp:
-                    if stage == "vocab":
-                        metrics = self._stage_vocab(tmp)
-                    else:
-                        metrics = getattr(self, f"_stage_{stage}")(tmp, cache.run_dir)
+                    metrics = stage_recipe(stage).train(self, tmp, cache.run_dir)
                 seconds[stage] = round(time.time() - t0, 1)
                 stage_metrics[stage] = metrics
                 cache.finish(key, {"metrics": metrics, "seconds": seconds[stage]})
             loaded = self.modular.modules_of(self.lang)
-            if stage in ("se", "cla") or stage == self.stages[-1]:
+            if stage_recipe(stage).evaluate_after or stage == self.stages[-1]:
                 dev[stage] = self.evaluate(loaded)
                 log.info("[%s] dev after %s: %s", self.lang, stage, json.dumps(dev[stage]))
         target = self.install(dev, stage_metrics, seconds, time.time() - started)
@@ -553,6 +365,7 @@ class AddLanguage:
         langid_path = self.work / LANGID_FILE
         profile.save(langid_path)
         langid_sentences = len(langid_texts)
+        stage_fields = {k: v for s in self.stages for k, v in stage_recipe(s).manifest_fields(self).items()}
         return self.modular.save_bundle(
             self.zoo,
             self.lang,
@@ -569,7 +382,7 @@ class AddLanguage:
             router_files={LANGID_FILE: langid_path},
             record={
                 "precision": stages_precision(stage_metrics),
-                "cla_variant": self.config.cla.variant if "cla" in self.stages else None,
+                **stage_fields,  # the CLA's variant
                 "data": {"files": self.data.files, "counts": self.data.counts()},
                 "training": self.config.to_dict(),
                 "recipe_path": self.recipe_path,

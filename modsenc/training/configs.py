@@ -23,12 +23,13 @@ from modsenc.backbone.attention import ATTENTION_CHOICES
 from modsenc.backbone.focus import FocusConfig
 from modsenc.backbone.precision import PRECISIONS
 from modsenc.data.language_data import DataConfig
+from modsenc.modules.kinds import MODULE_KINDS
 from modsenc.objectives.mexma import MEXMAConfig
 from modsenc.objectives.registry import CONFIGS, objective_config
 from modsenc.utils.config import RecipeError, Section, coerce, unknown_key
 from modsenc.utils.devices import check_device
 
-STAGES = ("vocab", "la", "se", "cla")
+STAGES = tuple(MODULE_KINDS)  # add-language trains one stage per module kind, in the registry's order
 CLA_VARIANTS = ("pp", "pl", "jt")
 PARALLEL_LOSSES = ("cosine", "distill")
 OWN_SOURCES = ("backbone", "modules")  # whose vector of the sentence a distilled CLA also targets

@@ -9,7 +9,7 @@ import torch
 from adapters import ParBnConfig, SeqBnConfig
 
 from modsenc.backbone import Backbone
-from modsenc.modules.export import RELU_AS_GELU_SCALE, _merge_parallel_adapter
+from modsenc.modules.kinds.bottleneck import RELU_AS_GELU_SCALE, widen_ffn
 from modsenc.modules.modular import ModularBackbone
 from tests._zoo import HELD_OUT
 
@@ -40,7 +40,7 @@ def test_a_gelu_cla_merges_into_wider_ffn_layers_exactly(tiny_backbone_dir) -> N
     inter_w, inter_b = layer.intermediate.dense.weight.clone(), layer.intermediate.dense.bias.clone()
     out_w, out_b = layer.output.dense.weight.clone(), layer.output.dense.bias.clone()
     for each in model.encoder.layer:
-        _merge_parallel_adapter(each, each.output.adapters["uz_cla"], model.config.hidden_act)
+        widen_ffn(each, each.output.adapters["uz_cla"], model.config.hidden_act)
 
     # FFN(x) + s up(act(down x)) = W_out act(W_in x + b_in) + b_out + s (W_up act(W_down x + b_down) + b_up):
     # the bottleneck's r = 16 units are r more FFN neurons, W_in gains the rows of W_down and W_out
@@ -79,7 +79,7 @@ def test_a_relu_cla_merges_into_scaled_gelu_neurons(tiny_backbone_dir) -> None:
     assert type(adapter.adapter_down[1].f).__name__ == "ReLU" and model.config.hidden_act == "gelu"
     out_w = layer.output.dense.weight.clone()
     for each in model.encoder.layer:
-        _merge_parallel_adapter(each, each.output.adapters["uz_cla"], model.config.hidden_act)
+        widen_ffn(each, each.output.adapters["uz_cla"], model.config.hidden_act)
     k = RELU_AS_GELU_SCALE
     assert torch.equal(layer.intermediate.dense.weight[64:], k * down.weight)
     assert torch.equal(layer.intermediate.dense.bias[64:], k * down.bias)
@@ -110,6 +110,6 @@ def test_only_a_merge_that_reproduces_the_cla_is_done(tiny_backbone_dir, config,
     layer = modular.backbone.model.encoder.layer[0]
     before = {k: v.clone() for k, v in layer.state_dict().items()}
     with pytest.raises(ValueError, match=message):
-        _merge_parallel_adapter(layer, layer.output.adapters["uz_cla"], "gelu")
+        widen_ffn(layer, layer.output.adapters["uz_cla"], "gelu")
     after = layer.state_dict()
     assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
