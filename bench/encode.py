@@ -154,6 +154,8 @@ ARMS = (
     "modsenc-int8-bf16",
     "modsenc-openvino-fp32",
     "modsenc-openvino-bf16",
+    "modsenc-openvino-int8",
+    "modsenc-openvino-int8-bf16",
     "st-fp32",
     "st-bf16",
     "onnx-fp32",
@@ -210,6 +212,10 @@ def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tup
         "modsenc-int8-bf16": ("bf16", "int8", "torch"),
         "modsenc-openvino-fp32": ("fp32", None, "openvino"),
         "modsenc-openvino-bf16": ("bf16", None, "openvino"),
+        # NNCF static int8, calibrated as a user's would be: on the bundle's own sentences, or
+        # (bundles older than calibration.txt, the shipped zoo's) the demo corpus
+        "modsenc-openvino-int8": ("fp32", "int8", "openvino"),
+        "modsenc-openvino-int8-bf16": ("bf16", "int8", "openvino"),
     }
     arms, skipped = [], []
     for name, (dtype, quantize, runtime) in settings.items():
@@ -233,7 +239,8 @@ def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tup
             return encoder.encode(texts, lang=lang, batch_size=args.batch_size, mode=mode)
 
         run(["warm-up"])  # the openvino runtime compiles a language on its first use
-        what = f"lang={lang!r}, mode={mode}" + (", torchao int8 linears" if quantize else "")
+        int8 = ", torchao int8 linears" if runtime == "torch" else ", NNCF static int8"
+        what = f"lang={lang!r}, mode={mode}" + (int8 if quantize else "")
         what += ", runtime=openvino (modules merged, compiled per language)" if runtime == "openvino" else ""
         arms.append(Arm(name, run, what))
     return arms, "; ".join(skipped)
@@ -284,7 +291,9 @@ def _onnx_arms(export_dir: Path, work: Path, args: argparse.Namespace, max_lengt
         arms.append(Arm("onnx-fp32", lambda t: fp32.encode(t, batch_size=args.batch_size), threads))
     if "onnx-int8" in wanted:
         export_dynamic_quantized_onnx_model(fp32, args.onnx_quant, str(folder))
-        name = f"onnx/model_qint8_{args.onnx_quant}.onnx"
+        # ST names the file by the type it quantised to: qint8, or quint8 for avx2
+        written = sorted((folder / "onnx").glob(f"model_q*int8_{args.onnx_quant}.onnx"))
+        name = f"onnx/{written[0].name}"
         int8 = SentenceTransformer(
             str(folder), device="cpu", backend="onnx", model_kwargs={**options(), "file_name": name}
         )

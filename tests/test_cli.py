@@ -183,7 +183,8 @@ def test_the_cli_choices_are_the_librarys_own() -> None:
     from modsenc.backbone.encoder import POOLINGS
     from modsenc.backbone.precision import PRECISIONS
     from modsenc.backbone.quantization import QUANTIZATIONS
-    from modsenc.encoder import MODES, RUNTIMES
+    from modsenc.encoder import MODES
+    from modsenc.runtimes import RUNTIME_CHOICES
     from modsenc.scale.encode import VECTOR_DTYPES
 
     declared = {
@@ -193,7 +194,7 @@ def test_the_cli_choices_are_the_librarys_own() -> None:
         "--quantize": QUANTIZATIONS,
         "--mode": MODES,
         "--vector-dtype": VECTOR_DTYPES,
-        "--runtime": RUNTIMES,
+        "--runtime": RUNTIME_CHOICES,
     }
     seen: dict[str, set[tuple[str, ...]]] = {}
     commands = [main] + [c for c in main.commands.values()]

@@ -26,6 +26,12 @@ PRECISIONS = ("auto", "fp32", "bf16")
 NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 
 
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags as the kernel reports them (/proc/cpuinfo; empty where unreadable)."""
+    return frozenset(_cpuinfo_flags())
+
+
 def _cpuinfo_flags() -> set[str]:
     try:
         text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")

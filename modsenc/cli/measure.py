@@ -6,12 +6,14 @@ import click
 
 from modsenc.cli.app import main
 from modsenc.cli.options import (
+    calibration_option,
     dtype_option,
     finite,
     mode_option,
     other_option,
     overwrite_option,
     quantize_option,
+    read_calibration,
     runtime_option,
     yaml_spec,
     zoo_option,
@@ -67,6 +69,7 @@ from modsenc.cli.options import (
 @quantize_option("the backbone's")
 @dtype_option()
 @runtime_option()
+@calibration_option()
 def encode(
     zoo_dir,
     lang,
@@ -83,6 +86,7 @@ def encode(
     quantize,
     dtype,
     runtime,
+    calibration_path,
 ) -> None:
     """Embed sentences with the zoo's modules, routing each line to its language.
 
@@ -112,6 +116,7 @@ def encode(
         dtype=dtype,
         overwrite=overwrite,
         runtime=runtime,
+        calibration=read_calibration(calibration_path),
     )
     click.echo(f"{count} sentences encoded to {output_path}", err=True)
 

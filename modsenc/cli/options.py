@@ -75,20 +75,49 @@ def quantize_option(what: str):
         type=click.Choice(["none", "int8"]),
         default="none",
         show_default=True,
-        help=f"int8: run {what} linear layers in int8 (torchao; faster on a CPU, cosine ~0.999 to float32).",
+        help=f"int8: run {what} linear layers in int8 (torch runtime: torchao, cosine ~0.999 to float32; "
+        "openvino runtime: each language's graph quantised by NNCF, calibrated on the bundle's own "
+        "sentences or --calibration).",
     )
+
+
+def calibration_option():
+    """--calibration: the sentences the openvino runtime's int8 graphs are calibrated on."""
+    return click.option(
+        "--calibration",
+        "calibration_path",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="--runtime openvino --quantize int8: a UTF-8 file of a few hundred sentences, one a line, "
+        "to calibrate every language's int8 graph on [default: each bundle's own calibration.txt].",
+    )
+
+
+def read_calibration(path: str | None) -> list[str] | None:
+    """--calibration's sentences (non-empty lines), read before any model loads; a bad byte is an
+    error naming the file and line."""
+    if path is None:
+        return None
+    from modsenc.data.lines import iter_lines  # noqa: PLC0415
+    from modsenc.utils.errors import InputError  # noqa: PLC0415
+
+    sentences = [text for _, text in iter_lines(path) if text.strip()]
+    if not sentences:
+        raise InputError(f"--calibration {path}: no sentences (give a few hundred, one a line)")
+    return sentences
 
 
 def runtime_option():
     return click.option(
         "--runtime",
-        type=click.Choice(["torch", "openvino"]),
+        type=click.Choice(["torch", "openvino", "auto"]),
         default="torch",
         show_default=True,
         help="openvino (CPU; pip install -e '.[openvino]'): each language's modules merged into "
         "one encoder compiled by OpenVINO when the language is first used (about 1.7x the torch "
         "runtime in bf16 on a CPU with AMX; docs/benchmarks.md); torch: the backbone with the "
-        "modules live.",
+        "modules live; auto: the runtime, precision and int8 measured fastest on this kind of CPU "
+        "(rules in modsenc/runtimes/auto.py; an explicit --dtype wins).",
     )
 
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import click
 
 from modsenc.cli.app import main
-from modsenc.cli.options import dtype_option, other_option, quantize_option, runtime_option, zoo_option
+from modsenc.cli.options import (
+    calibration_option,
+    dtype_option,
+    other_option,
+    quantize_option,
+    read_calibration,
+    runtime_option,
+    zoo_option,
+)
 from modsenc.utils.logs import log_level_name
 
 
@@ -80,8 +88,9 @@ from modsenc.utils.logs import log_level_name
 @quantize_option("the backbone's")
 @dtype_option()
 @runtime_option()
+@calibration_option()
 def serve_command(
-    zoo_dir, host, port, languages, cors_origins, device, quantize, dtype, runtime, **limits
+    zoo_dir, host, port, languages, cors_origins, device, quantize, dtype, runtime, calibration_path, **limits
 ) -> None:
     """HTTP embedding server: OpenAI /v1/embeddings, /v1/models; TEI /embed, POST /; /health, /metrics."""
     from modsenc.serving.app import ServeConfig  # noqa: PLC0415
@@ -94,6 +103,7 @@ def serve_command(
         quantize=quantize,
         dtype=dtype,
         runtime=runtime,
+        calibration=read_calibration(calibration_path),
         cors_origins=[o.strip() for o in cors_origins.split(",") if o.strip()],
         **limits,
     )

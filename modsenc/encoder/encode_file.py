@@ -115,6 +115,7 @@ def encode_file(
     dtype: str = "auto",
     overwrite: bool = False,
     runtime: str = "torch",
+    calibration: list[str] | None = None,
 ) -> int:
     """Encode ``input_path`` ('-': stdin) line by line into ``output_path`` (.npy or .jsonl).
 
@@ -123,7 +124,8 @@ def encode_file(
     lines included: they are encoded as empty text). The output appears atomically when done.
     ``other`` is the router's policy for lines in a language the zoo lacks (``from_pretrained``);
     ``verify=False`` skips re-hashing the backbone and bundles, ``quantize="int8"`` runs the backbone
-    in int8, ``dtype`` chooses fp32 or bf16, ``runtime`` torch or openvino (see
+    in int8, ``dtype`` chooses fp32 or bf16, ``runtime`` torch, openvino or auto, ``calibration``
+    the openvino runtime's int8 calibration sentences (see
     ``ModularEncoder.from_pretrained``); an existing output is replaced only with ``overwrite``
     (``modsenc.utils.outputs``).
     """
@@ -141,6 +143,7 @@ def encode_file(
             quantize=quantize,
             dtype=dtype,
             runtime=runtime,
+            calibration=calibration,
             other=other,
         )
         encode = _ChunkEncoder(

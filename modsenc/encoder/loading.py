@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import astuple
 
 import torch
 
@@ -19,6 +20,7 @@ from modsenc.routing.gate import LanguageIdGate, default_gate
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, Detector, ProfileDetector
 from modsenc.routing.router import OTHER_POLICIES, LanguageRouter
 from modsenc.runtimes import check_runtime
+from modsenc.runtimes.auto import AUTO, choose_runtime
 from modsenc.utils.devices import check_device
 
 log = logging.getLogger(__name__)
@@ -43,9 +45,10 @@ def check_options(
     flags: Mapping[str, bool | None],
     runtime: str,
     device: str | torch.device | None,
-) -> tuple[str | None, torch.device]:
-    """``from_pretrained``'s options checked before the slow part: the quantisation and the device
-    they name. ``flags``: verify and verify_backbone, by name."""
+) -> tuple[str, str, str | None, torch.device]:
+    """``from_pretrained``'s options checked before the slow part, ``runtime="auto"`` resolved
+    (``runtimes/auto.py``): the runtime, dtype, quantisation and device to build. ``flags``: verify
+    and verify_backbone, by name."""
     check_limits(max_languages, max_memory_mb)
     check_truncate_dim(truncate_dim)
     if other not in OTHER_POLICIES:
@@ -58,9 +61,14 @@ def check_options(
     # "tpu", or "cuda" on a CPU-only torch: one line, before the zoo. The name first, so that
     # runtime='openvino' on a GPU is told it runs on the CPU whether or not this one has a GPU.
     checked = check_device(device, available=False)
+    if runtime == AUTO:
+        choice = choose_runtime(checked)
+        log.info("runtime auto -> %s, dtype %s, int8 %s (%s)", *astuple(choice))
+        runtime, quantize = choice.runtime, choice.quantize
+        dtype = choice.dtype if dtype == AUTO else dtype
     check_runtime(runtime, quantize, checked)
     check_device(checked)
-    return quantize, checked
+    return runtime, dtype, quantize, checked
 
 
 def load_modular(

@@ -77,16 +77,20 @@ class ModularEncoder:
     against theirs when the bundle loads, so a corrupt copy fails with its file named, not with
     wrong vectors; pass ``verify=False`` to skip the hashing (faster start; non-finite weights are
     still refused).
-    ``verify_backbone`` overrides ``verify`` for the backbone alone. ``quantize="int8"`` runs the
-    backbone's linear layers in int8 (torchao, dynamic activations; faster on a CPU, vectors at
-    a cosine of about 0.999 to float32: docs/benchmarks.md); language modules stay float32.
+    ``verify_backbone`` overrides ``verify`` for the backbone alone. ``quantize="int8"`` on the
+    torch runtime runs the backbone's linear layers in int8 (torchao, dynamic activations; vectors
+    at a cosine of about 0.999 to float32: docs/benchmarks.md), language modules float32; on the
+    openvino runtime it quantises each language's merged graph with NNCF (static int8, calibrated
+    on ``calibration`` sentences, else the bundle's own: ``modsenc.runtimes.calibration``).
     ``dtype``: ``auto`` computes in bf16 where the device does so natively (CUDA; CPUs with AMX
     or AVX512_BF16; vectors at a cosine of about 0.99998 to fp32) and in fp32 elsewhere;
     ``fp32`` or ``bf16`` force one. ``encoder.precision`` says which was chosen.
     ``runtime="openvino"`` (CPU) runs each language through its modules merged into one encoder
     compiled by OpenVINO, built when the language is first encoded (``pip install
     'modsenc[openvino]'``; ``modsenc.runtimes.openvino``); ``"torch"`` (default) runs the
-    backbone with the modules live.
+    backbone with the modules live; ``"auto"`` takes the runtime, precision and int8 measured
+    fastest on this kind of CPU within the quality bound (``modsenc.runtimes.auto``, whose rules
+    docs/benchmarks.md backs); an explicit ``dtype`` still wins.
     ``prompts`` (name -> prefix) add to or replace the backbone's (e5: ``query`` ``"query: "``,
     ``document`` ``"passage: "``) for ``encode(prompt_name=...)``, ``encode_query`` and
     ``encode_document``; ``truncate_dim`` keeps the first N dimensions of every vector.
@@ -165,12 +169,13 @@ class ModularEncoder:
         revision: str | None = None,
         prompts: Mapping[str, str] | None = None,
         truncate_dim: int | None = None,
+        calibration: Sequence[str] | None = None,
     ) -> ModularEncoder:
         """Open a zoo (a folder, a Hugging Face Hub repo id at ``revision``, or None for the
         default one), load ``languages`` now (the others on first use) and choose the runtime
         once. The class docstring describes every option; ``encoder.precision`` says which
         ``dtype`` was chosen."""
-        quantize, device = check_options(
+        runtime, dtype, quantize, device = check_options(
             max_languages, max_memory_mb, truncate_dim, other, quantize, dtype,
             {"verify": verify, "verify_backbone": verify_backbone}, runtime, device,
         )  # fmt: skip
@@ -180,13 +185,16 @@ class ModularEncoder:
         if verify if verify_backbone is None else verify_backbone:
             verify_backbone_files(backbone_dir)
         router = build_router(zoo, fallback, detector, min_confidence, unsure, other, gate, verify)
-        modular, found = load_modular(backbone_dir, device, attention, max_length, quantize)
+        # int8 is the torch runtime's torchao linears, or the openvino runtime's NNCF graphs
+        torch_int8, graph_int8 = (quantize, None) if runtime == "torch" else (None, quantize)
+        modular, found = load_modular(backbone_dir, device, attention, max_length, torch_int8)
         precision = resolve_precision(dtype, device)
+        chosen = load_runtime(runtime, modular, zoo, precision, graph_int8, calibration, verify)
         encoder = cls(
             zoo,
             modular,
             router,
-            load_runtime(runtime, modular, zoo, precision),
+            chosen,
             quantization=quantize,
             verify=verify,
             max_languages=max_languages,

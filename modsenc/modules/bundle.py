@@ -12,6 +12,9 @@
     ZOO/LANG/{la,se}/              peft LoRA adapters (adapter_config.json + adapter_model.safetensors)
     ZOO/LANG/cla/                  adapters parallel bottleneck (adapter_config.json + adapter.safetensors)
     ZOO/LANG/langid.json           the router's language profile (``modsenc.routing.langid``)
+    ZOO/LANG/calibration.txt       a few hundred of the language's training sentences, one a line,
+                                   which an int8 graph is calibrated on (``runtimes/calibration.py``;
+                                   bundles made before it have none)
 
 A training stage saves its modules into a folder with the same layout (``module_kinds_in`` finds
 them), and ``ModularBackbone.save_bundle`` installs those folders as a bundle;
@@ -53,6 +56,7 @@ from modsenc.utils.outputs import BUNDLE_MANIFEST, HASHES_KEY, ZOO_BACKBONE_DIR,
 INDEX_NAME = ZOO_INDEX
 BACKBONE_DIR = ZOO_BACKBONE_DIR
 # The module kinds, their files and their order are the registry's (modsenc.modules.kinds).
+CALIBRATION_FILE = "calibration.txt"  # a bundle's int8 calibration sentences (runtimes/calibration.py)
 
 
 def module_files(kind: str) -> tuple[str, ...]:

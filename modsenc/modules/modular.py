@@ -198,6 +198,7 @@ class ModularBackbone(nn.Module):
         router: dict[str, Any],
         router_files: Mapping[str, str | Path],
         record: Mapping[str, Any],
+        extra_files: Mapping[str, str | Path] | None = None,
     ) -> Path:
         """Install ``lang``'s loaded modules in ``zoo`` as one bundle (atomically); returns its folder.
 
@@ -205,13 +206,14 @@ class ModularBackbone(nn.Module):
         stage's outputs, in order: a later folder's copy of a module wins, as the LA's trained
         embeddings win over the vocabulary stage's). Their files are copied as they are, so the
         bundle holds exactly what the stages wrote. ``router`` is the manifest's router section and
-        ``router_files`` its files (bundle-relative name -> file); ``record`` holds the
+        ``router_files`` its files (bundle-relative name -> file), ``extra_files`` other files the
+        bundle carries (the int8 calibration sentences, ``CALIBRATION_FILE``); ``record`` holds the
         ``BundleManifest`` fields that describe the training (precision, data, training config,
         metrics, timings, ...). The manifest's other fields and ``file_sha256`` (see
         ``Zoo.write_bundle``) come from here.
         """
         files = self._bundle_files(lang, module_dirs)
-        files.update({name: Path(path) for name, path in router_files.items()})
+        files.update({name: Path(path) for name, path in {**router_files, **(extra_files or {})}.items()})
         backbone_params = self.backbone_parameter_count()
         orthography = self.orthographies.get(lang) or get_orthography("none")
         filled = {"language", "pivot", "is_pivot", "stages", "script", "router", "orthography"}

@@ -6,6 +6,6 @@ of one language and mode, and gets float32 sentence vectors back.
 """
 
 from modsenc.runtimes.base import RUNTIMES, Runtime
-from modsenc.runtimes.load import check_runtime, load_runtime
+from modsenc.runtimes.load import RUNTIME_CHOICES, check_runtime, load_runtime
 
-__all__ = ["RUNTIMES", "Runtime", "check_runtime", "load_runtime"]
+__all__ = ["RUNTIMES", "RUNTIME_CHOICES", "Runtime", "check_runtime", "load_runtime"]

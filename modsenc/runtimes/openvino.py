@@ -240,17 +240,16 @@ def _cached_graph(folder: Path) -> Any | None:
     return require_openvino().Core().read_model(folder / GRAPH_FILES[0])
 
 
-def language_graph(
-    build: Callable[[], PreTrainedModel], position_offset: int, cache: Path | None, parts: dict[str, Any]
-) -> Any:
-    """``build()``'s model as an OpenVINO graph, read from ``cache / graph_key(parts)`` when it was
-    saved there (hash-checked), else converted and saved there (weights kept in fp32), so a restart
-    neither merges nor converts again. ``cache=None``: converted, not saved."""
+def cached_graph(make: Callable[[], Any], cache: Path | None, parts: dict[str, Any]) -> Any:
+    """The OpenVINO graph ``make()`` builds, read from ``cache / graph_key(parts)`` when it was saved
+    there (hash-checked), else built and saved there (weights as built: fp32, or int8 where
+    quantised), so a restart neither merges, converts nor quantises again. ``cache=None``: built,
+    not saved."""
     folder = None if cache is None else cache / graph_key(parts)
     graph = _cached_graph(folder) if folder is not None else None
     if graph is not None:
         return graph
-    graph = _convert(build(), position_offset)
+    graph = make()
     if folder is not None:
         with atomic_directory(folder, owner_marker=GRAPH_RECORD) as tmp:
             require_openvino().save_model(graph, tmp / GRAPH_FILES[0], compress_to_fp16=False)
@@ -259,11 +258,37 @@ def language_graph(
     return graph
 
 
+def language_graph(
+    build: Callable[[], PreTrainedModel], position_offset: int, cache: Path | None, parts: dict[str, Any]
+) -> Any:
+    """``build()``'s model converted to an OpenVINO graph, through ``cached_graph``."""
+    return cached_graph(lambda: _convert(build(), position_offset), cache, parts)
+
+
+def graph_inputs(
+    ids: Sequence[Sequence[int]], word_embeddings: nn.Embedding, position_offset: int, row_tokens: int
+) -> tuple[dict[str, np.ndarray], PackedRows, PackedBatch]:
+    """A batch of token-id lists as the graph takes it (word vectors, mask and positions laid out
+    in packed rows), with the layout to read its states back."""
+    packed = PackedBatch.from_ids(ids, position_offset)
+    rows = PackedRows.build(packed.seqlens, row_tokens)
+    with torch.no_grad():
+        words = word_embeddings(packed.input_ids).float()
+    inputs = {
+        "inputs_embeds": rows.place(words).numpy(),
+        "attention_mask": rows.attention_mask,
+        "position_ids": rows.place(packed.position_ids).numpy(),
+    }
+    return inputs, rows, packed
+
+
 class CompiledLanguage:
     """One (language, modules) encoder compiled by OpenVINO; the word lookup and the pooling stay
     in torch, the encoder layers run on packed rows. ``graph`` (from ``language_graph``) replaces
     converting ``merged``; ``compile_cache`` is OpenVINO's own cache of compiled blobs
     (``CACHE_DIR``), which spares a restart the compilation."""
+
+    ROW_TOKENS = 128  # a packed row's width, unless one sentence is longer
 
     def __init__(
         self,
@@ -273,7 +298,7 @@ class CompiledLanguage:
         precision: str,
         threads: int,
         position_offset: int = 0,
-        row_tokens: int = 128,
+        row_tokens: int | None = None,
         *,
         graph: Any | None = None,
         compile_cache: Path | None = None,
@@ -285,7 +310,7 @@ class CompiledLanguage:
         ov = require_openvino()
         self.precision, self.pooling = precision, pooling
         self.word_embeddings = word_embeddings
-        self.position_offset, self.row_tokens = position_offset, row_tokens
+        self.position_offset, self.row_tokens = position_offset, row_tokens or self.ROW_TOKENS
         if graph is None:
             graph = _convert(merged, position_offset)
         core = ov.Core()
@@ -306,15 +331,7 @@ class CompiledLanguage:
 
     def encode_batch(self, ids: Sequence[Sequence[int]]) -> torch.Tensor:
         """(len(ids), dim) fp32 sentence vectors of one batch of token-id lists, packed into rows."""
-        packed = PackedBatch.from_ids(ids, self.position_offset)
-        rows = PackedRows.build(packed.seqlens, self.row_tokens)
-        with torch.no_grad():
-            words = self.word_embeddings(packed.input_ids).float()
-        inputs = {
-            "inputs_embeds": rows.place(words).numpy(),
-            "attention_mask": rows.attention_mask,
-            "position_ids": rows.place(packed.position_ids).numpy(),
-        }
+        inputs, rows, packed = graph_inputs(ids, self.word_embeddings, self.position_offset, self.row_tokens)
         hidden = torch.from_numpy(np.asarray(self._request.infer(inputs)[0], dtype=np.float32))
         return pool(rows.unpack(hidden), packed, self.pooling)
 
@@ -325,8 +342,22 @@ class OpenVINORuntime(Runtime):
 
     name = "openvino"
 
-    def __init__(self, modular: ModularBackbone, zoo: Zoo, precision: str) -> None:
+    def __init__(
+        self,
+        modular: ModularBackbone,
+        zoo: Zoo,
+        precision: str,
+        quantize: str | None = None,
+        calibration: Sequence[str] | None = None,
+        verify: bool = True,
+    ) -> None:
+        """``quantize="int8"``: each graph quantised by NNCF (``runtimes/int8.py``), calibrated on
+        ``calibration`` or the language's own sentences (``runtimes/calibration.py``); what stays
+        float runs in ``precision``. ``verify``: the bundle's calibration file is hash-checked."""
+        if quantize not in (None, "int8"):
+            raise ValueError(f"quantize must be None or 'int8' on runtime='openvino', got {quantize!r}")
         self.modular, self.zoo, self.precision = modular, zoo, precision
+        self.quantize, self.calibration, self.verify = quantize, calibration, verify
         self._compiled: dict[tuple[str | None, frozenset[str]], CompiledLanguage] = {}
 
     @staticmethod
@@ -341,23 +372,25 @@ class OpenVINORuntime(Runtime):
         if key in self._compiled:
             return
         log.info(
-            "compiling %s (%s) for OpenVINO in %s",
+            "compiling %s (%s) for OpenVINO in %s%s",
             lang,
             ", ".join(sorted(kinds)) or "backbone",
             self.precision,
+            " with int8 matrix products" if self.quantize else "",
         )
         offset = self.modular.backbone.position_offset
         cache = openvino_cache()
         parts = self._graph_parts(lang, kinds)
+        graphs = cache / "graphs" if parts is not None else None
         graph = language_graph(
-            lambda: language_encoder(self.modular, lang, set(kinds)),
-            offset,
-            cache / "graphs" if parts is not None else None,
-            parts or {},
+            lambda: language_encoder(self.modular, lang, set(kinds)), offset, graphs, parts or {}
         )
+        words = self.modular.embeddings_of(lang, kinds)
+        if self.quantize == "int8":
+            graph = self._int8_graph(graph, lang, kinds, words, graphs, parts or {})
         self._compiled[key] = CompiledLanguage(
             None,
-            self.modular.embeddings_of(lang, kinds),
+            words,
             self.modular.backbone.pooling,
             self.precision,
             torch.get_num_threads(),
@@ -365,6 +398,36 @@ class OpenVINORuntime(Runtime):
             graph=graph,
             compile_cache=cache / "compiled",
         )
+
+    def _int8_graph(
+        self,
+        graph: Any,
+        lang: str | None,
+        kinds: frozenset[str],
+        words: nn.Embedding,
+        graphs: Path | None,
+        parts: dict[str, Any],
+    ) -> Any:
+        """``graph`` quantised to int8 on ``lang``'s calibration sentences, cached beside it (its
+        key adds the NNCF release and the sentences' sha256)."""
+        from modsenc.runtimes.calibration import calibration_sentences, sentences_digest  # noqa: PLC0415
+        from modsenc.runtimes.int8 import CALIBRATION_BATCH, quantize_graph, require_nncf  # noqa: PLC0415
+
+        texts, source = calibration_sentences(self.zoo, lang, bool(kinds), self.calibration, self.verify)
+        log.info("calibrating %s's int8 graph on %d sentences (%s)", lang, len(texts), source)
+        ids = sorted(self.modular.tokenize(lang, texts, kinds), key=len)  # batches as encode's
+        offset, row_tokens = self.modular.backbone.position_offset, CompiledLanguage.ROW_TOKENS
+        batches = [
+            graph_inputs(ids[start : start + CALIBRATION_BATCH], words, offset, row_tokens)[0]
+            for start in range(0, len(ids), CALIBRATION_BATCH)
+        ]
+        int8_parts = {
+            **parts,
+            "quantize": "int8",
+            "nncf": require_nncf().__version__,
+            "calibration": sentences_digest(texts),
+        }
+        return cached_graph(lambda: quantize_graph(graph, batches), graphs, int8_parts)
 
     def _graph_parts(self, lang: str | None, kinds: frozenset[str]) -> dict[str, Any] | None:
         """What ``lang``'s graph is made of, for its on-disk cache key; None (not cached) for a

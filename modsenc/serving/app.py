@@ -74,7 +74,8 @@ class ServeConfig:
     device: str | None = None
     quantize: str | None = None  # "int8": the backbone's linear layers in int8 (torchao)
     dtype: str = "auto"  # the GEMMs' precision: auto (bf16 where native), fp32 or bf16
-    runtime: str = "torch"  # or "openvino": each language merged and compiled by OpenVINO (CPU)
+    runtime: str = "torch"  # "openvino": each language merged and compiled by OpenVINO (CPU); "auto"
+    calibration: list[str] | None = None  # openvino int8: the calibration sentences (None: bundles')
     other: str = "backbone"  # text in a language without a bundle: backbone, refuse (422) or best
     model_name: str | None = None  # the `model` echoed in responses (default: the zoo folder's name)
     # every endpoint but /health needs `Authorization: Bearer <api_key>` (None: no key)
@@ -88,7 +89,7 @@ class ServeConfig:
         return self.model_name or Path(self.zoo).resolve().name
 
     def check(self) -> None:
-        if check_quantization(self.quantize) is not None:
+        if check_quantization(self.quantize) is not None and self.runtime == "torch":
             require_torchao(self.quantize)
         for name in ("max_batch_size", "max_inputs", "max_queue", "max_body_bytes", "retry_after_s"):
             if getattr(self, name) < 1:
@@ -127,6 +128,7 @@ class ServeConfig:
             dtype=self.dtype,
             runtime=self.runtime,
             other=self.other,
+            calibration=self.calibration,
         )
 
 

@@ -31,18 +31,19 @@ from modsenc.data.scripts import detect_script
 from modsenc.data.specs import resolve_data_spec
 from modsenc.eval.bitext import precision_at_1
 from modsenc.eval.sts import evaluate_sts, read_sts_tsv
-from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
+from modsenc.modules.bundle import CALIBRATION_FILE, Zoo, check_language_code, check_outside_zoo
 from modsenc.modules.kinds import MODULE_KINDS, kinds_in, monolingual
 from modsenc.modules.manifest import stages_precision
 from modsenc.modules.modular import ModularBackbone
 from modsenc.objectives.sentence_pairs import SentencePairExample, pair_examples
 from modsenc.routing.langid import LANGID_FILE, build_profile
+from modsenc.runtimes.calibration import even_sample
 from modsenc.training.configs import STAGES, AddLanguageRecipe, Schedule
 from modsenc.training.loop import fit_stage
 from modsenc.training.stage_cache import KEY_FILE, StageDir
 from modsenc.training.stages import PIVOT_STAGES, stage_recipe
 from modsenc.training.train_backbone import seed_everything
-from modsenc.utils.io import atomic_directory, atomic_write_json, json_digest
+from modsenc.utils.io import atomic_directory, atomic_write_json, atomic_write_text, json_digest
 from modsenc.utils.outputs import run_lock
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ def _clear_work_dir(work: Path) -> None:
     """``--overwrite``: remove this command's own stage folders and files, nothing else."""
     if not work.is_dir():
         return
-    for name in (*STAGES, LANGID_FILE):
+    for name in (*STAGES, LANGID_FILE, CALIBRATION_FILE):
         path = work / name
         if path.is_dir():
             shutil.rmtree(path)
@@ -366,6 +367,9 @@ class AddLanguage:
         profile.save(langid_path)
         langid_sentences = len(langid_texts)
         stage_fields = {k: v for s in self.stages for k, v in stage_recipe(s).manifest_fields(self).items()}
+        # what an int8 graph of this language is calibrated on (runtimes/calibration.py)
+        calibration_path = self.work / CALIBRATION_FILE
+        atomic_write_text(calibration_path, "".join(f"{text}\n" for text in even_sample(langid_texts)))
         return self.modular.save_bundle(
             self.zoo,
             self.lang,
@@ -380,6 +384,7 @@ class AddLanguage:
                 "scripts": sorted(profile.scripts),
             },
             router_files={LANGID_FILE: langid_path},
+            extra_files={CALIBRATION_FILE: calibration_path},
             record={
                 "precision": stages_precision(stage_metrics),
                 **stage_fields,  # the CLA's variant

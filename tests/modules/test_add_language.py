@@ -116,6 +116,7 @@ def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
     assert {"peft", "adapters", "torch", "transformers"} <= set(uz.versions)
     files = sorted(p.name for p in zoo.bundle_dir("uz").iterdir())
     assert files == [
+        "calibration.txt",  # what an int8 graph of uz is calibrated on
         "cla",
         "embeddings.safetensors",
         "la",
@@ -326,7 +327,8 @@ def test_a_module_less_pivot_and_per_language_stages(tiny_backbone_dir, tmp_path
     en = Zoo(zoo_dir).read_manifest("en")
     assert en.stages == [] and en.modules == {} and en.is_pivot
     assert en.precision is None  # nothing trained
-    assert sorted(p.name for p in (zoo_dir / "en").iterdir()) == ["langid.json", "modsenc_bundle.json"]
+    names = sorted(p.name for p in (zoo_dir / "en").iterdir())
+    assert names == ["calibration.txt", "langid.json", "modsenc_bundle.json"]
     run("uz", recipe, zoo_dir, work_dir=tmp_path / "w-uz")
     uz = Zoo(zoo_dir).read_manifest("uz")
     assert uz.stages == ["se", "cla"] and sorted(uz.modules) == ["cla", "se"]

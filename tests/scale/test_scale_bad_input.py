@@ -205,7 +205,7 @@ def test_the_computation_and_the_stored_vectors_have_their_own_dtype(fake_zoo, t
         scale_encode.encode_corpus(fake_zoo, [source], out, dtype="float16", device="cpu")
     with pytest.raises(ValueError, match="--vector-dtype must be one of float32, float16, got 'bf16'"):
         scale_encode.encode_corpus(fake_zoo, [source], out, vector_dtype="bf16", device="cpu")
-    with pytest.raises(ValueError, match="runtime must be one of torch, openvino, got 'onnx'"):
+    with pytest.raises(ValueError, match="runtime must be one of torch, openvino, auto, got 'onnx'"):
         scale_encode.encode_corpus(fake_zoo, [source], out, runtime="onnx", device="cpu")
     assert ray_starts == [] and not out.exists()
 
