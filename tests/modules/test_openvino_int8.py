@@ -1,39 +1,16 @@
 """runtime="openvino", quantize="int8": each language's merged graph quantised by NNCF on its own
-bundle's sentences stays close to fp32, routed per sentence in both modes; and what runtime="auto"
-chooses on each kind of CPU (runtimes/auto.py's written rules)."""
+bundle's sentences stays close to fp32, routed per sentence in both modes."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from modsenc.encoder import ModularEncoder
 from modsenc.modules.bundle import CALIBRATION_FILE, Zoo
 from modsenc.modules.manifest import BundleIntegrityError
-from modsenc.runtimes.auto import AVX2_CHOICE, choose_runtime
 from modsenc.runtimes.calibration import CALIBRATION_SENTENCES, calibration_sentences, even_sample
-
-TEXTS = {
-    "uz": ["Salom, dunyo!", "Bugun havo juda yaxshi.", "Men kitob o'qiyapman va choy ichaman."],
-    "kk": ["Сәлем, әлем!", "Бүгін ауа райы өте жақсы."],
-    "en": ["Hello, world!", "The weather is very nice today, so we went for a long walk."],
-}
-
-
-def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a = a / np.linalg.norm(a, axis=1, keepdims=True)
-    b = b / np.linalg.norm(b, axis=1, keepdims=True)
-    return (a * b).sum(1)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def graph_cache(tmp_path_factory):
-    """Graphs and compiled blobs go to a folder of this module's, not ~/.cache."""
-    folder = tmp_path_factory.mktemp("modsenc_cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MODSENC_CACHE", str(folder))
-        yield folder
+from tests.modules.test_openvino_runtime import TEXTS, _cosines, graph_cache  # noqa: F401 - its fixture too
 
 
 def test_even_sample_spreads_over_the_distinct_texts_by_hand() -> None:
@@ -107,49 +84,3 @@ def test_a_damaged_calibration_file_is_refused(zoo_dir, tmp_path) -> None:
     path.write_text("something else\n", encoding="utf-8")
     with pytest.raises(BundleIntegrityError, match="calibration.txt is damaged"):
         calibration_sentences(Zoo(copy), "uz", True, None)
-
-
-CPU = torch.device("cpu")
-BOTH = frozenset({"openvino", "nncf"})
-
-
-@pytest.mark.parametrize(
-    ("device", "flags", "installed", "expected"),
-    [
-        (torch.device("cuda"), frozenset({"amx_bf16"}), BOTH, ("torch", "auto", None)),
-        (CPU, frozenset({"amx_bf16", "avx512_vnni"}), frozenset(), ("torch", "auto", None)),
-        (
-            CPU,
-            frozenset({"amx_bf16", "amx_int8", "avx512_vnni", "avx512_bf16"}),
-            BOTH,
-            ("openvino", "bf16", None),
-        ),
-        (CPU, frozenset({"avx512_vnni", "avx512_bf16"}), BOTH, ("openvino", "auto", "int8")),
-        (CPU, frozenset({"avx512_vnni"}), frozenset({"openvino"}), ("openvino", "auto", None)),
-        (
-            CPU,
-            frozenset({"avx2", "fma"}),
-            BOTH,
-            (AVX2_CHOICE.runtime, AVX2_CHOICE.dtype, AVX2_CHOICE.quantize),
-        ),
-    ],
-)
-def test_auto_picks_by_the_written_rules_under_mocked_cpu_features(
-    device, flags, installed, expected
-) -> None:
-    choice = choose_runtime(device, flags, installed)
-    assert (choice.runtime, choice.dtype, choice.quantize) == expected
-    assert choice.rule
-
-
-def test_runtime_auto_resolves_before_loading(zoo_dir, monkeypatch) -> None:
-    import modsenc.encoder.loading as loading
-    from modsenc.runtimes.auto import RuntimeChoice
-
-    monkeypatch.setattr(
-        loading, "choose_runtime", lambda device: RuntimeChoice("torch", "fp32", None, "test")
-    )
-    encoder = ModularEncoder.from_pretrained(zoo_dir, runtime="auto", verify=False)
-    assert (encoder.runtime, encoder.precision, encoder.quantization) == ("torch", "fp32", None)
-    explicit = ModularEncoder.from_pretrained(zoo_dir, runtime="auto", dtype="bf16", verify=False)
-    assert explicit.precision == "bf16"  # an explicit dtype wins over the rule's
