@@ -415,19 +415,23 @@ class OpenVINORuntime(Runtime):
 
         texts, source = calibration_sentences(self.zoo, lang, bool(kinds), self.calibration, self.verify)
         log.info("calibrating %s's int8 graph on %d sentences (%s)", lang, len(texts), source)
-        ids = sorted(self.modular.tokenize(lang, texts, kinds), key=len)  # batches as encode's
-        offset, row_tokens = self.modular.backbone.position_offset, CompiledLanguage.ROW_TOKENS
-        batches = [
-            graph_inputs(ids[start : start + CALIBRATION_BATCH], words, offset, row_tokens)[0]
-            for start in range(0, len(ids), CALIBRATION_BATCH)
-        ]
+
+        def quantized() -> Any:  # only when the cache has no such graph: a restart skips this
+            ids = sorted(self.modular.tokenize(lang, texts, kinds), key=len)  # batches as encode's
+            offset, row_tokens = self.modular.backbone.position_offset, CompiledLanguage.ROW_TOKENS
+            batches = [
+                graph_inputs(ids[start : start + CALIBRATION_BATCH], words, offset, row_tokens)[0]
+                for start in range(0, len(ids), CALIBRATION_BATCH)
+            ]
+            return quantize_graph(graph, batches)
+
         int8_parts = {
             **parts,
             "quantize": "int8",
             "nncf": require_nncf().__version__,
             "calibration": sentences_digest(texts),
         }
-        return cached_graph(lambda: quantize_graph(graph, batches), graphs, int8_parts)
+        return cached_graph(quantized, graphs, int8_parts)
 
     def _graph_parts(self, lang: str | None, kinds: frozenset[str]) -> dict[str, Any] | None:
         """What ``lang``'s graph is made of, for its on-disk cache key; None (not cached) for a
