@@ -10,6 +10,10 @@
   students and the batch's pivot vectors (each translation ranked against the others in both
   directions), which the regression alone does not ask for: the target says where a sentence
   should land, the ranking term that it lands nearer its own translation than the others'.
+  With a ``structure_weight``, plus that weight times ``SimilarityPreservingLoss`` between the
+  students and the same sentences' vectors before the CLA (``structure_vector``): the batch's
+  sentences keep the ordering of their similarities to each other that the language's own
+  modules give them, so aligning onto the pivot does not flatten the language's geometry.
 
 The anchor side is either text run through the trained model (SE: monolingual paraphrases) or a
 fixed vector (CLA: the frozen English pivot's embedding, computed once through its own modules).
@@ -36,6 +40,7 @@ from modsenc.backbone.packing import PackedBatch
 from modsenc.backbone.precision import full_precision
 from modsenc.objectives.base import Objective, ObjectiveOutput
 from modsenc.objectives.losses.distillation import DistillationLoss
+from modsenc.objectives.losses.similarity_preserving import SimilarityPreservingLoss
 from modsenc.utils.distributed import DistContext
 
 KINDS = ("paraphrase", "parallel", "distill")
@@ -51,14 +56,17 @@ class SentencePairExample:
     # distill only: the regression target, where it is not the anchor vector itself (a blend of
     # the pivot's vector and the sentence's own); the anchor vector is then what the ranking uses
     target_vector: torch.Tensor | None = None
+    # distill only: the sentence's vector through the language's modules without the CLA, whose
+    # in-batch similarities the structure term preserves
+    structure_vector: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if (self.anchor_ids is None) == (self.anchor_vector is None):
             raise ValueError("give exactly one of anchor_ids and anchor_vector")
-        if self.target_vector is not None and self.kind != "distill":
-            raise ValueError(f"only distill pairs take a target_vector, not {self.kind!r} pairs")
+        if (self.target_vector is not None or self.structure_vector is not None) and self.kind != "distill":
+            raise ValueError(f"only distill pairs take a target or structure vector, not {self.kind!r} pairs")
 
     @property
     def length(self) -> int:
@@ -77,9 +85,11 @@ def pair_examples(
     negatives: Sequence[str | None],
     anchors: Sequence[str] | Sequence[torch.Tensor],
     targets: Sequence[torch.Tensor] | None = None,
+    structure: Sequence[torch.Tensor] | None = None,
 ) -> list[SentencePairExample]:
     """Tokenised (anchor, positive[, negative]) examples; anchors are texts or fixed vectors;
-    ``targets``: distill pairs' regression targets where they are not the anchors."""
+    ``targets``: distill pairs' regression targets where they are not the anchors; ``structure``:
+    their sentences' vectors without the CLA, for the structure term."""
     positive_ids = tokenize(list(positives))
     with_negative = [i for i, n in enumerate(negatives) if n]
     negative_ids = dict(zip(with_negative, tokenize([negatives[i] for i in with_negative])))
@@ -93,6 +103,7 @@ def pair_examples(
             anchor_vector=None if text_anchors else anchors[i],
             negative_ids=negative_ids.get(i),
             target_vector=None if targets is None else targets[i],
+            structure_vector=None if structure is None else structure[i],
         )
         for i in range(len(positives))
     ]
@@ -107,6 +118,7 @@ class SentencePairBatch:
     text_anchors: bool
     anchor_vectors: torch.Tensor | None
     target_vectors: torch.Tensor | None = None  # distill targets, where they differ from the anchors
+    structure_vectors: torch.Tensor | None = None  # distill: the sentences' vectors without the CLA
 
     def to(self, device: torch.device | str) -> SentencePairBatch:
         def moved(tensor: torch.Tensor | None) -> torch.Tensor | None:
@@ -120,22 +132,28 @@ class SentencePairBatch:
             self.text_anchors,
             moved(self.anchor_vectors),
             moved(self.target_vectors),
+            moved(self.structure_vectors),
         )
 
 
 class SentencePairObjective(Objective):
     name = "sentence_pairs"
 
-    def __init__(self, scale: float = 20.0, ranking_weight: float = 0.0) -> None:
+    def __init__(
+        self, scale: float = 20.0, ranking_weight: float = 0.0, structure_weight: float = 0.0
+    ) -> None:
         super().__init__()
-        if ranking_weight < 0:
-            raise ValueError(f"ranking_weight must be >= 0, got {ranking_weight}")
+        for name, weight in (("ranking_weight", ranking_weight), ("structure_weight", structure_weight)):
+            if weight < 0:
+                raise ValueError(f"{name} must be >= 0, got {weight}")
         self.scale = scale
         self.ranking_weight = ranking_weight  # of the ranking term of distill batches
+        self.structure_weight = structure_weight  # of their similarity-preserving term
         self.mnrl = MultipleNegativesRankingLoss(model=None, scale=scale)
         self.symmetric_mnrl = MultipleNegativesSymmetricRankingLoss(model=None, scale=scale)
         self.cosine = CosineSimilarityLoss(model=None)
         self.distill = DistillationLoss()
+        self.structure = SimilarityPreservingLoss()
 
     def config_dict(self) -> dict:
         return {
@@ -145,6 +163,8 @@ class SentencePairObjective(Objective):
             "distill_loss": "DistillationLoss",
             "distill_ranking_loss": "MultipleNegativesSymmetricRankingLoss",
             "distill_ranking_weight": self.ranking_weight,
+            "distill_structure_loss": "SimilarityPreservingLoss",
+            "distill_structure_weight": self.structure_weight,
         }
 
     def collate(
@@ -172,6 +192,10 @@ class SentencePairObjective(Objective):
         if any(with_target) and not all(with_target):
             raise ValueError("a batch must not mix pairs with and without a target_vector")
         targets = torch.stack([ex.target_vector for ex in examples]) if all(with_target) else None
+        with_structure = [ex.structure_vector is not None for ex in examples]
+        if any(with_structure) and not all(with_structure):
+            raise ValueError("a batch must not mix pairs with and without a structure_vector")
+        structure = torch.stack([ex.structure_vector for ex in examples]) if all(with_structure) else None
         return SentencePairBatch(
             kind=kinds.pop(),
             texts=PackedBatch.from_ids(sequences, backbone.position_offset),
@@ -180,18 +204,36 @@ class SentencePairObjective(Objective):
             text_anchors=text_anchors,
             anchor_vectors=vectors,
             target_vectors=targets,
+            structure_vectors=structure,
         )
 
     def distill_loss(
-        self, students: torch.Tensor, pivots: torch.Tensor, targets: torch.Tensor | None = None
-    ) -> torch.Tensor:
+        self,
+        students: torch.Tensor,
+        pivots: torch.Tensor,
+        targets: torch.Tensor | None = None,
+        structure: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, dict[str, float]]:
         """A distill batch's loss: the regression onto ``targets`` (the ``pivots`` themselves when
-        None), plus ``ranking_weight`` times the symmetric in-batch ranking of students and pivots."""
+        None), plus ``ranking_weight`` times the symmetric in-batch ranking of students and pivots,
+        plus ``structure_weight`` times the similarity-preserving term against ``structure`` (the
+        sentences' vectors without the CLA); and each term's value, for the logs."""
         loss = self.distill(students, pivots if targets is None else targets)
+        terms = {"distill_regression": loss.item()}
         if self.ranking_weight > 0:
             ranking = self.symmetric_mnrl.compute_loss_from_embeddings([pivots, students], None)
             loss = loss + self.ranking_weight * ranking
-        return loss
+            terms["distill_ranking"] = ranking.item()
+        if self.structure_weight > 0:
+            if structure is None:
+                raise ValueError(
+                    "structure_weight > 0 needs each pair's structure_vector (its vector without the CLA)"
+                )
+            if len(students) >= 3:  # a short last batch has no ordering of neighbours to keep
+                kept = self.structure(students, structure)
+                loss = loss + self.structure_weight * kept
+                terms["distill_structure"] = kept.item()
+        return loss, terms
 
     def forward(self, backbone: Backbone, batch: SentencePairBatch, dist: DistContext) -> ObjectiveOutput:
         vectors = backbone.sentence_embedding(backbone(batch.texts), batch.texts)
@@ -201,6 +243,7 @@ class SentencePairObjective(Objective):
         else:
             anchors = batch.anchor_vectors
         positives, negatives = vectors[:n], vectors[n:]
+        terms: dict[str, float] = {}  # a distill batch's terms, each logged beside the total
         with full_precision(positives):  # similarity matrices and losses in fp32 under bf16 autocast
             if batch.kind == "paraphrase":
                 embeddings = [anchors, positives] + ([negatives] if batch.num_negatives else [])
@@ -208,7 +251,9 @@ class SentencePairObjective(Objective):
             elif batch.kind == "distill":
                 if batch.text_anchors:
                     raise ValueError("distill pairs need fixed teacher vectors as anchors, not texts")
-                loss = self.distill_loss(positives, anchors, batch.target_vectors)
+                loss, terms = self.distill_loss(
+                    positives, anchors, batch.target_vectors, batch.structure_vectors
+                )
             else:
                 loss = self.cosine.compute_loss_from_embeddings(
                     [anchors, positives], torch.ones(n, device=anchors.device)
@@ -222,6 +267,7 @@ class SentencePairObjective(Objective):
                 "loss": loss.item(),
                 f"{batch.kind}_loss": loss.item(),
                 f"{batch.kind}_acc": float(accuracy),
+                **terms,
             },
             num_tokens=batch.texts.num_tokens,
         )

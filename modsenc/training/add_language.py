@@ -307,8 +307,10 @@ class AddLanguage:
         negatives: list[str | None],
         anchors: list[Any],
         targets: list[torch.Tensor] | None = None,
+        structure: list[torch.Tensor] | None = None,
     ) -> list[SentencePairExample]:
-        return pair_examples(self.modular.backbone.tokenize, kind, positives, negatives, anchors, targets)
+        tokenize = self.modular.backbone.tokenize
+        return pair_examples(tokenize, kind, positives, negatives, anchors, targets, structure)
 
     def _callbacks(self, run_dir: Path) -> tuple:
         stage = run_dir.parent.name

@@ -33,6 +33,7 @@ STAGES = tuple(MODULE_KINDS)  # add-language trains one stage per module kind, i
 CLA_VARIANTS = ("pp", "pl", "jt")
 PARALLEL_LOSSES = ("cosine", "distill")
 OWN_SOURCES = ("backbone", "modules")  # whose vector of the sentence a distilled CLA also targets
+STRUCTURE_SOURCES = ("modules", "pivot")
 
 
 # ------------------------------------------------------------------------------------------ shared
@@ -140,6 +141,15 @@ class CLAConfig(Schedule):
     # their translations' pivot vectors, added to the regression: it asks that each sentence land
     # nearer its own translation than the batch's other ones, which is what mining measures.
     ranking_weight: float = 0.0
+    # distill only: weight of the similarity-preserving term (SimilarityPreservingLoss): each
+    # batch's sentences keep, with the CLA on, the ordering of their similarities to each other
+    # that the language's modules without the CLA (mode "mono") give them, so the shared space
+    # (mode "cross") keeps what the SE learnt about the language's own sentences.
+    structure_weight: float = 0.0
+    # Whose similarities that term keeps. modules: the language's own sentences through its
+    # modules without the CLA (the SE's geometry); pivot: their translations' pivot vectors (the
+    # geometry the alignment aims at, e5's English for the shipped recipe).
+    structure_source: str = "modules"
     # Parallel pairs of these other languages with the pivot (their data.per_language files) are
     # added to the language's own: the alignment learns from related languages' translations too,
     # and is still applied to this language's text only. LANG and the pivot are skipped, so one
@@ -159,14 +169,19 @@ class CLAConfig(Schedule):
             )
         if self.own_source not in OWN_SOURCES:
             raise RecipeError(f"{where}.own_source must be one of {OWN_SOURCES}, got {self.own_source!r}")
+        if self.structure_source not in STRUCTURE_SOURCES:
+            raise RecipeError(
+                f"{where}.structure_source must be one of {STRUCTURE_SOURCES}, got {self.structure_source!r}"
+            )
         if self.own_weight < 0:
             raise RecipeError(f"{where}.own_weight must be >= 0, got {self.own_weight}")
-        if self.ranking_weight < 0:
-            raise RecipeError(f"{where}.ranking_weight must be >= 0, got {self.ranking_weight}")
-        if self.ranking_weight > 0 and self.parallel_loss != "distill":
-            raise RecipeError(
-                f"{where}.ranking_weight applies to parallel_loss: distill only, got {self.parallel_loss!r}"
-            )
+        for name in ("ranking_weight", "structure_weight"):
+            if getattr(self, name) < 0:
+                raise RecipeError(f"{where}.{name} must be >= 0, got {getattr(self, name)}")
+            if getattr(self, name) > 0 and self.parallel_loss != "distill":
+                raise RecipeError(
+                    f"{where}.{name} applies to parallel_loss: distill only, got {self.parallel_loss!r}"
+                )
 
 
 @dataclass

@@ -205,17 +205,25 @@ def cla_examples(
     if parallel:
         vectors = torch.as_tensor(encode_pivot([a for a, _ in parallel]))
         kind, targets = "parallel", None
+        texts = [b for _, b in parallel]
+        structure = None
         if cfg.parallel_loss == "distill":
             kind = "distill"
-            own = None
+            own, without_cla = None, None
+            before_cla = monolingual(job.modular.modules_of(job.lang))
+            from_modules = cfg.structure_weight > 0 and cfg.structure_source == "modules"
+            if from_modules or (cfg.own_weight > 0 and cfg.own_source == "modules"):  # the SE's vectors
+                without_cla = torch.as_tensor(job.encoder(job.lang, before_cla)(texts))
             if cfg.own_weight > 0:  # the vector of the sentence itself: bare, or through the SE
-                loaded = job.modular.modules_of(job.lang)
-                own_kinds = set() if cfg.own_source == "backbone" else monolingual(loaded)
-                own = torch.as_tensor(job.encoder(job.lang, own_kinds)([b for _, b in parallel]))
+                bare = cfg.own_source == "backbone"
+                own = torch.as_tensor(job.encoder(job.lang, set())(texts)) if bare else without_cla
             targets = list(distillation_targets(vectors, own, cfg.own_weight))
-        texts, negatives = [b for _, b in parallel], [None] * len(parallel)
+            if cfg.structure_weight > 0:
+                structure = list(without_cla) if from_modules else list(vectors)
         with job.modular.active(job.lang):  # LANG's tokenizer
-            translations = job.pair_examples(kind, texts, negatives, list(vectors), targets)
+            translations = job.pair_examples(
+                kind, texts, [None] * len(texts), list(vectors), targets, structure
+            )
     return paraphrase, translations
 
 
@@ -239,7 +247,9 @@ def train_cla(job: AddLanguage, out: Path, run_dir: Path) -> Metrics:
         sampler = AlternatingBatchSampler(first, second, offset=len(paraphrase))
     else:
         sampler = job.sampler(paraphrase or parallel, cfg.batch_size)
-    objective = SentencePairObjective(scale=cfg.scale, ranking_weight=cfg.ranking_weight)
+    objective = SentencePairObjective(
+        scale=cfg.scale, ranking_weight=cfg.ranking_weight, structure_weight=cfg.structure_weight
+    )
     metrics = job.fit(objective, paraphrase + parallel, sampler, cfg, run_dir, dev)
     job.modular.save_module(job.lang, "cla", out)
     return metrics

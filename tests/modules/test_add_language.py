@@ -176,8 +176,8 @@ def _shipped_module_settings() -> dict[str, str]:
 
 def test_english_stays_bit_identical_with_the_default_modules(tiny_backbone_dir, tmp_path) -> None:
     """add-language-e5's default modules on the tiny backbone: a bare English pivot, then uz with
-    the shipped SE and CLA settings (the CLA distilled onto English with its ranking term),
-    early-stopped on held-out parallel pairs. English vectors are the backbone's, bit for bit,
+    the shipped SE and CLA settings (the CLA distilled onto English with its ranking and
+    similarity-preserving terms), early-stopped on held-out parallel pairs. English vectors are the backbone's, bit for bit,
     before and after; the stage records its dev selection."""
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
@@ -190,6 +190,7 @@ def test_english_stays_bit_identical_with_the_default_modules(tiny_backbone_dir,
     en_files = _hashes(zoo / "en")
     shipped = _shipped_module_settings()
     assert shipped["cla.parallel_loss"] == '"distill"' and shipped["cla.variant"] == '"pl"'
+    assert shipped["cla.structure_weight"] == "1.0" and shipped["cla.structure_source"] == '"pivot"'
     settings = shipped | {"cla.eval_every": "2", "cla.patience": "2", "data.dev_parallel": "20"}
     run("uz", fast_recipe(**settings), zoo, work_dir=tmp_path / "w-uz", stages=["se", "cla"])
     after = ModularEncoder.from_pretrained(zoo, dtype="fp32")
@@ -198,6 +199,7 @@ def test_english_stays_bit_identical_with_the_default_modules(tiny_backbone_dir,
     assert _hashes(zoo / "en") == en_files
     cla = Zoo(zoo).read_manifest("uz").stage_metrics["cla"]
     assert cla["dev_evaluations"] == 2 and cla["dev_best_step"] in (2, 4) and "distill_loss" in cla
+    assert cla["distill_structure"] > 0  # the default's similarity-preserving term took part
     assert Zoo(zoo).read_manifest("uz").data["counts"]["dev_parallel_pairs"] == 20
 
 
@@ -472,8 +474,9 @@ def test_cla_transfer_pairs_hold_out_what_lang_holds_out(zoo_with_en_uz) -> None
 def test_distilled_cla_targets_hold_the_own_vector_of_the_chosen_source(zoo_with_en_uz, source) -> None:
     zoo_dir, root = zoo_with_en_uz
     recipe = fast_recipe(
-        **{"cla.parallel_loss": "distill", "cla.own_weight": "1.0", "cla.own_source": source}
-    )
+        **{"cla.parallel_loss": "distill", "cla.own_weight": "1.0", "cla.own_source": source,
+           "cla.structure_weight": "0.5"}
+    )  # fmt: skip
     job = AddLanguage("uz", recipe, zoo_dir, work_dir=root / f"work-uz-own-{source}", stages=["se", "cla"])
     job.modular.load_module("uz", "se", zoo_dir / "uz")  # the SE the cla stage would sit on
     pairs = job.data.parallel[:4]
@@ -487,3 +490,22 @@ def test_distilled_cla_targets_hold_the_own_vector_of_the_chosen_source(zoo_with
     expected = (F.normalize(english, dim=-1) + F.normalize(own, dim=-1)) / 2
     torch.testing.assert_close(targets, expected)
     assert not torch.allclose(bare, through_se)  # the two sources differ, so the test tells them apart
+    # the structure term's vectors are the SE's, whichever source the target's own vector has
+    torch.testing.assert_close(torch.stack([e.structure_vector for e in examples]), through_se)
+
+
+def test_structure_term_of_the_pivot_source_keeps_the_translations_similarities(zoo_with_en_uz) -> None:
+    zoo_dir, root = zoo_with_en_uz
+    settings = {
+        "cla.parallel_loss": "distill",
+        "cla.structure_weight": "1.0",
+        "cla.structure_source": "pivot",
+    }
+    job = AddLanguage(
+        "uz", fast_recipe(**settings), zoo_dir, work_dir=root / "work-uz-pivot", stages=["se", "cla"]
+    )
+    job.modular.load_module("uz", "se", zoo_dir / "uz")
+    pairs = job.data.parallel[:4]
+    _, examples = cla_examples(job, [], pairs)
+    english = torch.as_tensor(job.encoder("en", job.pivot_kinds)([a for a, _ in pairs]))
+    torch.testing.assert_close(torch.stack([e.structure_vector for e in examples]), english)

@@ -70,12 +70,14 @@ def test_ranking_term_is_the_symmetric_in_batch_cross_entropy_by_hand() -> None:
     assert ranking == pytest.approx(0.53676, abs=1e-5)
     regression = 0.8 / 2  # ||(0.6, 0.8) - (1, 0)||^2 = 0.8, the second student is on its pivot
     plain = SentencePairObjective(scale=1.0)
-    assert plain.distill_loss(students, pivots).item() == pytest.approx(regression)
+    assert plain.distill_loss(students, pivots)[0].item() == pytest.approx(regression)
     ranked = SentencePairObjective(scale=1.0, ranking_weight=0.5)
-    assert ranked.distill_loss(students, pivots).item() == pytest.approx(regression + 0.5 * ranking, abs=1e-6)
+    assert ranked.distill_loss(students, pivots)[0].item() == pytest.approx(
+        regression + 0.5 * ranking, abs=1e-6
+    )
     # The regression may aim elsewhere (a blended target); the ranking still uses the pivots:
     targets = torch.tensor([[0.6, 0.8], [0.0, 1.0]])
-    assert ranked.distill_loss(students, pivots, targets).item() == pytest.approx(0.5 * ranking, abs=1e-6)
+    assert ranked.distill_loss(students, pivots, targets)[0].item() == pytest.approx(0.5 * ranking, abs=1e-6)
     with pytest.raises(ValueError, match="ranking_weight must be >= 0"):
         SentencePairObjective(ranking_weight=-0.1)
 
@@ -94,5 +96,5 @@ def test_collate_carries_distill_targets_apart_from_the_pivot_vectors() -> None:
     assert SentencePairObjective().collate([plain], np.random.default_rng(0), backbone).target_vectors is None
     with pytest.raises(ValueError, match="must not mix pairs with and without a target_vector"):
         SentencePairObjective().collate([pairs[0], plain], np.random.default_rng(0), backbone)
-    with pytest.raises(ValueError, match="only distill pairs take a target_vector"):
+    with pytest.raises(ValueError, match="only distill pairs take a target or structure vector"):
         SentencePairExample("parallel", [5], anchor_vector=pivot, target_vector=target)

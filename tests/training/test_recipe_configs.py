@@ -241,6 +241,14 @@ def test_values_take_their_declared_types() -> None:
         AddLanguageRecipe.from_dict({"cla": {"parallel_loss": "distill", "ranking_weight": -0.5}})
     with pytest.raises(RecipeError, match=r"applies to parallel_loss: distill only, got 'cosine'"):
         AddLanguageRecipe.from_dict({"cla": {"ranking_weight": 0.1}})
+    with pytest.raises(RecipeError, match=r"cla.structure_weight must be >= 0, got -1.0"):
+        AddLanguageRecipe.from_dict({"cla": {"parallel_loss": "distill", "structure_weight": -1.0}})
+    with pytest.raises(RecipeError, match=r"cla.structure_weight applies to parallel_loss: distill only"):
+        AddLanguageRecipe.from_dict({"cla": {"structure_weight": 1.0}})
+    with pytest.raises(
+        RecipeError, match=r"cla.structure_source must be one of \('modules', 'pivot'\), got 'se'"
+    ):
+        AddLanguageRecipe.from_dict({"cla": {"structure_source": "se"}})
     sources = r"cla.own_source must be one of \('backbone', 'modules'\), got 'se'"
     with pytest.raises(RecipeError, match=sources):
         AddLanguageRecipe.from_dict({"cla": {"own_source": "se"}})
