@@ -177,8 +177,8 @@ def _shipped_module_settings() -> dict[str, str]:
 def test_english_stays_bit_identical_with_the_default_modules(tiny_backbone_dir, tmp_path) -> None:
     """add-language-e5's default modules on the tiny backbone: a bare English pivot, then uz with
     the shipped SE and CLA settings (the CLA distilled onto English with its ranking and
-    similarity-preserving terms), early-stopped on held-out parallel pairs. English vectors are the backbone's, bit for bit,
-    before and after; the stage records its dev selection."""
+    similarity-preserving terms), early-stopped on held-out parallel pairs. English vectors are the
+    backbone's, bit for bit, before and after; the stage records its dev selection."""
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
     zoo = tmp_path / "zoo"
