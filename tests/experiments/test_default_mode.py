@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 
-_PATH = Path(__file__).resolve().parents[2] / "experiments" / "default_mode.py"
-_spec = importlib.util.spec_from_file_location("default_mode_script", _PATH)
-default_mode = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("default_mode_script", default_mode)
-_spec.loader.exec_module(default_mode)
+from tests.experiments.scripts import load_script
+
+default_mode = load_script("default_mode.py", "default_mode_script")
 
 
 def test_table_shows_spearman_and_xsim_error_and_leaves_mono_rows_to_their_column() -> None:

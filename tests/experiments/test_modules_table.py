@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "experiments" / "modules_table.py"
-_spec = importlib.util.spec_from_file_location("modules_table", _PATH)
-modules_table = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("modules_table", modules_table)
-_spec.loader.exec_module(modules_table)
+from tests.experiments.scripts import load_script
+
+modules_table = load_script("modules_table.py", "modules_table")
 
 
 def test_a_base_is_a_label_and_a_backbone_folder_whose_zoo_sits_beside_the_default_one(tmp_path) -> None:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "experiments" / "objectives.py"
-_spec = importlib.util.spec_from_file_location("bench_objectives", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
+from tests.experiments.scripts import load_script
+
+bench = load_script("objectives.py", "bench_objectives")
 
 
 def _base() -> dict:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "experiments" / "paper_tables.py"
-_spec = importlib.util.spec_from_file_location("paper_tables", _PATH)
-paper_tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(paper_tables)
+from tests.experiments.scripts import load_script
+
+paper_tables = load_script("paper_tables.py", "paper_tables")
 
 HEADER = "lang1\tlang2\tsentence1\tsentence2\tscore\n"
 

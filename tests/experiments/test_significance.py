@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from modsenc.eval.sts import STSPair
+from tests.experiments.scripts import load_script
 
-_PATH = Path(__file__).resolve().parents[2] / "experiments" / "significance.py"
-_spec = importlib.util.spec_from_file_location("significance", _PATH)
-significance = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("significance", significance)
-_spec.loader.exec_module(significance)
+significance = load_script("significance.py", "significance")
 
 
 def test_mcnemar_counts_the_discordant_sentences_and_gives_the_exact_p_value() -> None:
