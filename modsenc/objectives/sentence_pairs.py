@@ -11,9 +11,10 @@
   directions), which the regression alone does not ask for: the target says where a sentence
   should land, the ranking term that it lands nearer its own translation than the others'.
   With a ``structure_weight``, plus that weight times ``SimilarityPreservingLoss`` between the
-  students and the same sentences' vectors before the CLA (``structure_vector``): the batch's
-  sentences keep the ordering of their similarities to each other that the language's own
-  modules give them, so aligning onto the pivot does not flatten the language's geometry.
+  students and a teacher's vectors of the same pairs (``structure_vector``: the sentences through
+  the language's modules without the CLA, or their translations' pivot vectors; add-language's
+  ``cla.structure_source``): the batch's sentences keep the ordering of their similarities to each
+  other that the teacher gives them, so aligning onto the pivot does not flatten it.
 
 The anchor side is either text run through the trained model (SE: monolingual paraphrases) or a
 fixed vector (CLA: the frozen English pivot's embedding, computed once through its own modules).
@@ -56,8 +57,8 @@ class SentencePairExample:
     # distill only: the regression target, where it is not the anchor vector itself (a blend of
     # the pivot's vector and the sentence's own); the anchor vector is then what the ranking uses
     target_vector: torch.Tensor | None = None
-    # distill only: the sentence's vector through the language's modules without the CLA, whose
-    # in-batch similarities the structure term preserves
+    # distill only: the teacher's vector of the pair (the sentence without the CLA, or its
+    # translation's pivot vector), whose in-batch similarities the structure term preserves
     structure_vector: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
@@ -89,7 +90,7 @@ def pair_examples(
 ) -> list[SentencePairExample]:
     """Tokenised (anchor, positive[, negative]) examples; anchors are texts or fixed vectors;
     ``targets``: distill pairs' regression targets where they are not the anchors; ``structure``:
-    their sentences' vectors without the CLA, for the structure term."""
+    the teacher's vectors of the pairs, for the structure term."""
     positive_ids = tokenize(list(positives))
     with_negative = [i for i, n in enumerate(negatives) if n]
     negative_ids = dict(zip(with_negative, tokenize([negatives[i] for i in with_negative])))
@@ -118,7 +119,7 @@ class SentencePairBatch:
     text_anchors: bool
     anchor_vectors: torch.Tensor | None
     target_vectors: torch.Tensor | None = None  # distill targets, where they differ from the anchors
-    structure_vectors: torch.Tensor | None = None  # distill: the sentences' vectors without the CLA
+    structure_vectors: torch.Tensor | None = None  # distill: the structure term's teacher vectors
 
     def to(self, device: torch.device | str) -> SentencePairBatch:
         def moved(tensor: torch.Tensor | None) -> torch.Tensor | None:
@@ -217,7 +218,7 @@ class SentencePairObjective(Objective):
         """A distill batch's loss: the regression onto ``targets`` (the ``pivots`` themselves when
         None), plus ``ranking_weight`` times the symmetric in-batch ranking of students and pivots,
         plus ``structure_weight`` times the similarity-preserving term against ``structure`` (the
-        sentences' vectors without the CLA); and each term's value, for the logs."""
+        teacher's vectors of the same pairs); and each term's value, for the logs."""
         loss = self.distill(students, pivots if targets is None else targets)
         terms = {"distill_regression": loss.item()}
         if self.ranking_weight > 0:
@@ -227,7 +228,7 @@ class SentencePairObjective(Objective):
         if self.structure_weight > 0:
             if structure is None:
                 raise ValueError(
-                    "structure_weight > 0 needs each pair's structure_vector (its vector without the CLA)"
+                    "structure_weight > 0 needs each pair's structure_vector (its teacher's vector)"
                 )
             if len(students) >= 3:  # a short last batch has no ordering of neighbours to keep
                 kept = self.structure(students, structure)

@@ -33,7 +33,7 @@ STAGES = tuple(MODULE_KINDS)  # add-language trains one stage per module kind, i
 CLA_VARIANTS = ("pp", "pl", "jt")
 PARALLEL_LOSSES = ("cosine", "distill")
 OWN_SOURCES = ("backbone", "modules")  # whose vector of the sentence a distilled CLA also targets
-STRUCTURE_SOURCES = ("modules", "pivot")
+STRUCTURE_SOURCES = ("modules", "pivot")  # whose in-batch similarities a distilled CLA keeps
 
 
 # ------------------------------------------------------------------------------------------ shared
@@ -143,8 +143,8 @@ class CLAConfig(Schedule):
     ranking_weight: float = 0.0
     # distill only: weight of the similarity-preserving term (SimilarityPreservingLoss): each
     # batch's sentences keep, with the CLA on, the ordering of their similarities to each other
-    # that the language's modules without the CLA (mode "mono") give them, so the shared space
-    # (mode "cross") keeps what the SE learnt about the language's own sentences.
+    # that the teacher named by structure_source gives them, so the shared space (mode "cross")
+    # does not flatten the language's own neighbourhoods.
     structure_weight: float = 0.0
     # Whose similarities that term keeps. modules: the language's own sentences through its
     # modules without the CLA (the SE's geometry); pivot: their translations' pivot vectors (the
