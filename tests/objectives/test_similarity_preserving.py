@@ -63,10 +63,13 @@ def test_gradient_reaches_the_student_only_and_small_batches_are_refused() -> No
         SimilarityPreservingLoss()(torch.randn(4, 4), torch.randn(4, 3))
 
 
-def test_loss_is_computed_in_fp32_under_bf16_autocast() -> None:
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_loss_is_computed_in_fp32_under_bf16_autocast(device: str) -> None:
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
     teacher, student = _at_angles([0, 90, 180, 270]), _at_angles([0, 60, 120, 180])
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        loss = SimilarityPreservingLoss()(student, teacher)
+    with torch.autocast(device, dtype=torch.bfloat16):
+        loss = SimilarityPreservingLoss()(student.to(device), teacher.to(device))
     assert loss.dtype == torch.float32
     assert loss.item() == pytest.approx(0.5 - 1 / (4 * math.sqrt(7)), abs=1e-6)
 
