@@ -3,8 +3,9 @@
 Scores the shipped zoo on the held-out columns of bench/shipped_zoo.py (Kardeş STS dev: xx-xx in
 ``mono`` mode, en-xx in ``cross`` mode; Kardeş bitext and NTREX xsim in ``cross``) through the
 torch runtime in fp32 (the reference), the openvino runtime in fp32, and the openvino runtime with
-NNCF's static int8 graphs, calibrated as a user's would be: the bundle's own calibration.txt, or
-(the shipped bundles predate it) the demo corpus in the language, else in English
+NNCF's static int8 graphs, calibrated as a user's would be: the bundle's own calibration.txt
+(every shipped bundle has one since its CLA was retrained), or, for a bundle made before
+add-language wrote it, the demo corpus in the language, else in English
 (modsenc/runtimes/calibration.py). Writes the marked block of docs/results/int8.md.
 
     python bench/int8_quality.py --languages uz,kk,az,ky,ug
