@@ -116,8 +116,9 @@ def runtime_option():
         help="openvino (CPU; pip install -e '.[openvino]'): each language's modules merged into "
         "one encoder compiled by OpenVINO when the language is first used (about 1.7x the torch "
         "runtime in bf16 on a CPU with AMX; docs/benchmarks.md); torch: the backbone with the "
-        "modules live; auto: the runtime, precision and int8 measured fastest on this kind of CPU "
-        "(rules in modsenc/runtimes/auto.py; an explicit --dtype wins).",
+        "modules live; auto: the runtime and precision measured fastest on this kind of CPU that "
+        "keep dev quality (never int8: pass --quantize int8 yourself; rules in "
+        "modsenc/runtimes/auto.py; an explicit --dtype wins).",
     )
 
 
