@@ -65,7 +65,7 @@ def choose_runtime(
         return RuntimeChoice("torch", "auto", None, f"{device.type}: the torch runtime")
     flags = cpu_flags() if flags is None else flags
     if installed is None:
-        installed = frozenset(name for name in ("openvino",) if _installed(name))
+        installed = frozenset({"openvino"} if _installed("openvino") else ())
     if "openvino" not in installed:
         return RuntimeChoice("torch", "auto", None, "openvino not installed: the torch runtime")
     if "amx_bf16" in flags:
