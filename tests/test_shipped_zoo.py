@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest
 
 from modsenc.backbone.manifest import read_backbone_manifest, verify_backbone
 from modsenc.data.demo import demo_path
@@ -24,9 +23,11 @@ from modsenc.data.readers import read_parallel_tsv
 from modsenc.encoder import ModularEncoder
 from modsenc.modules.bundle import Zoo, verify_bundle
 from modsenc.modules.defaults import ZOO_ENV, default_zoo, shipped_zoo
+from tests.experiments.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_LANGUAGES = {"uz", "kk", "az", "ky", "ug"}  # at least these (docs/results/shipped-zoo.md)
+significance = load_script("significance.py", "significance")  # its exact McNemar test
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +96,8 @@ def test_the_shipped_modules_beat_e5_alone_on_held_out_demo_pairs(shipped, lang)
     found_alone, margin_alone = _retrieval(
         shipped.encode(english, lang="backbone"), shipped.encode(theirs, lang="backbone")
     )
-    only_modules, only_alone = int((found & ~found_alone).sum()), int((~found & found_alone).sum())
-    worse = only_alone > only_modules and binomtest(only_modules, only_modules + only_alone).pvalue < 0.05
+    only_modules, only_alone, p = significance.mcnemar(found, found_alone)
+    worse = only_alone > only_modules and p < 0.05
     assert margin > margin_alone and not worse, (margin, margin_alone, found.sum(), found_alone.sum())
 
 
