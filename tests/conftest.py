@@ -19,6 +19,16 @@ from tests._zoo import fast_recipe
 from tests.backbone._tiny import tiny_config
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache(tmp_path_factory):
+    """Every test's ``$MODSENC_CACHE`` (rebuilt backbones, OpenVINO graphs and blobs) is a folder of
+    this session's, never the user's ``~/.cache/modsenc``; a test may set its own on top. The
+    subprocesses tests start inherit it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MODSENC_CACHE", str(tmp_path_factory.mktemp("modsenc_cache")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def tiny_backbone_dir(tmp_path_factory) -> Path:
     """A tiny random XLM-R backbone (with a modsenc manifest) whose vocabulary covers the demo corpus."""

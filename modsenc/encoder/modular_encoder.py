@@ -30,6 +30,7 @@ from modsenc.backbone.encoder import Tokenized, backbone_prompts
 from modsenc.backbone.manifest import verify_backbone as verify_backbone_files
 from modsenc.backbone.precision import resolve_precision
 from modsenc.backbone.quantization import no_merge_warning
+from modsenc.encoder.faults import non_finite_error
 from modsenc.encoder.loading import (
     build_router,
     check_limits,
@@ -437,11 +438,8 @@ class ModularEncoder:
             vectors = self._runtime.encode_tokens(lang, kinds, token_ids, batch_size, show_progress_bar)
         if not torch.isfinite(vectors).all():
             # Never hand back NaN/inf: downstream search would silently rank garbage.
-            where = f"the {lang} modules in {self.zoo.bundle_dir(lang)}" if lang else "the backbone"
-            raise ValueError(
-                f"{where} produced non-finite embeddings (NaN or inf); the bundle or the backbone "
-                f"is damaged: rebuild it with `modsenc add-language {lang or 'LANG'}`"
-            )
+            with self._lock:
+                raise non_finite_error(self._runtime, self.modular, self.zoo, lang, kinds, token_ids)
         return vectors
 
     def _kinds(self, lang: str | None, mode: str) -> set[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
@@ -24,7 +25,14 @@ class Runtime(ABC):
     """Runs token ids of one language through its modules; see the module's docstring."""
 
     name: str  # one of RUNTIMES
+    # The reference runtime's vectors are the ones every other runtime is checked against (a
+    # non-finite vector from another runtime is its own fault when the reference's are finite).
+    is_reference: bool = False
     precision: str  # the matrix products' precision: fp32 or bf16
+
+    def cache_folder(self) -> Path | None:
+        """Where this runtime keeps what it builds between runs (None: nothing)."""
+        return None
 
     @abstractmethod
     def prepare(self, lang: str | None, kinds: frozenset[str]) -> None:

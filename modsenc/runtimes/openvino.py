@@ -29,8 +29,6 @@ with AMX / AVX512_BF16), ``fp32`` with ``f32``. openvino is imported only when t
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -44,7 +42,6 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
-from modsenc.backbone.cache import cache_root
 from modsenc.backbone.encoder import pool
 from modsenc.backbone.packing import PackedBatch
 from modsenc.modules.bundle import Zoo
@@ -52,13 +49,17 @@ from modsenc.modules.export import merged_model
 from modsenc.modules.modular import ModularBackbone
 from modsenc.runtimes.base import Runtime
 from modsenc.runtimes.batching import encode_length_sorted
-from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
+from modsenc.runtimes.graph_cache import (
+    cached_graph,
+    compiled_folder,
+    graph_key,
+    openvino_cache,
+    record_compiled,
+)
 
 # Bumped whenever language_encoder or _HiddenFromEmbeddings changes what a graph computes: cached
 # graphs of another format are never read.
 GRAPH_FORMAT = 1
-GRAPH_FILES = ("model.xml", "model.bin")
-GRAPH_RECORD = "graph.json"  # the key's parts and each graph file's sha256
 log = logging.getLogger(__name__)
 
 OPENVINO_HINTS = {"fp32": "f32", "bf16": "bf16"}
@@ -189,19 +190,6 @@ class PackedRows:
         return hidden.reshape(-1, hidden.shape[-1])[self.token_slots]
 
 
-def openvino_cache() -> Path:
-    """Where converted graphs (``graphs/``) and OpenVINO's compiled blobs (``compiled/``) are kept
-    between runs: ``$MODSENC_CACHE/openvino`` (default ``~/.cache/modsenc/openvino``)."""
-    return cache_root() / "openvino"
-
-
-def graph_key(parts: dict[str, Any]) -> str:
-    """The cache folder name of a graph: sha256 of what it is made of (``parts``: the graph format,
-    the OpenVINO release, the backbone fingerprint, the language, its modules and their files'
-    sha256), so another bundle, backbone or release never reads it."""
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-
 def _convert(model: PreTrainedModel, position_offset: int) -> Any:
     """The torch model as an OpenVINO graph: word vectors, a 3-D mask and position ids in."""
     ov = require_openvino()
@@ -228,41 +216,11 @@ def _convert(model: PreTrainedModel, position_offset: int) -> Any:
         )
 
 
-def _cached_graph(folder: Path) -> Any | None:
-    """The graph saved in ``folder``, if every file is the one recorded there; else None (rebuilt)."""
-    try:
-        record = json.loads((folder / GRAPH_RECORD).read_text(encoding="utf-8"))
-        if any(file_sha256(folder / name) != record["file_sha256"][name] for name in GRAPH_FILES):
-            log.warning("%s: a cached OpenVINO graph differs from its record; converting again", folder)
-            return None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return require_openvino().Core().read_model(folder / GRAPH_FILES[0])
-
-
-def cached_graph(make: Callable[[], Any], cache: Path | None, parts: dict[str, Any]) -> Any:
-    """The OpenVINO graph ``make()`` builds, read from ``cache / graph_key(parts)`` when it was saved
-    there (hash-checked), else built and saved there (weights as built: fp32, or int8 where
-    quantised), so a restart neither merges, converts nor quantises again. ``cache=None``: built,
-    not saved."""
-    folder = None if cache is None else cache / graph_key(parts)
-    graph = _cached_graph(folder) if folder is not None else None
-    if graph is not None:
-        return graph
-    graph = make()
-    if folder is not None:
-        with atomic_directory(folder, owner_marker=GRAPH_RECORD) as tmp:
-            require_openvino().save_model(graph, tmp / GRAPH_FILES[0], compress_to_fp16=False)
-            hashes = {name: file_sha256(tmp / name) for name in GRAPH_FILES}
-            atomic_write_json(tmp / GRAPH_RECORD, {"parts": parts, "file_sha256": hashes})
-    return graph
-
-
 def language_graph(
     build: Callable[[], PreTrainedModel], position_offset: int, cache: Path | None, parts: dict[str, Any]
 ) -> Any:
     """``build()``'s model converted to an OpenVINO graph, through ``cached_graph``."""
-    return cached_graph(lambda: _convert(build(), position_offset), cache, parts)
+    return cached_graph(lambda: _convert(build(), position_offset), cache, parts, require_openvino())
 
 
 def graph_inputs(
@@ -314,8 +272,7 @@ class CompiledLanguage:
         if graph is None:
             graph = _convert(merged, position_offset)
         core = ov.Core()
-        if compile_cache is not None:
-            compile_cache.mkdir(parents=True, exist_ok=True)
+        if compile_cache is not None:  # a folder from graph_cache.compiled_folder: verified
             core.set_property({"CACHE_DIR": str(compile_cache)})
         self.model = core.compile_model(
             graph,
@@ -327,6 +284,8 @@ class CompiledLanguage:
                 "NUM_STREAMS": "1",
             },
         )
+        if compile_cache is not None:
+            record_compiled(compile_cache)
         self._request = self.model.create_infer_request()
 
     def encode_batch(self, ids: Sequence[Sequence[int]]) -> torch.Tensor:
@@ -360,6 +319,9 @@ class OpenVINORuntime(Runtime):
         self.quantize, self.calibration, self.verify = quantize, calibration, verify
         self._compiled: dict[tuple[str | None, frozenset[str]], CompiledLanguage] = {}
 
+    def cache_folder(self) -> Path:
+        return openvino_cache()
+
     @staticmethod
     def _key(lang: str | None, kinds: frozenset[str]) -> tuple[str | None, frozenset[str]]:
         # With no modules the graph is the backbone's whatever the language (e5's English, and
@@ -387,7 +349,7 @@ class OpenVINORuntime(Runtime):
         )
         words = self.modular.embeddings_of(lang, kinds)
         if self.quantize == "int8":
-            graph = self._int8_graph(graph, lang, kinds, words, graphs, parts or {})
+            graph, parts = self._int8_graph(graph, lang, kinds, words, graphs, parts or {})
         self._compiled[key] = CompiledLanguage(
             None,
             words,
@@ -396,7 +358,8 @@ class OpenVINORuntime(Runtime):
             torch.get_num_threads(),
             position_offset=offset,
             graph=graph,
-            compile_cache=cache / "compiled",
+            # a bundle whose files nothing names (parts None) is compiled each time, not cached
+            compile_cache=None if parts is None else compiled_folder(cache, graph_key(parts), self.precision),
         )
 
     def _int8_graph(
@@ -407,9 +370,9 @@ class OpenVINORuntime(Runtime):
         words: nn.Embedding,
         graphs: Path | None,
         parts: dict[str, Any],
-    ) -> Any:
+    ) -> tuple[Any, dict[str, Any]]:
         """``graph`` quantised to int8 on ``lang``'s calibration sentences, cached beside it (its
-        key adds the NNCF release and the sentences' sha256)."""
+        key adds the NNCF release and the sentences' sha256), and that key's parts."""
         from modsenc.runtimes.calibration import calibration_sentences, sentences_digest  # noqa: PLC0415
         from modsenc.runtimes.int8 import CALIBRATION_BATCH, quantize_graph, require_nncf  # noqa: PLC0415
 
@@ -431,7 +394,7 @@ class OpenVINORuntime(Runtime):
             "nncf": require_nncf().__version__,
             "calibration": sentences_digest(texts),
         }
-        return cached_graph(quantized, graphs, int8_parts)
+        return cached_graph(quantized, graphs, int8_parts, require_openvino()), int8_parts
 
     def _graph_parts(self, lang: str | None, kinds: frozenset[str]) -> dict[str, Any] | None:
         """What ``lang``'s graph is made of, for its on-disk cache key; None (not cached) for a

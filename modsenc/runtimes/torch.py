@@ -18,6 +18,7 @@ from modsenc.runtimes.batching import encode_length_sorted
 
 class TorchRuntime(Runtime):
     name = "torch"
+    is_reference = True
 
     def __init__(self, modular: ModularBackbone, precision: str) -> None:
         self.modular = modular

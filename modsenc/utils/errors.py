@@ -21,6 +21,11 @@ class IntegrityError(InputError):
     """A file that differs from the hash or shape its manifest records (altered, truncated)."""
 
 
+class RuntimeFaultError(ModsencError, RuntimeError):
+    """A runtime other than the reference one (torch) computed wrong values (NaN or inf) where the
+    reference gives finite ones: the runtime's fault, not the bundle's."""
+
+
 class MissingFileError(ModsencError, FileNotFoundError):
     """A file or folder the operation needs is not there."""
 

@@ -95,8 +95,13 @@ def test_eval_with_the_openvino_runtime_scores_as_the_torch_runtime(zoo_dir) -> 
     reference = evaluate(zoo_dir, bitext=bitext, dtype="fp32")
     assert (ours["runtime"], ours["precision"], reference["runtime"]) == ("openvino", "fp32", "torch")
     for pair, metrics in reference["bitext"]["parallel.tsv"].items():
+        # The test zoo is near random (xsim error about 98%): its margin scores tie to within the
+        # 1e-6 by which OpenVINO's fp32 kernels differ from torch's, so a pair may flip either way
+        # (one pair is 100/n points; 0.625 of 160). Allow two pairs; the vectors themselves are
+        # compared to 1e-3 in the tests above.
+        one_pair = 100 / metrics["n"]
         assert ours["bitext"]["parallel.tsv"][pair]["xsim_error"] == pytest.approx(
-            metrics["xsim_error"], abs=0.5
+            metrics["xsim_error"], abs=2 * one_pair + 1e-9
         )
     with pytest.raises(ValueError, match="is a zoo's option"):
         evaluate(demo_path("parallel.tsv").parent, bitext=bitext, runtime="openvino")
@@ -192,11 +197,12 @@ def test_a_restart_reads_the_converted_graph_from_the_cache(
     the bundle's file hashes, and gives the same vectors; a cached file that differs from its
     record is not used (converted again)."""
     import modsenc.runtimes.openvino as runtime  # noqa: PLC0415
+    from modsenc.runtimes.graph_cache import GRAPH_FILES, GRAPH_RECORD  # noqa: PLC0415
 
     first = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", runtime="openvino")
     expected = first.encode(TEXTS["uz"], lang="uz")
-    saved = sorted((graph_cache / "openvino" / "graphs").glob(f"*/{runtime.GRAPH_RECORD}"))
-    assert saved and all((p.parent / name).is_file() for p in saved for name in runtime.GRAPH_FILES)
+    saved = sorted((graph_cache / "openvino" / "graphs").glob(f"*/{GRAPH_RECORD}"))
+    assert saved and all((p.parent / name).is_file() for p in saved for name in GRAPH_FILES)
 
     def no_conversion(*args, **kwargs):
         raise AssertionError("converted again")
@@ -214,3 +220,92 @@ def test_a_restart_reads_the_converted_graph_from_the_cache(
     rebuilt = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", runtime="openvino")
     np.testing.assert_allclose(rebuilt.encode(TEXTS["uz"], lang="uz"), expected, atol=1e-6)
     assert "a cached OpenVINO graph differs from its record; converting again" in caplog.text
+
+
+def _graph_folders(cache) -> dict[str, object]:
+    """The cached graph folders by the language their record names (None: the backbone's)."""
+    import json  # noqa: PLC0415
+
+    folders = {}
+    for record in (cache / "openvino" / "graphs").glob("*/graph.json"):
+        folders[json.loads(record.read_text())["parts"]["language"]] = record.parent
+    return folders
+
+
+def test_one_process_compiles_a_cached_graph_in_fp32_then_bf16(zoo_dir, tmp_path, monkeypatch) -> None:
+    """A graph read from the cache, with no compiled blob yet, compiled in fp32 and then in bf16 in
+    one process gives both precisions' vectors (OpenVINO gives both blobs one name, so one shared
+    CACHE_DIR handed the bf16 compile the fp32 blob: NaN vectors or a crash)."""
+    import shutil  # noqa: PLC0415
+
+    monkeypatch.setenv("MODSENC_CACHE", str(tmp_path))
+    texts = TEXTS["uz"] + TEXTS["en"]
+    langs = ["uz"] * 3 + ["en"] * 2
+    ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", verify=False, runtime="openvino").encode(
+        texts, lang=langs
+    )
+    shutil.rmtree(tmp_path / "openvino" / "compiled")
+    reference = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", verify=False).encode(texts, lang=langs)
+    for dtype, closeness in (("fp32", 0.9999), ("bf16", 0.99)):
+        encoder = ModularEncoder.from_pretrained(zoo_dir, dtype=dtype, verify=False, runtime="openvino")
+        got = encoder.encode(texts, lang=langs)
+        assert np.isfinite(got).all() and _cosines(got, reference).min() > closeness, dtype
+    compiled = sorted(p.relative_to(tmp_path / "openvino" / "compiled").parent.name for p in
+                      (tmp_path / "openvino" / "compiled").glob("*/*/compiled.json"))  # fmt: skip
+    assert compiled == ["bf16", "bf16", "fp32", "fp32"]  # uz's graph and en's, each precision apart
+
+
+def test_a_cached_graph_made_for_another_language_is_not_used(zoo_dir, tmp_path, monkeypatch, caplog) -> None:
+    """Swapping the cached graph folders of two languages (each record names its own) makes both
+    convert again, with one log line each, and encode as before."""
+    monkeypatch.setenv("MODSENC_CACHE", str(tmp_path))
+    texts, langs = TEXTS["uz"] + TEXTS["en"], ["uz"] * 3 + ["en"] * 2
+    expected = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", runtime="openvino").encode(
+        texts, lang=langs
+    )
+    folders = _graph_folders(tmp_path)
+    uz, en = folders["uz"], folders["en"]
+    uz.rename(tmp_path / "swap")
+    en.rename(uz)
+    (tmp_path / "swap").rename(en)
+    again = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", runtime="openvino").encode(
+        texts, lang=langs
+    )
+    np.testing.assert_allclose(again, expected, atol=1e-6)
+    assert caplog.text.count("a cached OpenVINO graph was made for another key") == 2
+
+
+def test_a_damaged_compiled_blob_is_compiled_again(zoo_dir, tmp_path, monkeypatch, caplog) -> None:
+    monkeypatch.setenv("MODSENC_CACHE", str(tmp_path))
+    expected = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", runtime="openvino").encode(
+        TEXTS["uz"], lang="uz"
+    )
+    blobs = sorted((tmp_path / "openvino" / "compiled").glob("*/fp32/*.blob"))
+    assert blobs
+    for blob in blobs:
+        blob.chmod(0o644)
+        data = bytearray(blob.read_bytes())
+        data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
+        blob.write_bytes(bytes(data))
+    again = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", runtime="openvino").encode(
+        TEXTS["uz"], lang="uz"
+    )
+    np.testing.assert_allclose(again, expected, atol=1e-6)
+    assert "cached OpenVINO blobs differ from their record; compiling again" in caplog.text
+
+
+def test_non_finite_vectors_from_the_openvino_runtime_are_its_fault_not_the_bundles(
+    zoo_dir, monkeypatch
+) -> None:
+    import torch  # noqa: PLC0415
+
+    from modsenc.runtimes.openvino import CompiledLanguage  # noqa: PLC0415
+    from modsenc.utils.errors import RuntimeFaultError  # noqa: PLC0415
+
+    encoder = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", verify=False, runtime="openvino")
+    monkeypatch.setattr(
+        CompiledLanguage, "encode_batch", lambda self, ids: torch.full((len(ids), 32), float("nan"))
+    )
+    message = "the openvino runtime .fp32. produced non-finite embeddings for uz where the torch runtime"
+    with pytest.raises(RuntimeFaultError, match=message + " gives finite ones: the bundle is fine"):
+        encoder.encode(TEXTS["uz"], lang="uz")
