@@ -1088,7 +1088,7 @@ def test_bad_input(case: Case, env: Env, request: pytest.FixtureRequest) -> None
 # ----------------------------------------------------------------------------------------- library API
 @pytest.fixture(scope="module")
 def encoder(zoo_dir: Path) -> ModularEncoder:
-    return ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    return ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
 
 
 @pytest.mark.parametrize(
@@ -1101,7 +1101,7 @@ def encoder(zoo_dir: Path) -> ModularEncoder:
         ),
         (lambda e: e.encode(["Salom"], lang=3), TypeError, "lang must be a language code such as 'uz'"),
         (
-            lambda e: ModularEncoder.from_pretrained(e.zoo.root, max_languages=0),
+            lambda e: ModularEncoder.from_pretrained(e.zoo.root, max_languages=0, runtime="torch"),
             ValueError,
             "max_languages must be at least 1",
         ),
@@ -1130,10 +1130,12 @@ def test_every_bundle_file_is_hashed_and_a_bundle_without_hashes_loads_only_unve
     stripped = {k: v for k, v in json.loads(old_manifest.read_text()).items() if k != HASHES_KEY}
     old_manifest.write_text(json.dumps(stripped))
     with pytest.raises(BundleIntegrityError, match="lists no file hashes .* or pass --no-verify"):
-        ModularEncoder.from_pretrained(old, device="cpu").encode(HELD_OUT["uz"], lang="uz")
-    unverified = ModularEncoder.from_pretrained(old, device="cpu", verify=False)
+        ModularEncoder.from_pretrained(old, device="cpu", runtime="torch").encode(HELD_OUT["uz"], lang="uz")
+    unverified = ModularEncoder.from_pretrained(old, device="cpu", verify=False, runtime="torch")
     vectors = unverified.encode(HELD_OUT["uz"], lang="uz")
-    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu").encode(HELD_OUT["uz"], lang="uz")
+    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch").encode(
+        HELD_OUT["uz"], lang="uz"
+    )
     np.testing.assert_allclose(vectors, expected, atol=1e-6)
 
 
@@ -1182,7 +1184,7 @@ def test_two_encode_runs_writing_one_output_leave_one_complete_result(zoo_dir: P
         out, _ = run.communicate(timeout=300)
         assert run.returncode == 0, out.decode()
     result = np.load(output)
-    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
     expected = {name: encoder.encode(lines[:1], lang="uz")[0] for name, lines in texts.items()}
     winner = "a" if len(result) == 300 else "b"
     assert len(result) == len(texts[winner])
@@ -1273,7 +1275,7 @@ def test_cr_only_line_endings_are_lines() -> None:
 
 
 def test_languages_as_one_string_and_encode_refuses_bytes_and_mappings(zoo_dir: Path) -> None:
-    encoder = ModularEncoder.from_pretrained(zoo_dir, languages="uz", device="cpu")
+    encoder = ModularEncoder.from_pretrained(zoo_dir, languages="uz", device="cpu", runtime="torch")
     assert encoder.loaded_languages == ["uz"]
     with pytest.raises(TypeError, match="sentences must be a str or a list of str, got bytes; decode bytes"):
         encoder.encode(b"Salom", lang="uz")
@@ -1295,7 +1297,7 @@ def test_serve_refuses_a_taken_port_before_loading_and_names_a_wrong_content_typ
         port = taken.getsockname()[1]
         with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}: Address already in use"):
             bind("127.0.0.1", port)
-    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
     with TestClient(create_app(ServeConfig(str(zoo_dir), []), encoder=encoder)) as client:
         response = client.post(
             "/v1/embeddings", content=b"input=Salom", headers={"content-type": "text/plain"}
@@ -1352,4 +1354,4 @@ def test_synthesize_refuses_a_model_it_cannot_find_within_seconds(tmp_path: Path
 def test_verify_takes_booleans_only(zoo_dir: Path, flag: str) -> None:
     """``verify="no"`` is truthy: taken as given it would verify, the opposite of what was asked."""
     with pytest.raises(TypeError, match=f"{flag} must be True or False, got 'no'"):
-        ModularEncoder.from_pretrained(zoo_dir, **{flag: "no"})
+        ModularEncoder.from_pretrained(zoo_dir, **{flag: "no"}, runtime="torch")

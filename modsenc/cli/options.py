@@ -111,14 +111,16 @@ def runtime_option():
     return click.option(
         "--runtime",
         type=click.Choice(["torch", "openvino", "auto"]),
-        default="torch",
+        default="auto",
         show_default=True,
-        help="openvino (CPU; pip install -e '.[openvino]'): each language's modules merged into "
-        "one encoder compiled by OpenVINO when the language is first used (about 1.7x the torch "
-        "runtime in bf16 on a CPU with AMX; docs/benchmarks.md); torch: the backbone with the "
-        "modules live; auto: the runtime and precision measured fastest on this kind of CPU that "
-        "keep dev quality (never int8: pass --quantize int8 yourself; rules in "
-        "modsenc/runtimes/auto.py; an explicit --dtype wins).",
+        help="auto (the default): the runtime and precision measured fastest on this kind of CPU "
+        "that keep dev quality (openvino where installed: bf16 with AMX or AVX512_BF16, else fp32; "
+        "torch on a GPU or without openvino, with one log line naming the extra; never int8: pass "
+        "--quantize int8 yourself; an explicit --dtype or --quantize wins; rules in "
+        "modsenc/runtimes/auto.py). openvino (CPU; pip install 'modsenc[openvino]'): each "
+        "language's modules merged into one encoder compiled by OpenVINO when first used (about "
+        "1.7x the torch runtime in bf16 on a CPU with AMX; docs/benchmarks.md). torch: the "
+        "backbone with the modules live, the reference.",
     )
 
 

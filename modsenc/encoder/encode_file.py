@@ -114,7 +114,7 @@ def encode_file(
     quantize: str | None = None,
     dtype: str = "auto",
     overwrite: bool = False,
-    runtime: str = "torch",
+    runtime: str = "auto",
     calibration: list[str] | None = None,
 ) -> int:
     """Encode ``input_path`` ('-': stdin) line by line into ``output_path`` (.npy or .jsonl).

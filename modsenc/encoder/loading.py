@@ -64,7 +64,8 @@ def check_options(
     if runtime == AUTO:
         choice = choose_runtime(checked)
         log.info("runtime auto -> %s, dtype %s, int8 %s (%s)", *astuple(choice))
-        runtime, quantize = choice.runtime, choice.quantize
+        runtime = choice.runtime
+        quantize = choice.quantize if quantize is None else quantize  # an explicit int8 stays
         dtype = choice.dtype if dtype == AUTO else dtype
     check_runtime(runtime, quantize, checked)
     check_device(checked)

@@ -166,7 +166,7 @@ class ModularEncoder:
         verify: bool = True,
         quantize: str | None = None,
         dtype: str = "auto",
-        runtime: str = "torch",
+        runtime: str = "auto",
         revision: str | None = None,
         prompts: Mapping[str, str] | None = None,
         truncate_dim: int | None = None,

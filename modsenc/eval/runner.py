@@ -45,7 +45,7 @@ class EncoderSet:
         route: str | None = None,
         quantize: str | None = None,
         dtype: str = "auto",
-        runtime: str = "torch",
+        runtime: str = "auto",
     ) -> None:
         self.mode, self.batch_size = mode, batch_size
         self.kind, self.model = self._load(
@@ -66,7 +66,7 @@ class EncoderSet:
 
     @staticmethod
     def _load(
-        model: Any, quantize: str | None = None, dtype: str = "auto", runtime: str = "torch"
+        model: Any, quantize: str | None = None, dtype: str = "auto", runtime: str = "auto"
     ) -> tuple[str, Any]:
         if not isinstance(model, (str, os.PathLike)):
             if not hasattr(model, "encode"):
@@ -81,7 +81,7 @@ class EncoderSet:
             return "zoo", ModularEncoder.from_pretrained(
                 path, quantize=quantize, dtype=dtype, runtime=runtime
             )
-        if runtime != "torch":
+        if runtime not in ("torch", "auto"):  # a backbone or another model runs on torch
             raise ValueError(f"runtime={runtime!r} is a zoo's option; {model} is not a zoo")
         if (path / "modsenc_backbone.json").exists():
             from modsenc.backbone import Backbone  # noqa: PLC0415
@@ -140,7 +140,7 @@ def evaluate(
     route: str | None = None,
     quantize: str | None = None,
     dtype: str = "auto",
-    runtime: str = "torch",
+    runtime: str = "auto",
 ) -> dict[str, Any]:
     # Every input is read (and its errors reported) before the model loads.
     corpora = []

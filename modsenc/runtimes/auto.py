@@ -19,19 +19,24 @@ docs/benchmarks.md); the rules, first match:
 On Zen 4 modsenc's openvino runtime in bf16 ran 136.7 sentences/s routed, 2.3x its torch fp32 and
 1.5x its torch bf16, at cosine 0.99997; OpenVINO's static int8 was 1.45x faster still but at cosine
 0.987. ``auto`` precision is ``backbone/precision.py``'s: bf16 where native.
-An explicit ``runtime=`` (anything but auto) is always taken as given.
+An explicit ``runtime=`` (anything but auto) is always taken as given, and so are an explicit
+``dtype`` and ``quantize`` under auto. ``auto`` is the default everywhere (``from_pretrained``,
+``encode``, ``serve``, ``scale encode``, ``eval``); ``runtime="torch"`` is the reference.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 from dataclasses import dataclass
+from functools import cache
 
 import torch
 
 from modsenc.backbone.precision import cpu_flags
 
 AUTO = "auto"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,15 @@ def _installed(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
+@cache  # once a process: every encoder a server or a script builds would repeat it
+def _warn_without_openvino() -> None:
+    log.warning(
+        "runtime auto: openvino is not installed, so the slower torch runtime runs on this CPU "
+        "(OpenVINO ran 1.3-2x faster at the same vectors: docs/benchmarks.md); "
+        "pip install 'modsenc[openvino]', or pass runtime='torch' to choose it and silence this"
+    )
+
+
 def choose_runtime(
     device: torch.device, flags: frozenset[str] | None = None, installed: frozenset[str] | None = None
 ) -> RuntimeChoice:
@@ -67,6 +81,7 @@ def choose_runtime(
     if installed is None:
         installed = frozenset({"openvino"} if _installed("openvino") else ())
     if "openvino" not in installed:
+        _warn_without_openvino()
         return RuntimeChoice("torch", "auto", None, "openvino not installed: the torch runtime")
     if "amx_bf16" in flags:
         return RuntimeChoice("openvino", "bf16", None, "AMX: OpenVINO bf16 measured fastest")

@@ -89,7 +89,7 @@ class ShardEncoder:
         other: str = "backbone",
         id_column: str | None = None,
         dtype: str = "auto",
-        runtime: str = "torch",
+        runtime: str = "auto",
     ) -> None:
         import torch  # noqa: PLC0415
 
@@ -251,7 +251,7 @@ def encode_corpus(
     other: str = "backbone",
     id_column: str | None = None,
     dtype: str = "auto",
-    runtime: str = "torch",
+    runtime: str = "auto",
 ) -> dict[str, Any]:
     """Encode ``inputs`` (files or folders) into Parquet shards under ``output``; returns the manifest.
 

@@ -80,7 +80,7 @@ def job_record(
     other: str = "backbone",
     id_column: str | None = None,
     dtype: str = "auto",
-    runtime: str = "torch",
+    runtime: str = "auto",
 ) -> dict[str, Any]:
     """The manifest's ``job``: what the output depends on (and nothing else: workers, batch size and
     address may change on resume). ``zoo`` is a ``modsenc.modules.bundle.Zoo``, ``inputs`` the

@@ -74,7 +74,7 @@ class ServeConfig:
     device: str | None = None
     quantize: str | None = None  # "int8": the backbone's linear layers in int8 (torchao)
     dtype: str = "auto"  # the GEMMs' precision: auto (bf16 where native), fp32 or bf16
-    runtime: str = "torch"  # "openvino": each language merged and compiled by OpenVINO (CPU); "auto"
+    runtime: str = "auto"  # "openvino": each language merged and compiled by OpenVINO (CPU); "auto"
     calibration: list[str] | None = None  # openvino int8: the calibration sentences (None: bundles')
     other: str = "backbone"  # text in a language without a bundle: backbone, refuse (422) or best
     model_name: str | None = None  # the `model` echoed in responses (default: the zoo folder's name)

@@ -102,7 +102,7 @@ def test_any_encoder_with_an_encode_method_and_the_mteb_adapter(zoo_dir) -> None
 
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
-    encoder = ModularEncoder.from_pretrained(zoo_dir)
+    encoder = ModularEncoder.from_pretrained(zoo_dir, runtime="torch")
     adapter = MTEBEncoder(encoder)
     texts = ["Hello there.", "Salom dunyo, bugun havo yaxshi."]
     np.testing.assert_array_equal(
@@ -161,7 +161,7 @@ def test_route_sends_every_language_through_one_bundle(zoo_dir, tiny_backbone_di
     """route="en" is Mod_en: Uzbek text goes through the English modules, not through its own."""
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
-    encoder = ModularEncoder.from_pretrained(zoo_dir)
+    encoder = ModularEncoder.from_pretrained(zoo_dir, runtime="torch")
     texts = ["Bolalar suzmoqda.", "Bozor yopiq."]
     routed = EncoderSet(zoo_dir, route="en").for_language("uz")(texts)
     np.testing.assert_allclose(routed, encoder.encode(texts, lang="en"), atol=1e-6)

@@ -186,14 +186,18 @@ def test_english_stays_bit_identical_with_the_default_modules(tiny_backbone_dir,
     english = ["The library closes early on Sundays.", "We are planning a trip to the mountains."]
     backbone = Backbone.from_pretrained(zoo / "backbone", attention="sdpa")
     bare = backbone.encode(english, precision="fp32")
-    before = ModularEncoder.from_pretrained(zoo, dtype="fp32", device="cpu").encode(english, lang="en")
+    before = ModularEncoder.from_pretrained(zoo, dtype="fp32", device="cpu", runtime="torch").encode(
+        english, lang="en"
+    )
     en_files = _hashes(zoo / "en")
     shipped = _shipped_module_settings()
     assert shipped["cla.parallel_loss"] == '"distill"' and shipped["cla.variant"] == '"pl"'
     assert shipped["cla.structure_weight"] == "1.0" and shipped["cla.structure_source"] == '"pivot"'
     settings = shipped | {"cla.eval_every": "2", "cla.patience": "2", "data.dev_parallel": "20"}
     run("uz", fast_recipe(**settings), zoo, work_dir=tmp_path / "w-uz", stages=["se", "cla"])
-    after = ModularEncoder.from_pretrained(zoo, dtype="fp32", device="cpu")  # the bare backbone's device
+    after = ModularEncoder.from_pretrained(
+        zoo, dtype="fp32", device="cpu", runtime="torch"
+    )  # the bare backbone's device
     assert (bare == before).all() and (after.encode(english, lang="en") == bare).all()
     assert after.encode(["Kutubxona yakshanba kunlari erta yopiladi."], lang="uz").shape == (1, 32)
     assert _hashes(zoo / "en") == en_files

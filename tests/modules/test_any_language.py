@@ -116,7 +116,7 @@ def test_an_iso_639_3_code_round_trips_through_add_language_encode_and_the_serve
     run("kaa", recipe, zoo, work_dir=tmp_path / "w-kaa", stages=["se", "cla"])
     assert Zoo(zoo).languages() == ["en", "kaa"]
     assert (zoo / "kaa" / "se").is_dir() and Zoo(zoo).read_manifest("kaa").language == "kaa"
-    encoder = ModularEncoder.from_pretrained(zoo, device="cpu", gate=None)
+    encoder = ModularEncoder.from_pretrained(zoo, device="cpu", gate=None, runtime="torch")
     text = ["Men kitob o'qiyman."]
     mine = encoder.encode(text, lang="kaa")
     bare = encoder.encode(text, lang="backbone")

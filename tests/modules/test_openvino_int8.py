@@ -27,7 +27,7 @@ def test_int8_graphs_of_a_two_language_zoo_stay_within_cosine_099_of_fp32(zoo_di
     for lang in ("uz", "kk", "en"):
         texts += TEXTS[lang]
         langs += [lang] * len(TEXTS[lang])
-    fp32 = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", verify=False)
+    fp32 = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", verify=False, runtime="torch")
     int8 = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", runtime="openvino", quantize="int8")
     expected = fp32.encode(texts, lang=langs, mode=mode)
     got = int8.encode(texts, lang=langs, mode=mode, batch_size=2)

@@ -55,3 +55,53 @@ def test_runtime_auto_resolves_before_loading(zoo_dir, monkeypatch) -> None:
     assert (encoder.runtime, encoder.precision, encoder.quantization) == ("torch", "fp32", None)
     explicit = ModularEncoder.from_pretrained(zoo_dir, runtime="auto", dtype="bf16", verify=False)
     assert explicit.precision == "bf16"  # an explicit dtype wins over the rule's
+
+
+def test_the_default_runtime_is_auto_everywhere(zoo_dir, monkeypatch) -> None:
+    """from_pretrained, encode files, eval, serve and scale encode all default to runtime='auto',
+    resolved by the written rules (the torch runtime stays one argument away)."""
+    import inspect
+
+    import modsenc.encoder.loading as loading
+    from modsenc.cli.app import main as cli
+    from modsenc.encoder.encode_file import encode_file
+    from modsenc.eval.runner import evaluate
+    from modsenc.runtimes.auto import RuntimeChoice
+    from modsenc.scale.encode import encode_corpus
+    from modsenc.serving.app import ServeConfig
+
+    for function in (ModularEncoder.from_pretrained, encode_file, evaluate, encode_corpus):
+        assert inspect.signature(function).parameters["runtime"].default == "auto", function
+    assert ServeConfig(zoo=str(zoo_dir)).runtime == "auto"
+    for command in ("encode", "eval", "serve"):
+        option = next(p for p in cli.commands[command].params if p.name == "runtime")
+        assert option.default == "auto", command
+    asked = []
+    monkeypatch.setattr(
+        loading,
+        "choose_runtime",
+        lambda device: asked.append(device) or RuntimeChoice("torch", "fp32", None, "t"),
+    )
+    encoder = ModularEncoder.from_pretrained(zoo_dir, verify=False)
+    assert asked == [torch.device("cpu")] and (encoder.runtime, encoder.precision) == ("torch", "fp32")
+
+
+def test_auto_without_openvino_logs_one_line_naming_the_extra(caplog) -> None:
+    from modsenc.runtimes.auto import _warn_without_openvino
+
+    _warn_without_openvino.cache_clear()
+    for _ in range(3):  # once a process, however many encoders
+        assert choose_runtime(CPU, frozenset({"amx_bf16"}), frozenset()).runtime == "torch"
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(lines) == 1 and "pip install 'modsenc[openvino]'" in lines[0]
+    assert "runtime='torch'" in lines[0]
+
+
+def test_an_explicit_quantize_stays_under_auto(zoo_dir, monkeypatch) -> None:
+    import modsenc.encoder.loading as loading
+    from modsenc.runtimes.auto import RuntimeChoice
+
+    monkeypatch.setattr(loading, "choose_runtime", lambda device: RuntimeChoice("torch", "auto", None, "t"))
+    pytest.importorskip("torchao")
+    encoder = ModularEncoder.from_pretrained(zoo_dir, quantize="int8", verify=False)
+    assert (encoder.runtime, encoder.quantization) == ("torch", "int8")

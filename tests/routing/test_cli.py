@@ -26,7 +26,7 @@ def test_encode_to_npy_and_jsonl_in_chunks(zoo_dir, tmp_path) -> None:
         ["encode", "--zoo", str(zoo_dir), "--input", str(source), "--output", str(npy), "--chunk-size", "2"],
     )
     assert result.exit_code == 0, result.output
-    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu").encode(lines)
+    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch").encode(lines)
     np.testing.assert_allclose(np.load(npy), expected, atol=1e-5)
 
     jsonl = tmp_path / "out.jsonl"
@@ -45,7 +45,7 @@ def test_encode_follows_the_mode_asked_for(zoo_dir, tmp_path) -> None:
     """uz has a CLA, so --mode mono (without it) and --mode cross (with it) give other vectors; each
     output, .jsonl or .npy, holds the vectors of the mode asked for (cross when none is given)."""
     texts = HELD_OUT["uz"]
-    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
     expected = {mode: encoder.encode(texts, lang="uz", mode=mode) for mode in ("mono", "cross")}
     assert np.abs(expected["mono"] - expected["cross"]).max() > 1e-2
     runner = CliRunner()

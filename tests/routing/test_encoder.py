@@ -30,7 +30,7 @@ MIXED_LANGS = ["kk", "en", "uz", "de", "uz", "en"]
 
 @pytest.fixture(scope="module")
 def encoder(zoo_dir) -> ModularEncoder:
-    return ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    return ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
 
 
 def test_mixed_batch_is_routed_and_returned_in_input_order(encoder) -> None:
@@ -67,11 +67,13 @@ def test_modes(encoder) -> None:
 
 
 def test_languages_load_lazily_and_the_least_recently_used_is_evicted(zoo_dir) -> None:
-    lazy = ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    lazy = ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
     assert lazy.loaded_languages == []
     lazy.encode(HELD_OUT["uz"][0], lang="uz")
     assert lazy.loaded_languages == ["uz"]
-    eager = ModularEncoder.from_pretrained(zoo_dir, languages=["en", "kk"], device="cpu", max_languages=2)
+    eager = ModularEncoder.from_pretrained(
+        zoo_dir, languages=["en", "kk"], device="cpu", max_languages=2, runtime="torch"
+    )
     assert eager.loaded_languages == ["en", "kk"]
     before = eager.encode(HELD_OUT["en"][0], lang="en")
     eager.encode(HELD_OUT["kk"][0], lang="kk")  # kk becomes most recent
@@ -80,7 +82,7 @@ def test_languages_load_lazily_and_the_least_recently_used_is_evicted(zoo_dir) -
     assert not [n for n, _ in eager.modular.backbone.named_parameters() if "en_se" in n]
     np.testing.assert_array_equal(eager.encode(HELD_OUT["en"][0], lang="en"), before)  # reloaded, same result
     assert eager.loaded_languages == ["uz", "en"]
-    tight = ModularEncoder.from_pretrained(zoo_dir, device="cpu", max_memory_mb=0.001)
+    tight = ModularEncoder.from_pretrained(zoo_dir, device="cpu", max_memory_mb=0.001, runtime="torch")
     tight.encode(MIXED)
     assert len(tight.loaded_languages) == 1
 
@@ -133,7 +135,7 @@ def test_broken_bundles_fail_cleanly(zoo_dir, tmp_path) -> None:
     manifest = json.loads((zoo / "uz" / "modsenc_bundle.json").read_text())
     manifest["backbone"]["fingerprint"] = "f" * 64
     (zoo / "uz" / "modsenc_bundle.json").write_text(json.dumps(manifest))
-    encoder = ModularEncoder.from_pretrained(zoo, device="cpu")
+    encoder = ModularEncoder.from_pretrained(zoo, device="cpu", runtime="torch")
     with pytest.raises(FileNotFoundError, match="no bundle for 'de'"):
         encoder.encode("Hallo", lang="de")
     with pytest.raises(Exception):  # noqa: B017 - safetensors' own error for a corrupt file
@@ -144,20 +146,20 @@ def test_broken_bundles_fail_cleanly(zoo_dir, tmp_path) -> None:
     assert encoder.modular.loaded == {} and len(encoder.modular.language_embeddings) == 0
     np.testing.assert_allclose(
         encoder.encode("Hello", lang="en"),
-        ModularEncoder.from_pretrained(zoo_dir).encode("Hello", lang="en"),
+        ModularEncoder.from_pretrained(zoo_dir, runtime="torch").encode("Hello", lang="en"),
         atol=1e-6,
     )
 
 
 def test_a_corrupt_backbone_or_missing_zoo_is_refused(zoo_dir, tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match="not a modsenc zoo"):
-        ModularEncoder.from_pretrained(tmp_path / "nothing")
+        ModularEncoder.from_pretrained(tmp_path / "nothing", runtime="torch")
     zoo = _copy_zoo(zoo_dir, tmp_path)
     weights = zoo / "backbone" / "model.safetensors"
     data = bytearray(weights.read_bytes())
     data[-10] ^= 0xFF
     weights.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="is damaged or was edited"):
-        ModularEncoder.from_pretrained(zoo)
+        ModularEncoder.from_pretrained(zoo, runtime="torch")
     with pytest.raises(KeyError, match="'fr' is not installed"):
-        ModularEncoder.from_pretrained(zoo_dir, languages=["fr"])
+        ModularEncoder.from_pretrained(zoo_dir, languages=["fr"], runtime="torch")

@@ -26,7 +26,7 @@ def test_export_round_trip(zoo_dir, tmp_path, lang, mode) -> None:
     assert (out / "modules.json").exists() and (out / "model.safetensors").exists()
     assert not list(out.rglob("*.bin"))
     st = SentenceTransformer(str(out), device="cpu")
-    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32").encode(
+    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32", runtime="torch").encode(
         TEXTS, lang=lang, mode=mode
     )
     np.testing.assert_allclose(st.encode(TEXTS), expected, atol=1e-5)
@@ -37,7 +37,7 @@ def test_a_relu_cla_exports_to_the_zoos_cross_lingual_vectors(zoo_dir, tmp_path)
     out = export_sentence_transformer(zoo_dir, "kk", tmp_path / "model", mode="cross")
     texts = HELD_OUT["kk"]
     exported = SentenceTransformer(str(out), device="cpu").encode(texts, normalize_embeddings=True)
-    zoo = ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32")
+    zoo = ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32", runtime="torch")
     expected = zoo.encode(texts, lang="kk", mode="cross", normalize_embeddings=True)
     assert (exported * expected).sum(axis=1).min() > 0.9999
 
@@ -86,7 +86,9 @@ def test_export_keeps_mean_pooling_and_the_prefix(tiny_backbone_dir, tmp_path) -
     st = SentenceTransformer(str(out), device="cpu")
     # the prefix is the default prompt, named "" so that loading logs nothing (export.DEFAULT_PROMPT_NAME)
     assert st.default_prompt_name == "" and st.prompts[""] == st.prompts["query"] == "query: "
-    expected = ModularEncoder.from_pretrained(zoo, device="cpu", dtype="fp32").encode(TEXTS, lang="uz")
+    expected = ModularEncoder.from_pretrained(zoo, device="cpu", dtype="fp32", runtime="torch").encode(
+        TEXTS, lang="uz"
+    )
     np.testing.assert_allclose(st.encode(TEXTS), expected, atol=1e-5)
     # the prefix and the pooling both matter: without the prompt the vectors differ
     assert np.abs(st.encode(TEXTS, prompt="") - expected).max() > 1e-3
@@ -116,7 +118,7 @@ def test_export_marker_model_card_truncation_and_replacing_an_earlier_export(zoo
     st = SentenceTransformer(str(out), device="cpu")
     assert st.max_seq_length == Backbone.from_pretrained(Zoo(zoo_dir).backbone_dir).max_length
     long_text = [" ".join(HELD_OUT["kk"] * 40)]
-    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32").encode(
+    expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32", runtime="torch").encode(
         long_text, lang="kk", mode="mono"
     )
     np.testing.assert_allclose(st.encode(long_text), expected, atol=1e-5)

@@ -39,7 +39,7 @@ def en_uz_zoo(zoo_dir, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def encoder(en_uz_zoo) -> ModularEncoder:
-    return ModularEncoder.from_pretrained(en_uz_zoo, device="cpu")
+    return ModularEncoder.from_pretrained(en_uz_zoo, device="cpu", runtime="torch")
 
 
 def test_background_profiles_cover_their_sources_and_are_verified(tmp_path) -> None:
@@ -81,7 +81,7 @@ def test_two_language_zoo_sends_other_languages_to_the_backbone(encoder) -> None
 
 
 def test_other_policies(en_uz_zoo, encoder) -> None:
-    refuse = ModularEncoder.from_pretrained(en_uz_zoo, device="cpu", other="refuse")
+    refuse = ModularEncoder.from_pretrained(en_uz_zoo, device="cpu", other="refuse", runtime="torch")
     with pytest.raises(OtherLanguageError, match=r"sentence 1: detected language 'ru' is not installed"):
         refuse.encode([UZBEK_LATIN[0], RUSSIAN[0]])
     routes = refuse.detect_languages([UZBEK_LATIN[0], RUSSIAN[0]])  # reports, never raises
@@ -90,17 +90,17 @@ def test_other_policies(en_uz_zoo, encoder) -> None:
         ("refused", "ru", "ru"),
     ]
     assert "not installed" in routes[1].message
-    best = ModularEncoder.from_pretrained(en_uz_zoo, device="cpu", other="best")
+    best = ModularEncoder.from_pretrained(en_uz_zoo, device="cpu", other="best", runtime="torch")
     routes = best.detect_languages(RUSSIAN + TURKISH)
     assert all(r.route == "bundle" and r.lang in ("en", "uz") for r in routes)  # the closed-set router
     assert [r.detected for r in routes] == ["ru", "ru", "tr", "tr"]  # what it was, all the same
     with pytest.raises(ValueError, match="other must be one of"):
-        ModularEncoder.from_pretrained(en_uz_zoo, device="cpu", other="drop")
+        ModularEncoder.from_pretrained(en_uz_zoo, device="cpu", other="drop", runtime="torch")
 
 
 def test_installed_language_keeps_its_own_profile(zoo_dir) -> None:
     """With kk installed, Kazakh goes to its bundle (its profile replaces the background one)."""
-    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    encoder = ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
     assert "kk" not in encoder.router.known and "ru" in encoder.router.known
     assert [(r.route, r.lang) for r in encoder.detect_languages(KAZAKH)] == [("bundle", "kk")] * 2
 

@@ -52,7 +52,9 @@ def reference(two_zoo, texts) -> dict[str, np.ndarray]:
     """Vectors of the mixed batch in fp32 and bf16, both modes, languages given."""
     out = {}
     for dtype in ("fp32", "bf16"):
-        encoder = ModularEncoder.from_pretrained(two_zoo, device="cpu", languages=LANGUAGES, dtype=dtype)
+        encoder = ModularEncoder.from_pretrained(
+            two_zoo, device="cpu", languages=LANGUAGES, dtype=dtype, runtime="torch"
+        )
         assert encoder.precision == dtype
         for mode in ("cross", "mono"):
             out[f"{dtype}-{mode}"] = encoder.encode(texts[0], lang=texts[1], mode=mode)
@@ -65,7 +67,9 @@ def test_auto_encodes_in_bf16_only_on_a_cpu_with_native_bf16(
 ) -> None:
     cpu_reports_bf16(native)
     with caplog.at_level(logging.INFO, logger="modsenc.encoder"):
-        encoder = ModularEncoder.from_pretrained(two_zoo, device="cpu", languages=LANGUAGES)  # dtype auto
+        encoder = ModularEncoder.from_pretrained(
+            two_zoo, device="cpu", languages=LANGUAGES, runtime="torch"
+        )  # dtype auto
     assert encoder.precision == expected
     assert f"encoding in {expected} (asked: auto) on cpu with torch" in caplog.messages
     # The choice acts: the routed vectors are exactly those of the explicit dtype.
@@ -87,7 +91,7 @@ def test_int8_vectors_stay_close_to_fp32(two_zoo, texts, reference, dtype) -> No
     """int8 linears (torchao, dynamic activations), with fp32 or bf16 for the rest of the model."""
     pytest.importorskip("torchao")
     encoder = ModularEncoder.from_pretrained(
-        two_zoo, device="cpu", languages=LANGUAGES, quantize="int8", dtype=dtype
+        two_zoo, device="cpu", languages=LANGUAGES, quantize="int8", dtype=dtype, runtime="torch"
     )
     assert (encoder.quantization, encoder.precision) == ("int8", dtype)
     for mode in ("cross", "mono"):

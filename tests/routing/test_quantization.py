@@ -26,8 +26,10 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def encoders(zoo_dir) -> tuple[ModularEncoder, ModularEncoder]:
-    fp32 = ModularEncoder.from_pretrained(zoo_dir, device="cpu")
-    int8 = ModularEncoder.from_pretrained(zoo_dir, device="cpu", languages=["uz"], quantize="int8")
+    fp32 = ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
+    int8 = ModularEncoder.from_pretrained(
+        zoo_dir, device="cpu", languages=["uz"], quantize="int8", runtime="torch"
+    )
     return fp32, int8
 
 

@@ -52,7 +52,7 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def encoder(zoo_dir) -> ModularEncoder:
-    return ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    return ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
 
 
 def _mixed() -> list[str]:

@@ -35,7 +35,7 @@ OPENAI_401 = {"type": "invalid_request_error", "param": None, "code": "invalid_a
 
 @pytest.fixture(scope="module")
 def reference(zoo_dir) -> ModularEncoder:
-    return ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    return ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
 
 
 @pytest.fixture(scope="module")
@@ -257,7 +257,7 @@ def test_dimensions_gives_the_renormalised_prefix(guarded, reference) -> None:
 def test_prompt_name_is_the_encoders_prompt(e5_like_zoo) -> None:
     """e5's conventions: ``query`` is the default prefix, ``passage`` (TEI's name, e5's
     sentence-transformers config) and ``document`` (ModularEncoder's) are "passage: "."""
-    reference = ModularEncoder.from_pretrained(e5_like_zoo, device="cpu")
+    reference = ModularEncoder.from_pretrained(e5_like_zoo, device="cpu", runtime="torch")
     text = HELD_OUT["uz"][0]
     with serving(e5_like_zoo) as client:
         default = client.post("/embed", json={"inputs": text, "lang": "uz"})

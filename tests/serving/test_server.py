@@ -32,7 +32,7 @@ MIXED_LANGS = ["kk", "en", "uz", "de", "uz"]
 @pytest.fixture(scope="module")
 def reference(zoo_dir) -> ModularEncoder:
     """An encoder of its own, independent of the server's, for the expected vectors."""
-    return ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    return ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
 
 
 @contextmanager
@@ -156,7 +156,7 @@ def test_openai_embeddings_equal_encode_routed_and_in_order(zoo_dir, reference) 
 
 def test_quantize_int8_serves_the_int8_encoders_vectors(zoo_dir, reference) -> None:
     pytest.importorskip("torchao")
-    int8 = ModularEncoder.from_pretrained(zoo_dir, device="cpu", quantize="int8")
+    int8 = ModularEncoder.from_pretrained(zoo_dir, device="cpu", quantize="int8", runtime="torch")
     with serving(zoo_dir, quantize="int8") as client:
         assert client.get("/info").json()["quantization"] == "int8"
         response = client.post("/v1/embeddings", json={"input": MIXED})
@@ -173,7 +173,7 @@ def test_quantize_int8_serves_the_int8_encoders_vectors(zoo_dir, reference) -> N
 
 def test_the_openvino_runtime_serves_the_routed_vectors(zoo_dir) -> None:
     pytest.importorskip("openvino")
-    fp32 = ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32", verify=False)
+    fp32 = ModularEncoder.from_pretrained(zoo_dir, device="cpu", dtype="fp32", verify=False, runtime="torch")
     with serving(zoo_dir, runtime="openvino", dtype="fp32") as client:
         info = client.get("/info").json()
         assert (info["runtime"], info["precision"]) == ("openvino", "fp32")
@@ -372,7 +372,7 @@ def test_over_long_input_is_truncated_with_a_flag(strict_client, zoo_dir) -> Non
     assert response.status_code == 200, response.text
     body = response.json()
     assert [d["truncated"] for d in body["data"]] == [True, False]
-    cut = ModularEncoder.from_pretrained(zoo_dir, device="cpu", max_length=16)
+    cut = ModularEncoder.from_pretrained(zoo_dir, device="cpu", max_length=16, runtime="torch")
     short_tokens = token_count(cut, "Short.", "en")
     assert body["usage"]["prompt_tokens"] == 16 + short_tokens
     with pytest.warns(UserWarning, match="truncated"):
@@ -451,7 +451,7 @@ OPEN_SET = [
 def test_each_text_says_its_route_and_the_metrics_count_them(e5_like_zoo) -> None:
     """An en + uz zoo: Russian, Kazakh and Turkish go to the backbone (no modules), reported with
     the language detected; the vectors are those of encode(lang="backbone")."""
-    reference = ModularEncoder.from_pretrained(e5_like_zoo, device="cpu")
+    reference = ModularEncoder.from_pretrained(e5_like_zoo, device="cpu", runtime="torch")
     with serving(e5_like_zoo) as client:
         response = client.post("/v1/embeddings", json={"input": OPEN_SET})
         assert response.status_code == 200, response.text

@@ -80,7 +80,7 @@ def test_sigterm_drains_the_requests_in_flight(zoo_dir) -> None:
     assert server.returncode == -signal.SIGTERM, output
     assert "Waiting for connections to close" in output and "Application shutdown complete" in output
     assert sorted(responses) == list(range(6)) and {r.status_code for r in responses.values()} == {200}
-    reference = ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    reference = ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
     for i, text in enumerate(texts):
         np.testing.assert_allclose(
             responses[i].json()["data"][0]["embedding"],
