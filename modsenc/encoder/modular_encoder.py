@@ -86,12 +86,13 @@ class ModularEncoder:
     ``dtype``: ``auto`` computes in bf16 where the device does so natively (CUDA; CPUs with AMX
     or AVX512_BF16; vectors at a cosine of about 0.99998 to fp32) and in fp32 elsewhere;
     ``fp32`` or ``bf16`` force one. ``encoder.precision`` says which was chosen.
-    ``runtime="openvino"`` (CPU) runs each language through its modules merged into one encoder
-    compiled by OpenVINO, built when the language is first encoded (``pip install
-    'modsenc[openvino]'``; ``modsenc.runtimes.openvino``); ``"torch"`` (default) runs the
-    backbone with the modules live; ``"auto"`` takes the runtime, precision and int8 measured
-    fastest on this kind of CPU within the quality bound (``modsenc.runtimes.auto``, whose rules
-    docs/benchmarks.md backs); an explicit ``dtype`` still wins.
+    ``runtime="auto"`` (default) takes the runtime and precision measured fastest on this kind of
+    CPU within the quality bound (``modsenc.runtimes.auto``, whose rules docs/benchmarks.md backs;
+    the torch runtime, with one log line, where openvino is not installed); an explicit ``dtype``
+    or ``quantize`` still wins. ``"openvino"`` (CPU) runs each language through its modules merged
+    into one encoder compiled by OpenVINO, built when the language is first encoded (``pip install
+    'modsenc[openvino]'``; ``modsenc.runtimes.openvino``); ``"torch"``, the reference, runs the
+    backbone with the modules live.
     ``prompts`` (name -> prefix) add to or replace the backbone's (e5: ``query`` ``"query: "``,
     ``document`` ``"passage: "``) for ``encode(prompt_name=...)``, ``encode_query`` and
     ``encode_document``; ``truncate_dim`` keeps the first N dimensions of every vector.
