@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from modsenc.cli.app import main
@@ -15,6 +17,17 @@ from modsenc.cli.options import (
     zoo_option,
 )
 from modsenc.utils.logs import log_level_name
+
+API_KEY_ENV = "MODSENC_API_KEY"
+
+
+def api_key_given(context: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--api-key, or $MODSENC_API_KEY; set but empty is refused, as ``--api-key ''`` is (click
+    reads an empty variable as unset, which would start a server open to anyone, silently)."""
+    if value is None and os.environ.get(API_KEY_ENV) is not None:
+        message = f"${API_KEY_ENV} is set but empty: set it to the key, or unset it to serve without one"
+        raise click.BadParameter(message, context, param)
+    return value
 
 
 @main.command("serve")
@@ -79,7 +92,8 @@ from modsenc.utils.logs import log_level_name
 )
 @click.option(
     "--api-key",
-    envvar="MODSENC_API_KEY",
+    envvar=API_KEY_ENV,
+    callback=api_key_given,
     help="Require 'Authorization: Bearer KEY' on every endpoint but /health [env: MODSENC_API_KEY].",
 )
 @click.option("--cors-origins", default="", help="Comma-separated origins browsers may call from ('*': any).")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -44,12 +45,30 @@ from modsenc.serving.service import (
     UnknownPrompt,
     warnings_logged,
 )
+from modsenc.utils.errors import InputError
 
 log = logging.getLogger("modsenc.serving")
 
 # What a zoo that cannot load raises for the user's fault (a damaged or missing bundle file, a
 # wrong option): its message says what to do, so it is one line, never a traceback.
 LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, TypeError)
+
+
+# A browser's Origin header: scheme://host[:port], nothing after it (RFC 6454).
+ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://(\[[0-9a-f:.]+\]|[^\s/?#@:\[\]]+)(:[0-9]{1,5})?", re.IGNORECASE)
+
+
+def check_origin(origin: str) -> None:
+    """A ``cors_origins`` entry: ``*`` or an origin as browsers send it (``https://app.example``,
+    ``http://localhost:3000``); anything else would match no request, silently."""
+    if origin == "*" or ORIGIN.fullmatch(origin):
+        return
+    start = ORIGIN.match(origin)  # a whole origin, then more: a browser never sends a path
+    if start and origin[start.end()] == "/":
+        hint = f"drop the path: browsers send {start.group()!r}"
+    else:
+        hint = "give scheme://host[:port], e.g. https://app.example, or * for any"
+    raise InputError(f"cors_origins: {origin!r} is not an origin; {hint}")
 
 
 @dataclass
@@ -115,6 +134,8 @@ class ServeConfig:
             raise ValueError("the API key must be printable ASCII")
         if self.api_key is not None and (not self.api_key or " " in self.api_key):
             raise ValueError("the API key must be non-empty and hold no spaces")
+        for origin in self.cors_origins:
+            check_origin(origin)
 
     def load_encoder(self) -> ModularEncoder:
         return ModularEncoder.from_pretrained(

@@ -116,7 +116,7 @@ def test_api_key_option_wins_over_the_environment(zoo_dir, monkeypatch) -> None:
     command = ["serve", "--zoo", str(zoo_dir), "--cors-origins", f"{ORIGIN}, http://localhost:3000"]
     assert runner.invoke(main, command, env={"MODSENC_API_KEY": "from-env"}).exit_code == 0
     assert runner.invoke(main, [*command, "--api-key", "given"], env={"MODSENC_API_KEY": "x"}).exit_code == 0
-    assert runner.invoke(main, command, env={"MODSENC_API_KEY": ""}).exit_code == 0
+    assert runner.invoke(main, command).exit_code == 0  # no key anywhere: an open server
     assert [c.api_key for c in seen] == ["from-env", "given", None]
     assert seen[0].cors_origins == [ORIGIN, "http://localhost:3000"] and seen[0].request_timeout == 60
     assert "from-env" not in repr(seen[0])
@@ -124,6 +124,22 @@ def test_api_key_option_wins_over_the_environment(zoo_dir, monkeypatch) -> None:
         ServeConfig("zoo", api_key="clé").check()
     with pytest.raises(ValueError, match="no spaces"):
         ServeConfig("zoo", api_key="two words").check()
+
+
+def test_an_empty_api_key_is_refused_from_the_environment_as_from_the_option(zoo_dir, monkeypatch) -> None:
+    """Click reads MODSENC_API_KEY='' as unset: the server started open to anyone, silently."""
+    seen: list[ServeConfig] = []
+    monkeypatch.setattr(server_module, "serve", lambda config, **_: seen.append(config))
+    runner = CliRunner()
+    command = ["serve", "--zoo", str(zoo_dir)]
+    result = runner.invoke(main, command, env={"MODSENC_API_KEY": ""})
+    assert result.exit_code == 2 and not seen, result.output
+    assert "$MODSENC_API_KEY is set but empty: set it to the key, or unset it" in result.output
+    given = runner.invoke(main, [*command, "--api-key", "given"], env={"MODSENC_API_KEY": ""})
+    assert given.exit_code == 0 and [c.api_key for c in seen] == ["given"]  # the option wins
+    monkeypatch.undo()  # the real serve: its check refuses --api-key '' before binding
+    result = runner.invoke(main, [*command, "--api-key", ""])
+    assert result.exit_code == 1 and "the API key must be non-empty" in result.output
 
 
 # ----------------------------------------------------------------- CORS
@@ -146,6 +162,29 @@ def test_a_cors_preflight_from_an_allowed_origin_gets_200(guarded) -> None:
     assert "x-modsenc-languages" in response.headers["access-control-expose-headers"]
     response = guarded.post("/embed", json={"inputs": "Salom"}, headers={"Origin": ORIGIN})
     assert response.status_code == 401 and response.headers["access-control-allow-origin"] == ORIGIN
+
+
+@pytest.mark.parametrize(
+    ("origin", "words"),
+    [
+        ("not a url", "'not a url' is not an origin; give scheme://host[:port]"),
+        ("app.example", "'app.example' is not an origin"),
+        ("https://app.example/", "drop the path: browsers send 'https://app.example'"),
+        ("https://app.example/page", "drop the path"),
+        ("http://localhost:3000x", "is not an origin"),
+    ],
+)
+def test_a_cors_origin_browsers_never_send_is_refused_in_one_line(zoo_dir, origin, words) -> None:
+    """It matched no request, silently: every page was refused and nothing said why."""
+    with pytest.raises(ValueError, match=words.replace("(", r"\(").replace("[", r"\[")):
+        ServeConfig("zoo", cors_origins=[origin]).check()
+    result = CliRunner().invoke(
+        main, ["serve", "--zoo", str(zoo_dir), "--cors-origins", f"{ORIGIN},{origin}"]
+    )
+    assert result.exit_code == 1 and f"cors_origins: {origin!r} is not an origin" in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    for fine in ("*", ORIGIN, "http://localhost:3000", "http://[::1]:8080", "chrome-extension://abcdef"):
+        ServeConfig("zoo", cors_origins=[fine]).check()
 
 
 # ----------------------------------------------------------------- /v1/models
