@@ -84,6 +84,13 @@ def api_key_given(context: click.Context, param: click.Parameter, value: str | N
     help="Longest pause while a request body arrives; 408 past it.",
 )
 @click.option(
+    "--max-header-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Time to receive a request's line and headers; 408 past it.",
+)
+@click.option(
     "--request-timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=60.0,

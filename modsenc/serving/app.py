@@ -89,6 +89,9 @@ class ServeConfig:
     # trickles it, holds its connection and a task for ever. 408 past either.
     max_body_seconds: float = 30.0  # to receive a whole request body
     max_body_idle_seconds: float = 10.0  # between two reads of a body
+    # Nor a header timeout: a head (request line and headers) that never finishes held its
+    # connection for ever. 408 past it (serving/protocol.py).
+    max_header_seconds: float = 10.0
     retry_after_s: int = 1
     device: str | None = None
     quantize: str | None = None  # "int8": the backbone's linear layers in int8 (torchao)
@@ -115,7 +118,7 @@ class ServeConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_wait_ms < 0:
             raise ValueError(f"max_wait_ms must be >= 0, got {self.max_wait_ms}")
-        for name in ("max_body_seconds", "max_body_idle_seconds", "request_timeout"):
+        for name in ("max_body_seconds", "max_body_idle_seconds", "max_header_seconds", "request_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.max_queue < self.max_inputs:
