@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -94,6 +95,17 @@ def test_encode_query_and_encode_document(e5_like) -> None:
     assert np.array_equal(e5_like.encode_document(TEXTS, lang="uz", prompt_name="query"), query)
     with pytest.raises(ValueError, match="prompt_name 'nope' is not one of"):
         e5_like.encode(TEXTS, prompt_name="nope")
+
+
+def test_prompt_name_passage_is_document_as_the_server_takes_it(e5_like) -> None:
+    """e5's sentence-transformers config names its document prompt "passage"; the server took it,
+    Python refused it (issue 50)."""
+    document = e5_like.encode(TEXTS, lang="uz", prompt_name="document")
+    assert np.array_equal(e5_like.encode(TEXTS, lang="uz", prompt_name="passage"), document)
+    assert (
+        e5_like.tokenize(TEXTS[:1], "uz", prompt_name="passage").ids
+        == e5_like.tokenize(TEXTS[:1], "uz", prompt_name="document").ids
+    )
 
 
 def test_prompts_given_to_from_pretrained(zoo_dir) -> None:
@@ -227,3 +239,99 @@ def test_the_shipped_zoo_has_e5s_prompts() -> None:
     query = encoder.encode_query(texts, lang="uz")
     assert np.array_equal(query, encoder.encode(texts, lang="uz"))  # the default is unchanged
     assert np.abs(encoder.encode_document(texts, lang="uz") - query).max() > 1e-4
+
+
+# ----------------------------------------------------------------- arguments checked as the server does
+def test_detect_languages_takes_one_str_as_one_text_as_encode_does(encoder) -> None:
+    """A str was iterated: one detection per character (issue 50)."""
+    one = encoder.detect_languages(TEXTS[0])
+    assert one == encoder.detect_languages([TEXTS[0]])[0] and one.lang == "uz"
+    assert encoder.encode(TEXTS[0]).shape == (encoder.get_sentence_embedding_dimension(),)
+
+
+@pytest.mark.parametrize(
+    ("sentences", "error", "message"),
+    [
+        ([None], TypeError, "sentence 0 is NoneType, expected str"),
+        (["Salom", b"Salom"], TypeError, "sentence 1 is bytes, expected str; decode bytes first"),
+        (
+            ["Salom", "a\ud800b"],
+            ValueError,
+            "sentence 1 is not valid Unicode: a lone surrogate U+D800 at character 1",
+        ),
+        ("\udfff", ValueError, "sentence 0 is not valid Unicode: a lone surrogate U+DFFF at character 0"),
+    ],
+    ids=["none", "bytes", "lone-surrogate", "lone-surrogate-str"],
+)
+def test_a_bad_sentence_is_named_by_its_index(encoder, sentences, error, message) -> None:
+    """detect_languages raised normalize()'s TypeError; encode, fastText's pybind TypeError."""
+    for call in (
+        encoder.detect_languages,
+        lambda s: encoder.encode(s),
+        lambda s: encoder.encode(s, lang="uz"),
+    ):
+        with pytest.raises(error, match=f"^{re.escape(message)}"):
+            call(sentences)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda e: e.encode(TEXTS, normalize_embeddings="no"),
+            TypeError,
+            "normalize_embeddings must be True or False, got 'no'",
+        ),
+        (
+            lambda e: e.encode(TEXTS, convert_to_tensor=1),
+            TypeError,
+            "convert_to_tensor must be True or False, got 1",
+        ),
+        (lambda e: e.encode(TEXTS, prompt=123), TypeError, "prompt must be a str or None, got int 123"),
+        (
+            lambda e: e.encode(TEXTS, prompt_name=["query"]),
+            TypeError,
+            "prompt_name must be a str or None, got list",
+        ),
+    ],
+    ids=["normalize-str", "convert-int", "prompt-int", "prompt-name-list"],
+)
+def test_encode_refuses_arguments_of_the_wrong_type_in_one_line(encoder, call, error, message) -> None:
+    with pytest.raises(error, match=f"^{re.escape(message)}"):
+        call(encoder)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"min_confidence": 1.5}, "min_confidence must be from 0 to 1, got 1.5"),
+        ({"min_confidence": float("nan")}, "min_confidence must be from 0 to 1, got nan"),
+        ({"min_confidence": -1}, "min_confidence must be from 0 to 1, got -1"),
+        ({"max_length": 0}, "max_length must be an integer >= 2 (the special tokens) or None, got 0"),
+        ({"max_length": 1}, "max_length must be an integer >= 2"),
+    ],
+)
+def test_from_pretrained_refuses_a_confidence_or_length_out_of_range(zoo_dir, options, message) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        ModularEncoder.from_pretrained(zoo_dir, device="cpu", **options)
+
+
+def test_router_refuses_a_confidence_out_of_range() -> None:
+    from modsenc.routing.router import LanguageRouter  # noqa: PLC0415
+
+    for bad in (1.5, float("nan"), -0.1, True, "0.5"):
+        with pytest.raises(ValueError, match="min_confidence must be a number from 0 to 1"):
+            LanguageRouter(None, ["en"], "en", min_confidence=bad)
+
+
+@pytest.mark.parametrize("precision", ["int8", "uint8"])
+def test_similarity_scores_integer_vectors_as_floats(encoder, precision) -> None:
+    """torch's normalisation refused them: "Expected a floating point or complex tensor"."""
+    quantized = encoder.encode(TEXTS, precision=precision)
+    as_floats = quantized.astype(np.float32)
+    scores = encoder.similarity(quantized, quantized[:2])
+    assert scores.dtype == torch.float32 and torch.equal(scores, util.cos_sim(as_floats, as_floats[:2]))
+    tensors = torch.from_numpy(quantized)
+    assert torch.equal(encoder.similarity(tensors, tensors), util.cos_sim(as_floats, as_floats))
+    pairwise = encoder.similarity_pairwise(quantized, quantized)
+    assert torch.equal(pairwise, util.pairwise_cos_sim(as_floats, as_floats))

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from modsenc.backbone.encoder import Tokenized
-from modsenc.encoder import MODES, ModularEncoder
+from modsenc.encoder import MODES, PROMPT_ALIASES, ModularEncoder
 from modsenc.modules.bundle import check_language_code
 from modsenc.routing.router import BACKBONE, Detection
 from modsenc.utils.errors import InputError, UnknownNameError
@@ -63,9 +63,6 @@ class UnknownPrompt(InputError):
     """A ``prompt_name`` the encoder has no prompt for (or an encoder without prompts)."""
 
 
-# TEI takes the model's sentence-transformers prompt names; e5's are "query" and "passage", which
-# ModularEncoder calls "document" (sentence-transformers' encode_document name).
-PROMPT_ALIASES = {"passage": "document", "document": "passage"}
 
 
 @dataclass(frozen=True)
@@ -129,6 +126,8 @@ class EmbeddingService:
         prompts = getattr(self.encoder, "prompts", None)
         if prompts is None:  # an encoder from before ModularEncoder took prompt_name
             raise UnknownPrompt("prompt_name is not supported by this encoder; leave it out")
+        # TEI takes the model's sentence-transformers prompt names; e5's are "query" and "passage",
+        # which ModularEncoder calls "document" (sentence-transformers' encode_document name).
         for candidate in (name, PROMPT_ALIASES.get(name)):
             if candidate in prompts:
                 return candidate
