@@ -57,10 +57,16 @@ def api_key_given(context: click.Context, param: click.Parameter, value: str | N
     show_default=True,
     help="How long a batch waits for more texts of its language.",
 )
-@click.option("--max-inputs", type=click.IntRange(min=1), default=256, show_default=True, help="Per request.")
+@click.option(
+    "--max-inputs",
+    type=click.IntRange(min=1),
+    default=2048,
+    show_default=True,
+    help="Texts per request (OpenAI's limit; encoded --max-batch-size at a time).",
+)
 @click.option("--max-input-tokens", type=click.IntRange(min=2), help="Per text [default: the model's].")
 @click.option(
-    "--max-queue", type=click.IntRange(min=1), default=1024, show_default=True, help="Texts; 503 past."
+    "--max-queue", type=click.IntRange(min=1), default=4096, show_default=True, help="Texts; 503 past."
 )
 @click.option(
     "--max-body-bytes",
@@ -102,6 +108,15 @@ def api_key_given(context: click.Context, param: click.Parameter, value: str | N
     envvar=API_KEY_ENV,
     callback=api_key_given,
     help="Require 'Authorization: Bearer KEY' on every endpoint but /health [env: MODSENC_API_KEY].",
+)
+@click.option(
+    "--served-model-name",
+    "model_name",
+    help="The model name the server reports and echoes (/v1/models, `model`) [default: the zoo folder's].",
+)
+@click.option(
+    "--default-prompt-name",
+    help="The prompt of a request that names none, e.g. passage on e5 [default: the backbone's prefix].",
 )
 @click.option("--cors-origins", default="", help="Comma-separated origins browsers may call from ('*': any).")
 @click.option("--device", default=None, help="cpu, cuda, cuda:1 ... [default: cuda if available]")

@@ -81,9 +81,11 @@ class ServeConfig:
     max_memory_mb: float | None = None  # module bytes kept loaded (least recently used evicted)
     max_batch_size: int = 32  # texts encoded in one forward pass
     max_wait_ms: float = 2.0  # how long a batch may wait for more texts of its language
-    max_inputs: int = 256  # texts in one request
+    # texts in one request: OpenAI's limit (LangChain's OpenAIEmbeddings sends 1,000 a request);
+    # the batcher encodes them max_batch_size at a time
+    max_inputs: int = 2048
     max_input_tokens: int | None = None  # token limit per text (default: the model's)
-    max_queue: int = 1024  # texts waiting; past this, 503 + Retry-After
+    max_queue: int = 4096  # texts waiting; past this, 503 + Retry-After
     max_body_bytes: int = 2_000_000  # request body size
     # Uvicorn has no body timeout: without these a client that promises a body and stalls, or
     # trickles it, holds its connection and a task for ever. 408 past either.
@@ -100,6 +102,8 @@ class ServeConfig:
     calibration: list[str] | None = None  # openvino int8: the calibration sentences (None: bundles')
     other: str = "backbone"  # text in a language without a bundle: backbone, refuse (422) or best
     model_name: str | None = None  # the `model` echoed in responses (default: the zoo folder's name)
+    # the prompt of a request that names none (TEI's --default-prompt-name; None: the backbone's prefix)
+    default_prompt_name: str | None = None
     # every endpoint but /health needs `Authorization: Bearer <api_key>` (None: no key)
     api_key: str | None = field(default=None, repr=False)
     cors_origins: list[str] = field(default_factory=list)  # origins browsers may call from ("*": any)
@@ -178,6 +182,10 @@ class ServerState:
         with warnings_logged(f"loading {self.config.zoo}"):
             encoder = self.encoder or self.config.load_encoder()
             service = EmbeddingService(encoder, self.config.zoo, self.config.model_name)
+            try:
+                service.check_prompt_name(self.config.default_prompt_name)
+            except UnknownPrompt as err:
+                raise UnknownPrompt(f"--default-prompt-name: {err}") from None
             service.warm_up(self.config.languages)
         return service
 
@@ -262,7 +270,7 @@ class ServerState:
         service, _ = self.ready()
         check_dimensions(dimensions, service.dimension)
         try:
-            prompt = service.check_prompt_name(prompt_name)
+            prompt = service.check_prompt_name(prompt_name or self.config.default_prompt_name)
         except UnknownPrompt as err:
             raise APIError(400, str(err), "invalid_prompt_name", "prompt_name") from err
         timeout = self.config.request_timeout

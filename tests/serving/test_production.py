@@ -20,7 +20,7 @@ from modsenc.cli import main
 from modsenc.encoder import ModularEncoder
 from modsenc.serving import server as server_module
 from modsenc.serving.app import ServeConfig, create_app
-from modsenc.serving.server import bind, warnings_to_log
+from modsenc.serving.server import bind, uvicorn_config, warnings_to_log
 from modsenc.serving.service import EmbeddingService
 from tests._zoo import HELD_OUT
 from tests.serving.conftest import assert_api_error
@@ -54,7 +54,7 @@ def live(zoo_dir, **settings) -> Iterator[str]:
     """A real uvicorn server (lifespan included) in a thread; yields its base URL once ready."""
     app = create_app(ServeConfig(str(zoo_dir), device="cpu", **settings))
     sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False))
+    server = uvicorn.Server(uvicorn_config(app, log_config=None, access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
@@ -278,6 +278,21 @@ def test_langchains_default_openai_embeddings_get_the_offline_vectors(
     np.testing.assert_allclose(query, expected[0], atol=1e-6)
 
 
+def test_langchains_defaults_on_a_thousand_documents_get_the_offline_vectors(
+    zoo_dir, reference, tiktoken_cache
+) -> None:
+    """OpenAIEmbeddings posts chunk_size=1,000 texts (as token ids) a request; the server took 256
+    (413). Now up to OpenAI's 2,048, encoded max_batch_size at a time (issue 51)."""
+    langchain_openai = pytest.importorskip("langchain_openai")
+    assert ServeConfig("zoo").max_inputs == 2048
+    texts = [f"{HELD_OUT[('uz', 'en')[i % 2]][i // 2 % 2]} ({i})" for i in range(1100)]
+    with live(zoo_dir) as base_url:
+        embeddings = langchain_openai.OpenAIEmbeddings(model="zoo", base_url=f"{base_url}/v1", api_key="x")
+        assert embeddings.chunk_size == 1000 and embeddings.check_embedding_ctx_length  # the defaults
+        served = np.array(embeddings.embed_documents(texts))
+    np.testing.assert_allclose(served, reference.encode(texts, normalize_embeddings=True), atol=1e-6)
+
+
 def test_token_ids_without_the_cl100k_table_get_a_400_saying_what_to_install(guarded, monkeypatch) -> None:
     import modsenc.serving.token_ids as token_ids  # noqa: PLC0415
 
@@ -327,6 +342,40 @@ def test_prompt_name_is_the_encoders_prompt(e5_like_zoo) -> None:
         body = {"input": [text], "lang": "uz", "prompt_name": "passage"}
         openai = client.post("/v1/embeddings", json=body).json()["data"][0]["embedding"]
         np.testing.assert_allclose([openai], expected, atol=1e-6)
+
+
+def test_served_model_name_and_default_prompt_name(e5_like_zoo, monkeypatch) -> None:
+    """TEI's --served-model-name and --default-prompt-name (issue 51)."""
+    seen: list[ServeConfig] = []
+    monkeypatch.setattr(server_module, "serve", lambda config, **_: seen.append(config))
+    options = ["--served-model-name", "e5-uz", "--default-prompt-name", "passage"]
+    assert CliRunner().invoke(main, ["serve", "--zoo", str(e5_like_zoo), *options]).exit_code == 0
+    assert (seen[0].model_name, seen[0].default_prompt_name) == ("e5-uz", "passage")
+    reference = ModularEncoder.from_pretrained(e5_like_zoo, device="cpu")
+    text = HELD_OUT["uz"][0]
+    passage = reference.encode([text], lang="uz", prompt_name="passage", normalize_embeddings=True)
+    query = reference.encode([text], lang="uz", normalize_embeddings=True)
+    with serving(e5_like_zoo, model_name="e5-uz", default_prompt_name="passage") as client:
+        assert client.get("/v1/models").json()["data"][0]["id"] == "e5-uz"
+        response = client.post("/v1/embeddings", json={"input": [text], "lang": "uz", "model": "other"})
+        assert response.json()["model"] == "e5-uz"
+        np.testing.assert_allclose([response.json()["data"][0]["embedding"]], passage, atol=1e-6)
+        np.testing.assert_allclose(
+            client.post("/embed", json={"inputs": text, "lang": "uz"}).json(), passage, atol=1e-6
+        )
+        asked = client.post("/embed", json={"inputs": text, "lang": "uz", "prompt_name": "query"})
+        np.testing.assert_allclose(asked.json(), query, atol=1e-6)  # a request's own prompt wins
+    app = create_app(ServeConfig(str(e5_like_zoo), device="cpu", default_prompt_name="web"))
+    with TestClient(app) as client:
+        deadline = time.monotonic() + 60
+        while (health := client.get("/health")).status_code == 503:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    assert health.status_code == 500
+    assert (
+        "--default-prompt-name: prompt_name 'web' is not one of this model's prompts"
+        in health.json()["error"]
+    )
 
 
 BAD = [
