@@ -335,3 +335,60 @@ def test_similarity_scores_integer_vectors_as_floats(encoder, precision) -> None
     assert torch.equal(encoder.similarity(tensors, tensors), util.cos_sim(as_floats, as_floats))
     pairwise = encoder.similarity_pairwise(quantized, quantized)
     assert torch.equal(pairwise, util.pairwise_cos_sim(as_floats, as_floats))
+
+
+# ----------------------------------------------------------------- sentence-transformers' attributes
+def test_sentence_transformers_attributes_work_as_theirs_or_are_refused_in_one_line(encoder) -> None:
+    """Each name sentence-transformers 5 users reach for (issue 51), checked against its own class."""
+    for name in ("device", "max_seq_length", "tokenizer", "get_embedding_dimension"):
+        assert hasattr(SentenceTransformer, name) and hasattr(encoder, name), name
+    assert encoder.device == torch.device("cpu") == encoder.modular.backbone.device
+    assert encoder.get_embedding_dimension() == encoder.get_sentence_embedding_dimension() == 32
+    assert encoder.tokenizer is encoder.modular.base_tokenizer  # the backbone's; a language may have its own
+    assert encoder.tokenizer("Salom")["input_ids"][0] == encoder.tokenizer.cls_token_id
+    # max_seq_length: read, set (texts are cut to it, with encode's warning), refused out of range
+    full = encoder.max_seq_length
+    assert full == encoder.modular.backbone.max_length == 128
+    long = " ".join(["Salom dunyo"] * 10)  # under 128 tokens, over 8
+    try:
+        encoder.max_seq_length = 8
+        with pytest.warns(UserWarning, match="truncat"):
+            cut = encoder.encode([long], lang="uz")
+        assert len(encoder.tokenize([long], "uz").ids[0]) == 8
+    finally:
+        encoder.max_seq_length = full
+    assert not np.allclose(cut, encoder.encode([long], lang="uz"), atol=1e-4)
+    for bad in (1, 10_000, 8.0, True):
+        with pytest.raises(
+            ValueError, match=r"^max_seq_length must be an integer from 2 \(the special tokens\) to 128"
+        ):
+            encoder.max_seq_length = bad
+    # encode's device= and output_value=
+    vectors = encoder.encode(TEXTS)
+    for device in ("cpu", torch.device("cpu"), None):
+        assert np.array_equal(encoder.encode(TEXTS, device=device), vectors)
+    assert np.array_equal(encoder.encode(TEXTS, output_value="sentence_embedding"), vectors)
+    with pytest.raises(
+        ValueError, match=r"^device='meta' is not this encoder's device \(cpu\): load it there"
+    ):
+        encoder.encode(TEXTS, device="meta")
+    for value in ("token_embeddings", None):
+        with pytest.raises(
+            ValueError, match=rf"^output_value={value!r} is not supported: ModularEncoder gives"
+        ):
+            encoder.encode(TEXTS, output_value=value)
+
+
+@pytest.mark.parametrize(("asked", "drawn"), [(True, True), (False, False), (None, False)])
+def test_show_progress_bar_true_draws_the_bar_off_a_terminal_too(
+    encoder, capsys, monkeypatch, asked, drawn
+) -> None:
+    """tqdm's disable=None hid the bar wherever stderr is not a terminal; sentence-transformers
+    draws it whenever it is asked for (issue 51). Not asked: only on a terminal, as before."""
+    monkeypatch.delenv("MODSENC_PROGRESS", raising=False)
+    encoder.encode(TEXTS, show_progress_bar=asked)
+    err = capsys.readouterr().err
+    assert ("encode: 100%" in err) is drawn, err
+    monkeypatch.setenv("MODSENC_PROGRESS", "0")  # the user's switch still turns every bar off
+    encoder.encode(TEXTS, show_progress_bar=asked)
+    assert "encode" not in capsys.readouterr().err

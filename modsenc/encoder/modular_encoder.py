@@ -38,6 +38,7 @@ from modsenc.encoder.loading import (
     languages_to_load,
     load_modular,
 )
+from modsenc.encoder.parity import SentenceTransformerAttributes, check_st_options
 from modsenc.encoder.results import (
     MODES,
     check_encode_arguments,
@@ -54,11 +55,12 @@ from modsenc.routing.gate import LanguageIdGate
 from modsenc.routing.langid import Detector
 from modsenc.routing.router import Detection, LanguageRouter, explicit_route
 from modsenc.runtimes import Runtime, load_runtime
+from modsenc.utils.logs import bars_asked_for
 
 log = logging.getLogger(__name__)
 
 
-class ModularEncoder:
+class ModularEncoder(SentenceTransformerAttributes):
     """A zoo's backbone once, each language's modules on demand, a router in front.
 
     ``from_pretrained`` opens a zoo: ``path`` is a folder written by ``modsenc add-language``, a
@@ -298,6 +300,8 @@ class ModularEncoder:
         prompt: str | None = None,
         truncate_dim: int | None = None,
         precision: str = "float32",
+        output_value: str | None = "sentence_embedding",
+        device: str | torch.device | None = None,
     ) -> Any:
         """sentence-transformers-style ``encode`` through each sentence's language modules.
 
@@ -317,8 +321,10 @@ class ModularEncoder:
         first N dimensions, before ``normalize_embeddings``; ``precision`` (``float32``, ``int8``,
         ``uint8``, ``binary``, ``ubinary``) quantises the result with ``quantize_embeddings``;
         ``convert_to_tensor`` gives one tensor, ``convert_to_numpy`` (default) one array, neither a
-        list of 1-D tensors.
+        list of 1-D tensors; ``show_progress_bar=True`` draws the bar off a terminal too;
+        ``output_value`` and ``device``: the sentence embedding, on the encoder's device (``parity``).
         """
+        check_st_options(self.device, output_value, device)
         texts, single = check_encode_arguments(
             sentences, mode, batch_size, precision, normalize_embeddings=normalize_embeddings,
             convert_to_numpy=convert_to_numpy, convert_to_tensor=convert_to_tensor,
@@ -404,7 +410,8 @@ class ModularEncoder:
         for i, route in enumerate(routes):
             groups.setdefault(route.bundle, []).append(i)
         for code, index in groups.items():
-            with self._lock:  # no language is evicted between its tokens and its vectors
+            # no language is evicted between its tokens and its vectors; a bar asked for is drawn
+            with self._lock, bars_asked_for(show_progress_bar is True):
                 tokens = self._tokenized([texts[i] for i in index], code, mode, prefix)
                 tokens.warn_if_truncated(self.modular.backbone.max_length)
                 show = show_progress_bar if show_progress_bar is not None else len(index) > 10 * batch_size

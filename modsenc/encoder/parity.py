@@ -1,0 +1,80 @@
+"""What sentence-transformers' ``SentenceTransformer`` offers beside ``encode``, on
+``ModularEncoder``: ``device``, ``max_seq_length``, ``tokenizer``, ``get_embedding_dimension``, and
+``encode``'s ``device`` and ``output_value`` checked. Each works as sentence-transformers' does, or
+is refused in one line where a modular encoder cannot (``check_st_options``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from modsenc.utils.errors import InputError
+
+OUTPUT_VALUES = ("sentence_embedding",)
+
+
+def check_st_options(own: torch.device, output_value: Any, device: Any) -> None:
+    """``encode``'s sentence-transformers options a modular encoder takes: ``output_value`` only
+    ``"sentence_embedding"`` (its runtimes pool inside the forward pass, and a language's own
+    vocabulary gives token ids of its own, so there are no per-token outputs to hand back), and
+    ``device`` only the encoder's own (its modules and compiled graphs live there: move it with
+    ``from_pretrained(device=...)``)."""
+    if output_value not in OUTPUT_VALUES:
+        raise InputError(
+            f"output_value={output_value!r} is not supported: ModularEncoder gives sentence "
+            "embeddings only (output_value='sentence_embedding')"
+        )
+    if device is not None and not same_device(torch.device(device), own):
+        raise InputError(
+            f"device={str(device)!r} is not this encoder's device ({own}): load it there with "
+            f"ModularEncoder.from_pretrained(..., device={str(device)!r})"
+        )
+
+
+def same_device(asked: torch.device, own: torch.device) -> bool:
+    """``cuda`` is ``cuda:0`` when the encoder is there (the current device), as torch places it."""
+    if asked.type != own.type:
+        return False
+    return asked.index is None or own.index is None or asked.index == own.index
+
+
+class SentenceTransformerAttributes:
+    """Mixed into ``ModularEncoder`` (which has ``modular`` and
+    ``get_sentence_embedding_dimension``)."""
+
+    modular: Any
+
+    @property
+    def device(self) -> torch.device:
+        """Where the backbone and the modules are (sentence-transformers' ``model.device``)."""
+        return self.modular.backbone.device
+
+    @property
+    def max_seq_length(self) -> int:
+        """Tokens per text, special tokens included; longer texts are cut, with a warning (as
+        sentence-transformers' ``max_seq_length``; ``from_pretrained(max_length=...)``)."""
+        return self.modular.backbone.max_length
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        backbone = self.modular.backbone
+        limit = backbone.config.max_position_embeddings - backbone.position_offset
+        if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= limit:
+            raise InputError(
+                f"max_seq_length must be an integer from 2 (the special tokens) to {limit} (the "
+                f"backbone's positions), got {value!r}"
+            )
+        backbone.max_length = value
+
+    @property
+    def tokenizer(self) -> Any:
+        """The backbone's tokenizer (sentence-transformers' ``model.tokenizer``). A language with a
+        vocabulary module of its own tokenises with that one instead:
+        ``encoder.modular.tokenizer_of(lang)``, loaded with the language; ``tokenize(texts, lang)``
+        gives the ids ``encode`` runs on, whatever the language."""
+        return self.modular.base_tokenizer
+
+    def get_embedding_dimension(self) -> int:
+        """sentence-transformers 5's name for ``get_sentence_embedding_dimension``."""
+        return self.get_sentence_embedding_dimension()  # type: ignore[attr-defined]
