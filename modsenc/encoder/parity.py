@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from modsenc.routing.router import explicit_route
 from modsenc.utils.errors import InputError
 
 OUTPUT_VALUES = ("sentence_embedding",)
@@ -74,6 +75,16 @@ class SentenceTransformerAttributes:
         ``encoder.modular.tokenizer_of(lang)``, loaded with the language; ``tokenize(texts, lang)``
         gives the ids ``encode`` runs on, whatever the language."""
         return self.modular.base_tokenizer
+
+    def tokenizer_for(self, lang: str | None, mode: str = "cross") -> Any:
+        """The tokenizer ``lang``'s text goes through in ``mode`` (its own vocabulary module's, else
+        the backbone's; ``None`` or ``"backbone"``: the backbone's), the language loaded if needed.
+        Its ids are the ones ``tokenize(texts, lang, mode)`` gives."""
+        bundle = explicit_route(lang).bundle if lang is not None else None
+        with self._lock:  # type: ignore[attr-defined]
+            if bundle is not None:
+                self.load_language(bundle)  # type: ignore[attr-defined]
+            return self.modular.tokenizer_of(bundle, self._kinds(bundle, mode))  # type: ignore[attr-defined]
 
     def get_embedding_dimension(self) -> int:
         """sentence-transformers 5's name for ``get_sentence_embedding_dimension``."""

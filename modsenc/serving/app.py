@@ -45,6 +45,7 @@ from modsenc.serving.service import (
     UnknownPrompt,
     warnings_logged,
 )
+from modsenc.serving.token_routes import add_token_endpoints
 from modsenc.utils.errors import InputError
 
 log = logging.getLogger("modsenc.serving")
@@ -298,6 +299,25 @@ class ServerState:
         noted = request.scope.get("modsenc")
         if noted is not None:  # for the access log line (Guard)
             noted["texts"] = len(texts)
+        routes = await self.route(service, texts, lang, name)
+        items = [
+            ((route.bundle or BACKBONE, *how), Text(i, text, truncate))
+            for i, (text, route) in enumerate(zip(texts, routes))
+        ]
+        try:
+            embedded = await batcher.submit(items)
+        except InputTooLong as err:
+            message = (
+                f"{name}[{err.index}] has more than {err.limit} tokens; shorten it or send truncate=true"
+            )
+            raise APIError(413, message, "input_too_long", name) from err
+        return service, routes, embedded
+
+    async def route(
+        self, service: EmbeddingService, texts: list[str], lang: str | list[str], name: str
+    ) -> list[Detection]:
+        """Each text's route: the language asked for (``lang``: one code, or one per text), or the
+        one detected (``auto``); a refused detection is a 422, counted with the routes."""
         codes = [lang] * len(texts) if isinstance(lang, str) else list(lang)
         if len(codes) != len(texts):
             raise APIError(
@@ -321,18 +341,7 @@ class ServerState:
                 routes[i] = detection
         for route in routes:
             self.metrics.routes.labels(route.route, route.lang or "und").inc()
-        items = [
-            ((route.bundle or BACKBONE, *how), Text(i, text, truncate))
-            for i, (text, route) in enumerate(zip(texts, routes))
-        ]
-        try:
-            embedded = await batcher.submit(items)
-        except InputTooLong as err:
-            message = (
-                f"{name}[{err.index}] has more than {err.limit} tokens; shorten it or send truncate=true"
-            )
-            raise APIError(413, message, "input_too_long", name) from err
-        return service, routes, embedded
+        return routes
 
 
 def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> FastAPI:
@@ -355,6 +364,7 @@ def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> Fa
     add_embedding_endpoints(app, state)
     add_model_endpoints(app, state)
     add_status_endpoints(app, state)
+    add_token_endpoints(app, state)
     app.add_middleware(Guard, state=state)
     if config.cors_origins:
         # Outside Guard: a browser's preflight carries no API key and is answered here, and the

@@ -63,8 +63,6 @@ class UnknownPrompt(InputError):
     """A ``prompt_name`` the encoder has no prompt for (or an encoder without prompts)."""
 
 
-
-
 @dataclass(frozen=True)
 class Embedded:
     vector: np.ndarray  # float32, not normalised
@@ -133,6 +131,56 @@ class EmbeddingService:
                 return candidate
         names = ", ".join(sorted(prompts)) or "none"
         raise UnknownPrompt(f"prompt_name {name!r} is not one of this model's prompts ({names})")
+
+    # ----------------------------------------------------------------- tokens (a worker thread)
+    def tokens(
+        self, texts: Sequence[str], lang: str, mode: str, prompt_name: str | None, add_special: bool
+    ) -> list[list[dict]]:
+        """TEI's ``/tokenize`` tokens of ``texts``, all in ``lang`` (``backbone``: none): the ids the
+        model runs on (orthography, prompt, the language's tokenizer, cut to the maximum length),
+        each with its text and whether it is special; ``start``/``stop`` are null (the orthography
+        may change the text before the tokenizer sees it). Under the encoder's lock, as the
+        batcher's worker tokenises: a fast tokenizer must not run in two threads at once."""
+        prompt = {} if prompt_name is None else {"prompt_name": prompt_name}
+        encoder = self.encoder
+        with encoder.modular.lock:
+            ids = encoder.tokenize(list(texts), lang, mode, **prompt).ids
+            tokenizer = encoder.tokenizer_for(lang, mode)
+            special = set(tokenizer.all_special_ids)
+            result = []
+            for row in ids:
+                row = row if add_special else row[1:-1]  # the added ones: first and last
+                result.append(
+                    [
+                        {
+                            "id": i,
+                            "text": tokenizer.convert_ids_to_tokens(i)
+                            if i in special
+                            else tokenizer.decode([i]),
+                            "special": i in special,
+                            "start": None,
+                            "stop": None,
+                        }
+                        for i in row
+                    ]
+                )
+        return result
+
+    def decode(self, rows: list[list[int]], lang: str, mode: str, skip_special: bool) -> list[str]:
+        """TEI's ``/decode``: each row of ``lang``'s token ids (its tokenizer's) back to text; an
+        id outside that tokenizer is an ``InputError`` naming it."""
+        encoder = self.encoder
+        with encoder.modular.lock:
+            tokenizer = encoder.tokenizer_for(lang, mode)
+            size = len(tokenizer)
+            for r, row in enumerate(rows):
+                bad = next((i for i in row if not 0 <= i < size), None)
+                if bad is not None:
+                    whose = "the backbone's" if lang == BACKBONE else f"{lang}'s"
+                    raise InputError(
+                        f"ids[{r}]: token id {bad} is not in {whose} tokenizer (0 to {size - 1})"
+                    )
+            return [tokenizer.decode(row, skip_special_tokens=skip_special) for row in rows]
 
     # ----------------------------------------------------------------- the batch function (worker thread)
     def run_batch(self, key: Hashable, texts: list[Text]) -> list[Embedded | Exception]:
