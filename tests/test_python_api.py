@@ -372,11 +372,29 @@ def test_sentence_transformers_attributes_work_as_theirs_or_are_refused_in_one_l
         ValueError, match=r"^device='meta' is not this encoder's device \(cpu\): load it there"
     ):
         encoder.encode(TEXTS, device="meta")
-    for value in ("token_embeddings", None):
+    for value in ("all", None):  # None: sentence-transformers' every output at once
         with pytest.raises(
             ValueError, match=rf"^output_value={value!r} is not supported: ModularEncoder gives"
         ):
             encoder.encode(TEXTS, output_value=value)
+
+
+def test_token_embeddings_are_the_hidden_states_the_sentence_vectors_pool(encoder) -> None:
+    """encode(output_value="token_embeddings") as sentence-transformers: one (tokens, hidden)
+    tensor per text, through the text's language modules and tokenizer; pooled (the tiny backbone:
+    CLS) they are encode's vectors (issue 51)."""
+    langs = ["uz", "uz", "en", "en", "kk", "de"]
+    texts = TEXTS[:4] + [HELD_OUT["kk"][0], HELD_OUT["de"][0]]
+    tokens = encoder.encode(texts, lang=langs, output_value="token_embeddings")
+    sentences = encoder.encode(texts, lang=langs, convert_to_tensor=True)
+    assert isinstance(tokens, list) and len(tokens) == len(texts)
+    for text, lang, matrix, vector in zip(texts, langs, tokens, sentences):
+        assert matrix.shape == (len(encoder.tokenize([text], lang).ids[0]), 32)
+        assert matrix.dtype == torch.float32
+        pooled = matrix[0] if encoder.modular.backbone.pooling == "cls" else matrix.mean(0)
+        torch.testing.assert_close(pooled, vector, atol=1e-5, rtol=1e-5)
+    one = encoder.encode(texts[4], lang="kk", output_value="token_embeddings")
+    torch.testing.assert_close(one, tokens[4])
 
 
 @pytest.mark.parametrize(("asked", "drawn"), [(True, True), (False, False), (None, False)])

@@ -322,7 +322,8 @@ class ModularEncoder(SentenceTransformerAttributes):
         ``uint8``, ``binary``, ``ubinary``) quantises the result with ``quantize_embeddings``;
         ``convert_to_tensor`` gives one tensor, ``convert_to_numpy`` (default) one array, neither a
         list of 1-D tensors; ``show_progress_bar=True`` draws the bar off a terminal too;
-        ``output_value`` and ``device``: the sentence embedding, on the encoder's device (``parity``).
+        ``output_value="token_embeddings"``: each text's (tokens, hidden) tensor; ``device``: the
+        encoder's own (``parity``).
         """
         check_st_options(self.device, output_value, device)
         texts, single = check_encode_arguments(
@@ -332,6 +333,9 @@ class ModularEncoder(SentenceTransformerAttributes):
         prefix = self._resolve_prompt(prompt, prompt_name)
         truncate_dim = self.truncate_dim if truncate_dim is None else check_truncate_dim(truncate_dim)
         routes = self._routes_for(texts, lang)
+        if output_value == "token_embeddings":  # as sentence-transformers: tensors, one per text
+            found = self._token_embeddings(texts, routes, mode, batch_size, prefix)
+            return found[0] if single else found
         vectors = self._encode_routes(
             texts, routes, mode, batch_size, show_progress_bar, prefix, truncate_dim, normalize_embeddings
         )

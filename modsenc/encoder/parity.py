@@ -12,19 +12,19 @@ import torch
 from modsenc.routing.router import explicit_route
 from modsenc.utils.errors import InputError
 
-OUTPUT_VALUES = ("sentence_embedding",)
+# sentence-transformers' encode outputs: one vector per sentence, or one per token (unpooled)
+OUTPUT_VALUES = ("sentence_embedding", "token_embeddings")
 
 
 def check_st_options(own: torch.device, output_value: Any, device: Any) -> None:
-    """``encode``'s sentence-transformers options a modular encoder takes: ``output_value`` only
-    ``"sentence_embedding"`` (its runtimes pool inside the forward pass, and a language's own
-    vocabulary gives token ids of its own, so there are no per-token outputs to hand back), and
-    ``device`` only the encoder's own (its modules and compiled graphs live there: move it with
-    ``from_pretrained(device=...)``)."""
+    """``encode``'s sentence-transformers options a modular encoder takes: ``output_value``
+    ``"sentence_embedding"`` or ``"token_embeddings"`` (not None, sentence-transformers' every
+    output at once), and ``device`` only the encoder's own (its modules and compiled graphs live
+    there: move it with ``from_pretrained(device=...)``)."""
     if output_value not in OUTPUT_VALUES:
         raise InputError(
-            f"output_value={output_value!r} is not supported: ModularEncoder gives sentence "
-            "embeddings only (output_value='sentence_embedding')"
+            f"output_value={output_value!r} is not supported: ModularEncoder gives "
+            "'sentence_embedding' or 'token_embeddings'"
         )
     if device is not None and not same_device(torch.device(device), own):
         raise InputError(
@@ -85,6 +85,27 @@ class SentenceTransformerAttributes:
             if bundle is not None:
                 self.load_language(bundle)  # type: ignore[attr-defined]
             return self.modular.tokenizer_of(bundle, self._kinds(bundle, mode))  # type: ignore[attr-defined]
+
+    def _token_embeddings(
+        self, texts: list[str], routes: list[Any], mode: str, batch_size: int, prefix: str | None
+    ) -> list[torch.Tensor]:
+        """``encode(output_value="token_embeddings")``: each text's last hidden states through its
+        language's modules, one (tokens, hidden) tensor per text in input order; the tokens are the
+        ones ``tokenize`` gives (a language's own vocabulary's, special tokens included)."""
+        out: list[Any] = [None] * len(texts)
+        groups: dict[str | None, list[int]] = {}
+        for i, route in enumerate(routes):
+            groups.setdefault(route.bundle, []).append(i)
+        for code, index in groups.items():
+            with self._lock:  # type: ignore[attr-defined]
+                tokens = self._tokenized([texts[i] for i in index], code, mode, prefix)  # type: ignore[attr-defined]
+                tokens.warn_if_truncated(self.modular.backbone.max_length)
+                kinds = frozenset(self._kinds(code, mode))  # type: ignore[attr-defined]
+                runtime = self._runtime  # type: ignore[attr-defined]
+                vectors = runtime.token_embeddings(code, kinds, tokens.ids, batch_size)
+            for i, vector in zip(index, vectors):
+                out[i] = vector
+        return out
 
     def get_embedding_dimension(self) -> int:
         """sentence-transformers 5's name for ``get_sentence_embedding_dimension``."""

@@ -89,3 +89,16 @@ class TEIDecodeRequest(BaseModel):
     # /tokenize names in x-modsenc-languages); default the backbone's tokenizer
     lang: str = "backbone"
     mode: Literal["cross", "mono"] = "cross"
+
+
+class TEIEmbedAllRequest(BaseModel):
+    """TEI's ``/embed_all``: every token's vector of each input, unpooled and not normalised."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: Any
+    truncate: bool = False  # as /embed: refuse over-long inputs
+    truncation_direction: Literal["Right", "right"] = "Right"
+    prompt_name: str | None = None
+    lang: str | list[str] = "auto"
+    mode: Literal["cross", "mono"] = "cross"

@@ -182,6 +182,29 @@ class EmbeddingService:
                     )
             return [tokenizer.decode(row, skip_special_tokens=skip_special) for row in rows]
 
+    def token_vectors(
+        self, texts: Sequence[str], langs: Sequence[str], how: tuple[str, str | None], truncate: bool
+    ) -> list[np.ndarray]:
+        """TEI's ``/embed_all``: each text's last hidden states, (tokens, hidden) float32, through
+        its language (``langs``: one per text) in ``how``'s mode and prompt; over-long texts are
+        cut, or with ``truncate`` False an ``InputTooLong`` naming the first."""
+        mode, prompt_name = how
+        prompt = {} if prompt_name is None else {"prompt_name": prompt_name}
+        encoder = self.encoder
+        with encoder.modular.lock, warnings_logged("embed_all", logging.INFO):
+            if not truncate:
+                for lang in dict.fromkeys(langs):
+                    index = [i for i, code in enumerate(langs) if code == lang]
+                    cut = encoder.tokenize([texts[i] for i in index], lang, mode, **prompt).truncated
+                    first = next((i for i, c in zip(index, cut) if c), None)
+                    if first is not None:
+                        raise InputTooLong(first, self.max_tokens)
+            found = encoder.encode(
+                list(texts), lang=list(langs), mode=mode, output_value="token_embeddings", **prompt
+            )
+            self.loaded = encoder.loaded_languages
+        return [matrix.numpy() for matrix in found]
+
     # ----------------------------------------------------------------- the batch function (worker thread)
     def run_batch(self, key: Hashable, texts: list[Text]) -> list[Embedded | Exception]:
         """Encode one (language, mode, prompt name) batch (language ``backbone``: no modules; prompt

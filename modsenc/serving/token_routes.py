@@ -4,8 +4,8 @@ A zoo has more than one tokenizer: a language with a vocabulary module of its ow
 it, into ids of its own. So ``/tokenize`` tokenises each input with the tokenizer of the language it
 is routed to (``lang``, as on ``/embed``: auto-detected by default) and names those languages in
 ``x-modsenc-languages``; ``/decode`` takes the language whose ids it is given (default: the
-backbone's tokenizer). ``/embed_all`` (every token's vector) is refused with a 501: the runtimes
-pool inside the forward pass, so the server has no per-token outputs to give.
+backbone's tokenizer). ``/embed_all`` gives every token's last hidden state, through the
+language's modules (the torch runtime; the openvino one pools inside its graphs: 501).
 """
 
 from __future__ import annotations
@@ -18,17 +18,12 @@ from fastapi.responses import JSONResponse
 
 from modsenc.routing.router import BACKBONE
 from modsenc.serving.errors import APIError, check_inputs
-from modsenc.serving.requests import TEIDecodeRequest, TEITokenizeRequest
-from modsenc.serving.service import UnknownLanguage, UnknownPrompt
+from modsenc.serving.requests import TEIDecodeRequest, TEIEmbedAllRequest, TEITokenizeRequest
+from modsenc.serving.service import InputTooLong, UnknownLanguage, UnknownPrompt
 from modsenc.utils.errors import InputError
 
 if TYPE_CHECKING:
     from modsenc.serving.app import ServerState
-
-EMBED_ALL = (
-    "/embed_all is not supported: modsenc's runtimes pool each text inside the forward pass and "
-    "keep no per-token vectors; use /embed for sentence vectors"
-)
 
 
 def add_token_endpoints(app: FastAPI, state: ServerState) -> None:
@@ -71,6 +66,30 @@ def add_token_endpoints(app: FastAPI, state: ServerState) -> None:
             raise APIError(400, str(err), "invalid_input", "ids") from err
         return JSONResponse(texts)
 
+    add_embed_all(app, state)
+
+
+def add_embed_all(app: FastAPI, state: ServerState) -> None:
+    """TEI's ``/embed_all``: each input's token vectors, through its language's modules."""
+
     @app.post("/embed_all")
-    async def embed_all() -> JSONResponse:
-        raise APIError(501, EMBED_ALL, "not_supported")
+    async def embed_all(request: Request, body: TEIEmbedAllRequest) -> JSONResponse:
+        service, _ = state.ready()
+        texts = check_inputs(body.inputs, state.config.max_inputs, "inputs")
+        try:
+            prompt = service.check_prompt_name(body.prompt_name or state.config.default_prompt_name)
+        except UnknownPrompt as err:
+            raise APIError(400, str(err), "invalid_prompt_name", "prompt_name") from err
+        routes = await state.route(service, texts, body.lang, "inputs")
+        langs = [route.bundle or BACKBONE for route in routes]
+        how = (body.mode, prompt)
+        try:
+            found = await asyncio.to_thread(service.token_vectors, texts, langs, how, body.truncate)
+        except InputTooLong as err:
+            message = (
+                f"inputs[{err.index}] has more than {err.limit} tokens; shorten it or send truncate=true"
+            )
+            raise APIError(413, message, "input_too_long", "inputs") from err
+        except InputError as err:  # a runtime with no per-token outputs (openvino)
+            raise APIError(501, str(err), "not_supported") from err
+        return JSONResponse([m.tolist() for m in found], headers={"x-modsenc-languages": ",".join(langs)})

@@ -3,6 +3,7 @@ have tokenizers of their own (issue 51)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from modsenc.encoder import ModularEncoder
@@ -76,8 +77,21 @@ BAD = [
     ("/tokenize", {"inputs": []}, 400, "empty_input", "inputs is an empty list"),
     ("/tokenize", {"inputs": "a", "prompt_name": "web"}, 400, "invalid_prompt_name", "'web' is not one"),
     ("/tokenize", {"inputs": "a", "lang": "fr"}, 400, "unknown_language", "'fr' is not installed"),
-    ("/embed_all", {"inputs": "a"}, 501, "not_supported", "/embed_all is not supported"),
+    ("/embed_all", {"inputs": "a b " * 100, "lang": "uz"}, 413, "input_too_long", "inputs[0] has more than"),
+    ("/embed_all", {"inputs": ["a", 3]}, 400, "invalid_input", "inputs[1] is int"),
 ]
+
+
+def test_embed_all_gives_each_tokens_vector_as_encode_does(client, reference) -> None:
+    response = client.post("/embed_all", json={"inputs": TEXTS, "lang": LANGS})
+    assert response.status_code == 200, response.text
+    assert response.headers["x-modsenc-languages"] == "uz,en,kk"
+    expected = reference.encode(TEXTS, lang=LANGS, output_value="token_embeddings")
+    assert len(response.json()) == len(TEXTS)
+    for served, matrix in zip(response.json(), expected):
+        np.testing.assert_allclose(served, matrix.numpy(), atol=1e-5)
+    long = client.post("/embed_all", json={"inputs": "a b " * 100, "lang": "uz", "truncate": True})
+    assert long.status_code == 200 and len(long.json()[0]) == reference.max_seq_length
 
 
 @pytest.mark.parametrize(("path", "body", "status", "code", "words"), BAD)
