@@ -410,3 +410,16 @@ def test_show_progress_bar_true_draws_the_bar_off_a_terminal_too(
     monkeypatch.setenv("MODSENC_PROGRESS", "0")  # the user's switch still turns every bar off
     encoder.encode(TEXTS, show_progress_bar=asked)
     assert "encode" not in capsys.readouterr().err
+
+
+def test_a_runtime_whose_graphs_pool_refuses_token_embeddings_in_one_line() -> None:
+    from modsenc.runtimes.base import Runtime  # noqa: PLC0415
+
+    class Pooled(Runtime):  # as the openvino runtime: its compiled graphs give sentence vectors only
+        name, precision = "openvino", "fp32"
+        prepare = encode_tokens = drop = None
+
+    with pytest.raises(
+        ValueError, match=r"^the openvino runtime gives sentence embeddings only .*runtime='torch'"
+    ):
+        Pooled().token_embeddings(None, frozenset(), [[0, 2]], 8)

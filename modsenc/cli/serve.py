@@ -128,7 +128,8 @@ def api_key_given(context: click.Context, param: click.Parameter, value: str | N
 def serve_command(
     zoo_dir, host, port, languages, cors_origins, device, quantize, dtype, runtime, calibration_path, **limits
 ) -> None:
-    """HTTP embedding server: OpenAI /v1/embeddings, /v1/models; TEI /embed, POST /; /health, /metrics."""
+    """HTTP embedding server: OpenAI /v1/embeddings, /v1/models; TEI /embed, POST /, /tokenize, /decode,
+    /embed_all; /health, /metrics."""
     from modsenc.serving.app import ServeConfig  # noqa: PLC0415
     from modsenc.serving.server import serve  # noqa: PLC0415
 
