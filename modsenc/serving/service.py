@@ -1,11 +1,13 @@
 """The model side of the server: a ``ModularEncoder`` and the batch function the batcher runs.
 
-Everything here runs in the batcher's worker thread (one batch at a time), never on the event loop:
-loading or evicting a language, tokenising to count tokens, and encoding. Fast tokenizers must not
-be called from two threads at once (they mutate their truncation settings), and the encoder's
-lock serialises forward passes anyway, so one thread is all there is to gain. A batch goes
-through the encoder's public path: ``tokenize`` (the token counts reported and the too-long
-refusals are about the tokens encoded), then ``encode_tokens`` on the tokens kept.
+Everything here runs off the event loop, the batch function in the batcher's worker thread (one
+batch at a time): loading or evicting a language, tokenising to count tokens, and encoding. Fast
+tokenizers must not be called from two threads at once (they mutate their truncation settings),
+and the encoder's lock serialises forward passes anyway, so one thread is all there is to gain. A
+batch goes through the encoder's public path: ``tokenize`` (the token counts reported and the
+too-long refusals are about the tokens encoded), then ``encode_tokens`` on the tokens kept. TEI's
+token routes (``tokens``, ``decode``, ``token_vectors``) run in a thread of their own under the
+encoder's lock, which the worker's tokenising and encoding take too.
 """
 
 from __future__ import annotations
@@ -164,6 +166,7 @@ class EmbeddingService:
                         for i in row
                     ]
                 )
+            self.loaded = encoder.loaded_languages  # the language may have been loaded now
         return result
 
     def decode(self, rows: list[list[int]], lang: str, mode: str, skip_special: bool) -> list[str]:
@@ -180,6 +183,7 @@ class EmbeddingService:
                     raise InputError(
                         f"ids[{r}]: token id {bad} is not in {whose} tokenizer (0 to {size - 1})"
                     )
+            self.loaded = encoder.loaded_languages
             return [tokenizer.decode(row, skip_special_tokens=skip_special) for row in rows]
 
     def token_vectors(
