@@ -270,10 +270,7 @@ class ServerState:
         leave the queue (``Batcher.submit``); a batch already running them finishes unused."""
         service, _ = self.ready()
         check_dimensions(dimensions, service.dimension)
-        try:
-            prompt = service.check_prompt_name(prompt_name or self.config.default_prompt_name)
-        except UnknownPrompt as err:
-            raise APIError(400, str(err), "invalid_prompt_name", "prompt_name") from err
+        prompt = self.prompt_of(service, prompt_name)
         timeout = self.config.request_timeout
         answer = self.answer(request, raw, name, lang, (mode, prompt), truncate)
         try:
@@ -282,6 +279,15 @@ class ServerState:
             message = f"the request was not answered within {timeout:g} s (--request-timeout); retry later"
             headers = {"Retry-After": str(self.config.retry_after_s)}
             raise APIError(503, message, "timeout", headers=headers) from None
+
+    def prompt_of(self, service: EmbeddingService, prompt_name: str | None) -> str | None:
+        """The prompt a request runs with: its ``prompt_name``, else ``--default-prompt-name``; a
+        400 for one the model lacks."""
+        name = self.config.default_prompt_name if prompt_name is None else prompt_name
+        try:
+            return service.check_prompt_name(name)
+        except UnknownPrompt as err:
+            raise APIError(400, str(err), "invalid_prompt_name", "prompt_name") from err
 
     async def answer(
         self,

@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 from modsenc.routing.router import BACKBONE
 from modsenc.serving.errors import APIError, check_inputs
 from modsenc.serving.requests import TEIDecodeRequest, TEIEmbedAllRequest, TEITokenizeRequest
-from modsenc.serving.service import InputTooLong, UnknownLanguage, UnknownPrompt
+from modsenc.serving.service import InputTooLong, UnknownLanguage
 from modsenc.utils.errors import InputError
 
 if TYPE_CHECKING:
@@ -36,10 +36,7 @@ def add_token_endpoints(app: FastAPI, state: ServerState) -> None:
         noted = request.scope.get("modsenc")
         if noted is not None:  # for the access log line (Guard)
             noted["texts"] = len(texts)
-        try:
-            prompt = service.check_prompt_name(body.prompt_name or state.config.default_prompt_name)
-        except UnknownPrompt as err:
-            raise APIError(400, str(err), "invalid_prompt_name", "prompt_name") from err
+        prompt = state.prompt_of(service, body.prompt_name)
         routes = await state.route(service, texts, body.lang, "inputs")
         langs = [route.bundle or BACKBONE for route in routes]
         tokens: list[list[dict]] = [[] for _ in texts]
@@ -76,10 +73,7 @@ def add_embed_all(app: FastAPI, state: ServerState) -> None:
     async def embed_all(request: Request, body: TEIEmbedAllRequest) -> JSONResponse:
         service, _ = state.ready()
         texts = check_inputs(body.inputs, state.config.max_inputs, "inputs")
-        try:
-            prompt = service.check_prompt_name(body.prompt_name or state.config.default_prompt_name)
-        except UnknownPrompt as err:
-            raise APIError(400, str(err), "invalid_prompt_name", "prompt_name") from err
+        prompt = state.prompt_of(service, body.prompt_name)
         routes = await state.route(service, texts, body.lang, "inputs")
         langs = [route.bundle or BACKBONE for route in routes]
         how = (body.mode, prompt)
