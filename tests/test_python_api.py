@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -94,6 +95,17 @@ def test_encode_query_and_encode_document(e5_like) -> None:
     assert np.array_equal(e5_like.encode_document(TEXTS, lang="uz", prompt_name="query"), query)
     with pytest.raises(ValueError, match="prompt_name 'nope' is not one of"):
         e5_like.encode(TEXTS, prompt_name="nope")
+
+
+def test_prompt_name_passage_is_document_as_the_server_takes_it(e5_like) -> None:
+    """e5's sentence-transformers config names its document prompt "passage"; the server took it,
+    Python refused it (issue 50)."""
+    document = e5_like.encode(TEXTS, lang="uz", prompt_name="document")
+    assert np.array_equal(e5_like.encode(TEXTS, lang="uz", prompt_name="passage"), document)
+    assert (
+        e5_like.tokenize(TEXTS[:1], "uz", prompt_name="passage").ids
+        == e5_like.tokenize(TEXTS[:1], "uz", prompt_name="document").ids
+    )
 
 
 def test_prompts_given_to_from_pretrained(zoo_dir) -> None:
@@ -231,3 +243,187 @@ def test_the_shipped_zoo_has_e5s_prompts() -> None:
     query = encoder.encode_query(texts, lang="uz")
     assert np.array_equal(query, encoder.encode(texts, lang="uz"))  # the default is unchanged
     assert np.abs(encoder.encode_document(texts, lang="uz") - query).max() > 1e-4
+
+
+# ----------------------------------------------------------------- arguments checked as the server does
+def test_detect_languages_takes_one_str_as_one_text_as_encode_does(encoder) -> None:
+    """A str was iterated: one detection per character (issue 50)."""
+    one = encoder.detect_languages(TEXTS[0])
+    assert one == encoder.detect_languages([TEXTS[0]])[0] and one.lang == "uz"
+    assert encoder.encode(TEXTS[0]).shape == (encoder.get_sentence_embedding_dimension(),)
+
+
+@pytest.mark.parametrize(
+    ("sentences", "error", "message"),
+    [
+        ([None], TypeError, "sentence 0 is NoneType, expected str"),
+        (["Salom", b"Salom"], TypeError, "sentence 1 is bytes, expected str; decode bytes first"),
+        (
+            ["Salom", "a\ud800b"],
+            ValueError,
+            "sentence 1 is not valid Unicode: a lone surrogate U+D800 at character 1",
+        ),
+        ("\udfff", ValueError, "sentence 0 is not valid Unicode: a lone surrogate U+DFFF at character 0"),
+    ],
+    ids=["none", "bytes", "lone-surrogate", "lone-surrogate-str"],
+)
+def test_a_bad_sentence_is_named_by_its_index(encoder, sentences, error, message) -> None:
+    """detect_languages raised normalize()'s TypeError; encode, fastText's pybind TypeError."""
+    for call in (
+        encoder.detect_languages,
+        lambda s: encoder.encode(s),
+        lambda s: encoder.encode(s, lang="uz"),
+    ):
+        with pytest.raises(error, match=f"^{re.escape(message)}"):
+            call(sentences)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda e: e.encode(TEXTS, normalize_embeddings="no"),
+            TypeError,
+            "normalize_embeddings must be True or False, got 'no'",
+        ),
+        (
+            lambda e: e.encode(TEXTS, convert_to_tensor=1),
+            TypeError,
+            "convert_to_tensor must be True or False, got 1",
+        ),
+        (lambda e: e.encode(TEXTS, prompt=123), TypeError, "prompt must be a str or None, got int 123"),
+        (
+            lambda e: e.encode(TEXTS, prompt_name=["query"]),
+            TypeError,
+            "prompt_name must be a str or None, got list",
+        ),
+    ],
+    ids=["normalize-str", "convert-int", "prompt-int", "prompt-name-list"],
+)
+def test_encode_refuses_arguments_of_the_wrong_type_in_one_line(encoder, call, error, message) -> None:
+    with pytest.raises(error, match=f"^{re.escape(message)}"):
+        call(encoder)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"min_confidence": 1.5}, "min_confidence must be from 0 to 1, got 1.5"),
+        ({"min_confidence": float("nan")}, "min_confidence must be from 0 to 1, got nan"),
+        ({"min_confidence": -1}, "min_confidence must be from 0 to 1, got -1"),
+        ({"max_length": 0}, "max_length must be an integer >= 2 (the special tokens) or None, got 0"),
+        ({"max_length": 1}, "max_length must be an integer >= 2"),
+    ],
+)
+def test_from_pretrained_refuses_a_confidence_or_length_out_of_range(zoo_dir, options, message) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+        ModularEncoder.from_pretrained(zoo_dir, device="cpu", **options)
+
+
+def test_router_refuses_a_confidence_out_of_range() -> None:
+    from modsenc.routing.router import LanguageRouter  # noqa: PLC0415
+
+    for bad in (1.5, float("nan"), -0.1, True, "0.5"):
+        with pytest.raises(ValueError, match="min_confidence must be a number from 0 to 1"):
+            LanguageRouter(None, ["en"], "en", min_confidence=bad)
+
+
+@pytest.mark.parametrize("precision", ["int8", "uint8"])
+def test_similarity_scores_integer_vectors_as_floats(encoder, precision) -> None:
+    """torch's normalisation refused them: "Expected a floating point or complex tensor"."""
+    quantized = encoder.encode(TEXTS, precision=precision)
+    as_floats = quantized.astype(np.float32)
+    scores = encoder.similarity(quantized, quantized[:2])
+    assert scores.dtype == torch.float32 and torch.equal(scores, util.cos_sim(as_floats, as_floats[:2]))
+    tensors = torch.from_numpy(quantized)
+    assert torch.equal(encoder.similarity(tensors, tensors), util.cos_sim(as_floats, as_floats))
+    pairwise = encoder.similarity_pairwise(quantized, quantized)
+    assert torch.equal(pairwise, util.pairwise_cos_sim(as_floats, as_floats))
+
+
+# ----------------------------------------------------------------- sentence-transformers' attributes
+def test_sentence_transformers_attributes_work_as_theirs_or_are_refused_in_one_line(encoder) -> None:
+    """Each name sentence-transformers 5 users reach for (issue 51), checked against its own class."""
+    for name in ("device", "max_seq_length", "tokenizer", "get_embedding_dimension"):
+        assert hasattr(SentenceTransformer, name) and hasattr(encoder, name), name
+    assert encoder.device == torch.device("cpu") == encoder.modular.backbone.device
+    assert encoder.get_embedding_dimension() == encoder.get_sentence_embedding_dimension() == 32
+    assert encoder.tokenizer is encoder.modular.base_tokenizer  # the backbone's; a language may have its own
+    assert encoder.tokenizer("Salom")["input_ids"][0] == encoder.tokenizer.cls_token_id
+    # max_seq_length: read, set (texts are cut to it, with encode's warning), refused out of range
+    full = encoder.max_seq_length
+    assert full == encoder.modular.backbone.max_length == 128
+    long = " ".join(["Salom dunyo"] * 10)  # under 128 tokens, over 8
+    try:
+        encoder.max_seq_length = 8
+        with pytest.warns(UserWarning, match="truncat"):
+            cut = encoder.encode([long], lang="uz")
+        assert len(encoder.tokenize([long], "uz").ids[0]) == 8
+    finally:
+        encoder.max_seq_length = full
+    assert not np.allclose(cut, encoder.encode([long], lang="uz"), atol=1e-4)
+    for bad in (1, 10_000, 8.0, True):
+        with pytest.raises(
+            ValueError, match=r"^max_seq_length must be an integer from 2 \(the special tokens\) to 128"
+        ):
+            encoder.max_seq_length = bad
+    # encode's device= and output_value=
+    vectors = encoder.encode(TEXTS)
+    for device in ("cpu", torch.device("cpu"), None):
+        assert np.array_equal(encoder.encode(TEXTS, device=device), vectors)
+    assert np.array_equal(encoder.encode(TEXTS, output_value="sentence_embedding"), vectors)
+    with pytest.raises(
+        ValueError, match=r"^device='meta' is not this encoder's device \(cpu\): load it there"
+    ):
+        encoder.encode(TEXTS, device="meta")
+    for value in ("all", None):  # None: sentence-transformers' every output at once
+        with pytest.raises(
+            ValueError, match=rf"^output_value={value!r} is not supported: ModularEncoder gives"
+        ):
+            encoder.encode(TEXTS, output_value=value)
+
+
+def test_token_embeddings_are_the_hidden_states_the_sentence_vectors_pool(encoder) -> None:
+    """encode(output_value="token_embeddings") as sentence-transformers: one (tokens, hidden)
+    tensor per text, through the text's language modules and tokenizer; pooled (the tiny backbone:
+    CLS) they are encode's vectors (issue 51)."""
+    langs = ["uz", "uz", "en", "en", "kk", "de"]
+    texts = TEXTS[:4] + [HELD_OUT["kk"][0], HELD_OUT["de"][0]]
+    tokens = encoder.encode(texts, lang=langs, output_value="token_embeddings")
+    sentences = encoder.encode(texts, lang=langs, convert_to_tensor=True)
+    assert isinstance(tokens, list) and len(tokens) == len(texts)
+    for text, lang, matrix, vector in zip(texts, langs, tokens, sentences):
+        assert matrix.shape == (len(encoder.tokenize([text], lang).ids[0]), 32)
+        assert matrix.dtype == torch.float32
+        pooled = matrix[0] if encoder.modular.backbone.pooling == "cls" else matrix.mean(0)
+        torch.testing.assert_close(pooled, vector, atol=1e-5, rtol=1e-5)
+    one = encoder.encode(texts[4], lang="kk", output_value="token_embeddings")
+    torch.testing.assert_close(one, tokens[4])
+
+
+@pytest.mark.parametrize(("asked", "drawn"), [(True, True), (False, False), (None, False)])
+def test_show_progress_bar_true_draws_the_bar_off_a_terminal_too(
+    encoder, capsys, monkeypatch, asked, drawn
+) -> None:
+    """tqdm's disable=None hid the bar wherever stderr is not a terminal; sentence-transformers
+    draws it whenever it is asked for (issue 51). Not asked: only on a terminal, as before."""
+    monkeypatch.delenv("MODSENC_PROGRESS", raising=False)
+    encoder.encode(TEXTS, show_progress_bar=asked)
+    err = capsys.readouterr().err
+    assert ("encode: 100%" in err) is drawn, err
+    monkeypatch.setenv("MODSENC_PROGRESS", "0")  # the user's switch still turns every bar off
+    encoder.encode(TEXTS, show_progress_bar=asked)
+    assert "encode" not in capsys.readouterr().err
+
+
+def test_a_runtime_whose_graphs_pool_refuses_token_embeddings_in_one_line() -> None:
+    from modsenc.runtimes.base import Runtime  # noqa: PLC0415
+
+    class Pooled(Runtime):  # as the openvino runtime: its compiled graphs give sentence vectors only
+        name, precision = "openvino", "fp32"
+        prepare = encode_tokens = drop = None
+
+    with pytest.raises(
+        ValueError, match=r"^the openvino runtime gives sentence embeddings only .*runtime='torch'"
+    ):
+        Pooled().token_embeddings(None, frozenset(), [[0, 2]], 8)

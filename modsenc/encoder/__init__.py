@@ -8,12 +8,13 @@ before it (``loading``: options, backbone, router) and ``encode_file``, which is
 from modsenc.encoder.encode_file import encode_file
 from modsenc.encoder.loading import check_truncate_dim, languages_to_load
 from modsenc.encoder.modular_encoder import ModularEncoder
-from modsenc.encoder.results import EMBEDDING_PRECISIONS, MODES
+from modsenc.encoder.results import EMBEDDING_PRECISIONS, MODES, PROMPT_ALIASES
 from modsenc.runtimes import RUNTIMES
 
 __all__ = [
     "EMBEDDING_PRECISIONS",
     "MODES",
+    "PROMPT_ALIASES",
     "RUNTIMES",
     "ModularEncoder",
     "check_truncate_dim",

@@ -35,6 +35,27 @@ def check_truncate_dim(truncate_dim: int | None) -> int | None:
     return truncate_dim
 
 
+def check_min_confidence(min_confidence: float) -> float:
+    """``min_confidence``: a calibrated probability, 0 to 1 (not NaN, which no confidence passes)."""
+    if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float)):
+        raise TypeError(f"min_confidence must be a number from 0 to 1, got {min_confidence!r}")
+    if not 0 <= min_confidence <= 1:  # NaN too
+        raise ValueError(f"min_confidence must be from 0 to 1, got {min_confidence!r}")
+    return min_confidence
+
+
+def check_max_length(max_length: int | None) -> int | None:
+    """``max_length``: None (the model's) or tokens per text, at least 2 (the special tokens), as
+    ``modsenc serve --max-input-tokens``."""
+    if max_length is not None and (
+        isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2
+    ):
+        raise ValueError(
+            f"max_length must be an integer >= 2 (the special tokens) or None, got {max_length!r}"
+        )
+    return max_length
+
+
 def check_options(
     max_languages: int | None,
     max_memory_mb: float | None,
@@ -45,12 +66,17 @@ def check_options(
     flags: Mapping[str, bool | None],
     runtime: str,
     device: str | torch.device | None,
+    *,
+    max_length: int | None = None,
+    min_confidence: float = 0.5,
 ) -> tuple[str, str, str | None, torch.device]:
     """``from_pretrained``'s options checked before the slow part, ``runtime="auto"`` resolved
     (``runtimes/auto.py``): the runtime, dtype, quantisation and device to build. ``flags``: verify
     and verify_backbone, by name."""
     check_limits(max_languages, max_memory_mb)
     check_truncate_dim(truncate_dim)
+    check_max_length(max_length)
+    check_min_confidence(min_confidence)
     if other not in OTHER_POLICIES:
         raise ValueError(f"other must be one of {', '.join(OTHER_POLICIES)}, got {other!r}")
     quantize = check_quantization(quantize)

@@ -39,7 +39,15 @@ from modsenc.encoder.loading import (
     languages_to_load,
     load_modular,
 )
-from modsenc.encoder.results import MODES, check_encode_arguments, shape_result
+from modsenc.encoder.parity import SentenceTransformerAttributes, check_st_options
+from modsenc.encoder.results import (
+    MODES,
+    check_encode_arguments,
+    check_texts,
+    float_vectors,
+    resolve_prompt,
+    shape_result,
+)
 from modsenc.modules.bundle import Zoo, check_language_code
 from modsenc.modules.hub import resolve_zoo
 from modsenc.modules.kinds import monolingual
@@ -48,11 +56,12 @@ from modsenc.routing.gate import LanguageIdGate
 from modsenc.routing.langid import Detector
 from modsenc.routing.router import Detection, LanguageRouter, explicit_route
 from modsenc.runtimes import Runtime, load_runtime
+from modsenc.utils.logs import bars_asked_for
 
 log = logging.getLogger(__name__)
 
 
-class ModularEncoder:
+class ModularEncoder(SentenceTransformerAttributes):
     """A zoo's backbone once, each language's modules on demand, a router in front.
 
     ``from_pretrained`` opens a zoo: ``path`` is a folder written by ``modsenc add-language``, a
@@ -173,13 +182,13 @@ class ModularEncoder:
         truncate_dim: int | None = None,
         calibration: Sequence[str] | None = None,
     ) -> ModularEncoder:
-        """Open a zoo (a folder, a Hugging Face Hub repo id at ``revision``, or None for the
-        default one), load ``languages`` now (the others on first use) and choose the runtime
-        once. The class docstring describes every option; ``encoder.precision`` says which
-        ``dtype`` was chosen."""
+        """Open a zoo (a folder, a Hub repo id at ``revision``, or None for the default one), load
+        ``languages`` now (others on first use) and choose the runtime once. The class docstring
+        describes every option; ``encoder.precision`` says which ``dtype`` was chosen."""
         runtime, dtype, quantize, device = check_options(
             max_languages, max_memory_mb, truncate_dim, other, quantize, dtype,
             {"verify": verify, "verify_backbone": verify_backbone}, runtime, device,
+            max_length=max_length, min_confidence=min_confidence,
         )  # fmt: skip
         zoo = Zoo(resolve_zoo(path, revision=revision))
         wanted = languages_to_load(zoo, languages)
@@ -253,10 +262,13 @@ class ModularEncoder:
             self.unload_language(next(iter(self._sizes)))
 
     # ----------------------------------------------------------------- routing
-    def detect_languages(self, sentences: Sequence[str]) -> list[Detection]:
+    def detect_languages(self, sentences: str | Sequence[str]) -> Detection | list[Detection]:
         """Each sentence's route, without encoding or raising: the language detected (installed or
-        not), the route (``bundle``, ``backbone`` or ``refused``, with why) and the confidence."""
-        return self.router.route(list(sentences), raise_refused=False)
+        not), the route (``bundle``, ``backbone`` or ``refused``, with why) and the confidence. One
+        sentence given as a str is one text (as ``encode`` takes it): its one detection."""
+        texts, single = check_texts(sentences)
+        routes = self.router.route(texts, raise_refused=False)
+        return routes[0] if single else routes
 
     def _routes_for(self, texts: list[str], lang: str | Sequence[str] | None) -> list[Detection]:
         if lang is None or lang == "auto":
@@ -290,6 +302,8 @@ class ModularEncoder:
         prompt: str | None = None,
         truncate_dim: int | None = None,
         precision: str = "float32",
+        output_value: str | None = "sentence_embedding",
+        device: str | torch.device | None = None,
     ) -> Any:
         """sentence-transformers-style ``encode`` through each sentence's language modules.
 
@@ -309,12 +323,21 @@ class ModularEncoder:
         first N dimensions, before ``normalize_embeddings``; ``precision`` (``float32``, ``int8``,
         ``uint8``, ``binary``, ``ubinary``) quantises the result with ``quantize_embeddings``;
         ``convert_to_tensor`` gives one tensor, ``convert_to_numpy`` (default) one array, neither a
-        list of 1-D tensors.
+        list of 1-D tensors; ``show_progress_bar=True`` draws the bar off a terminal too;
+        ``output_value="token_embeddings"``: each text's (tokens, hidden) tensor; ``device``: the
+        encoder's own (``parity``).
         """
-        texts, single = check_encode_arguments(sentences, mode, batch_size, precision)
+        check_st_options(self.device, output_value, device)
+        texts, single = check_encode_arguments(
+            sentences, mode, batch_size, precision, normalize_embeddings=normalize_embeddings,
+            convert_to_numpy=convert_to_numpy, convert_to_tensor=convert_to_tensor,
+        )  # fmt: skip
         prefix = self._resolve_prompt(prompt, prompt_name)
         truncate_dim = self.truncate_dim if truncate_dim is None else check_truncate_dim(truncate_dim)
         routes = self._routes_for(texts, lang)
+        if output_value == "token_embeddings":  # as sentence-transformers: tensors, one per text
+            found = self._token_embeddings(texts, routes, mode, batch_size, prefix)
+            return found[0] if single else found
         vectors = self._encode_routes(
             texts, routes, mode, batch_size, show_progress_bar, prefix, truncate_dim, normalize_embeddings
         )
@@ -358,31 +381,21 @@ class ModularEncoder:
     ) -> torch.Tensor:
         """Every vector of ``embeddings1`` against every one of ``embeddings2`` (a tensor, rows by
         columns) by ``similarity_fn_name``, with sentence-transformers' own function (cosine:
-        ``util.cos_sim``)."""
-        return SimilarityFunction.to_similarity_fn(self.similarity_fn_name)(embeddings1, embeddings2)
+        ``util.cos_sim``); int8 and uint8 vectors are scored as float32 (``float_vectors``)."""
+        similarity = SimilarityFunction.to_similarity_fn(self.similarity_fn_name)
+        return similarity(float_vectors(embeddings1), float_vectors(embeddings2))
 
     def similarity_pairwise(
         self, embeddings1: torch.Tensor | np.ndarray, embeddings2: torch.Tensor | np.ndarray
     ) -> torch.Tensor:
         """Row ``i`` of ``embeddings1`` against row ``i`` of ``embeddings2`` (a 1-D tensor), with
         sentence-transformers' own function (cosine: ``util.pairwise_cos_sim``)."""
-        return SimilarityFunction.to_similarity_pairwise_fn(self.similarity_fn_name)(embeddings1, embeddings2)
+        similarity = SimilarityFunction.to_similarity_pairwise_fn(self.similarity_fn_name)
+        return similarity(float_vectors(embeddings1), float_vectors(embeddings2))
 
     def _resolve_prompt(self, prompt: str | None, prompt_name: str | None) -> str | None:
-        """The prefix ``encode`` puts before each text, as sentence-transformers resolves it:
-        ``prompt`` itself, else ``self.prompts[prompt_name]``, else None (the backbone's own)."""
-        if prompt is not None:
-            if prompt_name is not None:
-                log.warning("both prompt and prompt_name given: prompt_name %r is ignored", prompt_name)
-            return prompt
-        if prompt_name is None:
-            return None
-        if prompt_name not in self.prompts:
-            raise ValueError(
-                f"prompt_name {prompt_name!r} is not one of this encoder's prompts "
-                f"({', '.join(map(repr, self.prompts)) or 'none'}); give prompt='...' or set encoder.prompts"
-            )
-        return self.prompts[prompt_name]
+        """The prefix ``encode`` puts before each text (``results.resolve_prompt``)."""
+        return resolve_prompt(self.prompts, prompt, prompt_name)
 
     def _encode_routes(
         self,
@@ -403,7 +416,8 @@ class ModularEncoder:
         for i, route in enumerate(routes):
             groups.setdefault(route.bundle, []).append(i)
         for code, index in groups.items():
-            with self._lock:  # no language is evicted between its tokens and its vectors
+            # no language is evicted between its tokens and its vectors; a bar asked for is drawn
+            with self._lock, bars_asked_for(show_progress_bar is True):
                 tokens = self._tokenized([texts[i] for i in index], code, mode, prefix)
                 tokens.warn_if_truncated(self.modular.backbone.max_length)
                 show = show_progress_bar if show_progress_bar is not None else len(index) > 10 * batch_size

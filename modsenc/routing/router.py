@@ -113,6 +113,10 @@ class LanguageRouter:
             raise ValueError(f"unsure must be one of {UNSURE_POLICIES}, got {unsure!r}")
         if other not in OTHER_POLICIES:
             raise ValueError(f"other must be one of {OTHER_POLICIES}, got {other!r}")
+        if isinstance(min_confidence, bool) or not (
+            isinstance(min_confidence, (int, float)) and 0 <= min_confidence <= 1
+        ):
+            raise ValueError(f"min_confidence must be a number from 0 to 1, got {min_confidence!r}")
         self.detector, self.languages, self.fallback = detector, list(languages), fallback
         self.min_confidence, self.unsure, self.other = min_confidence, unsure, other
         self.known = [lang for lang in known if lang not in self.languages]

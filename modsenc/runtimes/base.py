@@ -16,6 +16,8 @@ from pathlib import Path
 
 import torch
 
+from modsenc.utils.errors import InputError
+
 # torch: the packed, padding-free backbone with the modules live (the default, and the only one for
 # training and GPUs); openvino: each language's merged encoder compiled by OpenVINO (CPU inference).
 RUNTIMES = ("torch", "openvino")
@@ -49,6 +51,17 @@ class Runtime(ABC):
     ) -> torch.Tensor:
         """(len(token_ids), hidden) float32 sentence vectors on the CPU, in ``token_ids``' order:
         ``batch_size`` sequences of similar length per forward pass (``length_sorted``)."""
+
+    def token_embeddings(
+        self, lang: str | None, kinds: frozenset[str], token_ids: Sequence[Sequence[int]], batch_size: int
+    ) -> list[torch.Tensor]:
+        """Each sequence's last hidden states, one (its tokens, hidden) float32 tensor on the CPU
+        per sequence, in order (sentence-transformers' ``token_embeddings``). A runtime whose
+        graphs pool inside the forward pass has none to give: ``InputError`` saying so."""
+        raise InputError(
+            f"the {self.name} runtime gives sentence embeddings only (its graphs pool inside); "
+            "load the encoder with runtime='torch' for token embeddings"
+        )
 
     @abstractmethod
     def drop(self, lang: str) -> None:

@@ -53,5 +53,25 @@ class TorchRuntime(Runtime):
         finally:
             backbone.train(was_training)
 
+    @torch.inference_mode()
+    def token_embeddings(
+        self, lang: str | None, kinds: frozenset[str], token_ids: Sequence[Sequence[int]], batch_size: int
+    ) -> list[torch.Tensor]:
+        """Each sequence's last hidden states (every token, special ones included), unpooled."""
+        backbone = self.modular.backbone
+        was_training = backbone.training
+        backbone.eval()
+        vectors: list[torch.Tensor] = []
+        try:
+            with self.modular.active(lang, kinds):
+                for start in range(0, len(token_ids), batch_size):
+                    batch = backbone.pack(list(token_ids[start : start + batch_size]))
+                    with autocast(backbone.device, self.precision):
+                        hidden = backbone(batch)
+                    vectors.extend(h.float().cpu() for h in hidden.split(batch.seqlens))
+        finally:
+            backbone.train(was_training)
+        return vectors
+
     def drop(self, lang: str) -> None:
         """Nothing kept: the encoder removes the language's modules from the backbone itself."""

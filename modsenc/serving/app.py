@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -44,12 +45,31 @@ from modsenc.serving.service import (
     UnknownPrompt,
     warnings_logged,
 )
+from modsenc.serving.token_routes import add_token_endpoints
+from modsenc.utils.errors import InputError
 
 log = logging.getLogger("modsenc.serving")
 
 # What a zoo that cannot load raises for the user's fault (a damaged or missing bundle file, a
 # wrong option): its message says what to do, so it is one line, never a traceback.
 LOAD_ERRORS = (OSError, ValueError, KeyError, ImportError, TypeError)
+
+
+# A browser's Origin header: scheme://host[:port], nothing after it (RFC 6454).
+ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://(\[[0-9a-f:.]+\]|[^\s/?#@:\[\]]+)(:[0-9]{1,5})?", re.IGNORECASE)
+
+
+def check_origin(origin: str) -> None:
+    """A ``cors_origins`` entry: ``*`` or an origin as browsers send it (``https://app.example``,
+    ``http://localhost:3000``); anything else would match no request, silently."""
+    if origin == "*" or ORIGIN.fullmatch(origin):
+        return
+    start = ORIGIN.match(origin)  # a whole origin, then more: a browser never sends a path
+    if start and origin[start.end()] == "/":
+        hint = f"drop the path: browsers send {start.group()!r}"
+    else:
+        hint = "give scheme://host[:port], e.g. https://app.example, or * for any"
+    raise InputError(f"cors_origins: {origin!r} is not an origin; {hint}")
 
 
 @dataclass
@@ -62,14 +82,19 @@ class ServeConfig:
     max_memory_mb: float | None = None  # module bytes kept loaded (least recently used evicted)
     max_batch_size: int = 32  # texts encoded in one forward pass
     max_wait_ms: float = 2.0  # how long a batch may wait for more texts of its language
-    max_inputs: int = 256  # texts in one request
+    # texts in one request: OpenAI's limit (LangChain's OpenAIEmbeddings sends 1,000 a request);
+    # the batcher encodes them max_batch_size at a time
+    max_inputs: int = 2048
     max_input_tokens: int | None = None  # token limit per text (default: the model's)
-    max_queue: int = 1024  # texts waiting; past this, 503 + Retry-After
+    max_queue: int = 4096  # texts waiting; past this, 503 + Retry-After
     max_body_bytes: int = 2_000_000  # request body size
     # Uvicorn has no body timeout: without these a client that promises a body and stalls, or
     # trickles it, holds its connection and a task for ever. 408 past either.
     max_body_seconds: float = 30.0  # to receive a whole request body
     max_body_idle_seconds: float = 10.0  # between two reads of a body
+    # Nor a header timeout: a head (request line and headers) that never finishes held its
+    # connection for ever. 408 past it (serving/protocol.py).
+    max_header_seconds: float = 10.0
     retry_after_s: int = 1
     device: str | None = None
     quantize: str | None = None  # "int8": the backbone's linear layers in int8 (torchao)
@@ -78,6 +103,8 @@ class ServeConfig:
     calibration: list[str] | None = None  # openvino int8: the calibration sentences (None: bundles')
     other: str = "backbone"  # text in a language without a bundle: backbone, refuse (422) or best
     model_name: str | None = None  # the `model` echoed in responses (default: the zoo folder's name)
+    # the prompt of a request that names none (TEI's --default-prompt-name; None: the backbone's prefix)
+    default_prompt_name: str | None = None
     # every endpoint but /health needs `Authorization: Bearer <api_key>` (None: no key)
     api_key: str | None = field(default=None, repr=False)
     cors_origins: list[str] = field(default_factory=list)  # origins browsers may call from ("*": any)
@@ -96,7 +123,7 @@ class ServeConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_wait_ms < 0:
             raise ValueError(f"max_wait_ms must be >= 0, got {self.max_wait_ms}")
-        for name in ("max_body_seconds", "max_body_idle_seconds", "request_timeout"):
+        for name in ("max_body_seconds", "max_body_idle_seconds", "max_header_seconds", "request_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.max_queue < self.max_inputs:
@@ -115,6 +142,8 @@ class ServeConfig:
             raise ValueError("the API key must be printable ASCII")
         if self.api_key is not None and (not self.api_key or " " in self.api_key):
             raise ValueError("the API key must be non-empty and hold no spaces")
+        for origin in self.cors_origins:
+            check_origin(origin)
 
     def load_encoder(self) -> ModularEncoder:
         return ModularEncoder.from_pretrained(
@@ -154,6 +183,10 @@ class ServerState:
         with warnings_logged(f"loading {self.config.zoo}"):
             encoder = self.encoder or self.config.load_encoder()
             service = EmbeddingService(encoder, self.config.zoo, self.config.model_name)
+            try:
+                service.check_prompt_name(self.config.default_prompt_name)
+            except UnknownPrompt as err:
+                raise UnknownPrompt(f"--default-prompt-name: {err}") from None
             service.warm_up(self.config.languages)
         return service
 
@@ -237,10 +270,7 @@ class ServerState:
         leave the queue (``Batcher.submit``); a batch already running them finishes unused."""
         service, _ = self.ready()
         check_dimensions(dimensions, service.dimension)
-        try:
-            prompt = service.check_prompt_name(prompt_name)
-        except UnknownPrompt as err:
-            raise APIError(400, str(err), "invalid_prompt_name", "prompt_name") from err
+        prompt = self.prompt_of(service, prompt_name)
         timeout = self.config.request_timeout
         answer = self.answer(request, raw, name, lang, (mode, prompt), truncate)
         try:
@@ -249,6 +279,15 @@ class ServerState:
             message = f"the request was not answered within {timeout:g} s (--request-timeout); retry later"
             headers = {"Retry-After": str(self.config.retry_after_s)}
             raise APIError(503, message, "timeout", headers=headers) from None
+
+    def prompt_of(self, service: EmbeddingService, prompt_name: str | None) -> str | None:
+        """The prompt a request runs with: its ``prompt_name``, else ``--default-prompt-name``; a
+        400 for one the model lacks."""
+        name = self.config.default_prompt_name if prompt_name is None else prompt_name
+        try:
+            return service.check_prompt_name(name)
+        except UnknownPrompt as err:
+            raise APIError(400, str(err), "invalid_prompt_name", "prompt_name") from err
 
     async def answer(
         self,
@@ -266,6 +305,25 @@ class ServerState:
         noted = request.scope.get("modsenc")
         if noted is not None:  # for the access log line (Guard)
             noted["texts"] = len(texts)
+        routes = await self.route(service, texts, lang, name)
+        items = [
+            ((route.bundle or BACKBONE, *how), Text(i, text, truncate))
+            for i, (text, route) in enumerate(zip(texts, routes))
+        ]
+        try:
+            embedded = await batcher.submit(items)
+        except InputTooLong as err:
+            message = (
+                f"{name}[{err.index}] has more than {err.limit} tokens; shorten it or send truncate=true"
+            )
+            raise APIError(413, message, "input_too_long", name) from err
+        return service, routes, embedded
+
+    async def route(
+        self, service: EmbeddingService, texts: list[str], lang: str | list[str], name: str
+    ) -> list[Detection]:
+        """Each text's route: the language asked for (``lang``: one code, or one per text), or the
+        one detected (``auto``); a refused detection is a 422, counted with the routes."""
         codes = [lang] * len(texts) if isinstance(lang, str) else list(lang)
         if len(codes) != len(texts):
             raise APIError(
@@ -289,18 +347,7 @@ class ServerState:
                 routes[i] = detection
         for route in routes:
             self.metrics.routes.labels(route.route, route.lang or "und").inc()
-        items = [
-            ((route.bundle or BACKBONE, *how), Text(i, text, truncate))
-            for i, (text, route) in enumerate(zip(texts, routes))
-        ]
-        try:
-            embedded = await batcher.submit(items)
-        except InputTooLong as err:
-            message = (
-                f"{name}[{err.index}] has more than {err.limit} tokens; shorten it or send truncate=true"
-            )
-            raise APIError(413, message, "input_too_long", name) from err
-        return service, routes, embedded
+        return routes
 
 
 def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> FastAPI:
@@ -323,6 +370,7 @@ def create_app(config: ServeConfig, encoder: ModularEncoder | None = None) -> Fa
     add_embedding_endpoints(app, state)
     add_model_endpoints(app, state)
     add_status_endpoints(app, state)
+    add_token_endpoints(app, state)
     app.add_middleware(Guard, state=state)
     if config.cors_origins:
         # Outside Guard: a browser's preflight carries no API key and is answered here, and the

@@ -6,7 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StrictInt
 
-ENDPOINTS = ("/v1/embeddings", "/v1/models", "/embed", "/", "/health", "/info", "/metrics")
+ENDPOINTS = (
+    "/v1/embeddings", "/v1/models", "/embed", "/", "/tokenize", "/decode", "/embed_all",
+    "/health", "/info", "/metrics",
+)  # fmt: skip
 # The response headers of /embed that carry modsenc's per-text details.
 TEI_HEADERS = ("x-modsenc-languages", "x-modsenc-routes", "x-modsenc-truncated", "x-modsenc-tokens")
 # Open without an API key: load balancers' and orchestrators' probes carry none, and the answer
@@ -58,5 +61,44 @@ class TEIEmbedRequest(BaseModel):
     prompt_name: str | None = None
     dimensions: StrictInt | None = None
     # modsenc's own fields
+    lang: str | list[str] = "auto"
+    mode: Literal["cross", "mono"] = "cross"
+
+
+class TEITokenizeRequest(BaseModel):
+    """TEI's ``/tokenize``: the tokens each input is encoded as."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: Any
+    add_special_tokens: bool = True
+    prompt_name: str | None = None
+    # modsenc's own fields: which language's tokenizer (auto: the one each text is routed to)
+    lang: str | list[str] = "auto"
+    mode: Literal["cross", "mono"] = "cross"
+
+
+class TEIDecodeRequest(BaseModel):
+    """TEI's ``/decode``: token ids back to text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[StrictInt] | list[list[StrictInt]]
+    skip_special_tokens: bool = True
+    # modsenc's own: a language with a vocabulary of its own has ids of its own (the language
+    # /tokenize names in x-modsenc-languages); default the backbone's tokenizer
+    lang: str = "backbone"
+    mode: Literal["cross", "mono"] = "cross"
+
+
+class TEIEmbedAllRequest(BaseModel):
+    """TEI's ``/embed_all``: every token's vector of each input, unpooled and not normalised."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: Any
+    truncate: bool = False  # as /embed: refuse over-long inputs
+    truncation_direction: Literal["Right", "right"] = "Right"
+    prompt_name: str | None = None
     lang: str | list[str] = "auto"
     mode: Literal["cross", "mono"] = "cross"

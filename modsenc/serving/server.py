@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import logging
 import socket
+from typing import Any
 
 import uvicorn
+from fastapi import FastAPI
 
 from modsenc.encoder import languages_to_load
 from modsenc.modules.bundle import Zoo
 from modsenc.serving.app import ServeConfig, create_app
+from modsenc.serving.protocol import HEADER_TIMEOUT, header_timeout_protocol
 from modsenc.utils.devices import check_device
+
+log = logging.getLogger("modsenc.serving")
 
 
 def check_zoo(config: ServeConfig) -> None:
@@ -59,6 +64,20 @@ def warnings_to_log() -> None:
         logger.addFilter(FirstLine())
 
 
+def uvicorn_config(app: FastAPI, **settings: Any) -> uvicorn.Config:
+    """Uvicorn's settings for ``app`` (from ``create_app``): its HTTP protocol with the app's
+    ``max_header_seconds`` on each request's head, whose 408 is logged and counted as the app's
+    own refusals are."""
+    state = app.state.modsenc
+
+    def timed_out(message: str) -> None:
+        state.metrics.errors.labels(HEADER_TIMEOUT).inc()
+        log.info("modsenc serve: refused, 408 %s: %s", HEADER_TIMEOUT, message)
+
+    protocol = header_timeout_protocol(state.config.max_header_seconds, timed_out)
+    return uvicorn.Config(app, http=protocol, **settings)
+
+
 def serve(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, log_level: str = "info") -> None:
     """Serve until SIGINT/SIGTERM. On a signal uvicorn stops accepting connections and waits for the
     requests in flight; the app's shutdown then lets the batcher finish every queued text.
@@ -71,7 +90,7 @@ def serve(config: ServeConfig, host: str = "127.0.0.1", port: int = 8080, log_le
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     warnings_to_log()
     app = create_app(config)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, access_log=False))
+    server = uvicorn.Server(uvicorn_config(app, log_level=log_level, access_log=False))
     state = app.state.modsenc
     state.on_load_error = lambda: setattr(server, "should_exit", True)
     with sock:

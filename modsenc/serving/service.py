@@ -1,11 +1,13 @@
 """The model side of the server: a ``ModularEncoder`` and the batch function the batcher runs.
 
-Everything here runs in the batcher's worker thread (one batch at a time), never on the event loop:
-loading or evicting a language, tokenising to count tokens, and encoding. Fast tokenizers must not
-be called from two threads at once (they mutate their truncation settings), and the encoder's
-lock serialises forward passes anyway, so one thread is all there is to gain. A batch goes
-through the encoder's public path: ``tokenize`` (the token counts reported and the too-long
-refusals are about the tokens encoded), then ``encode_tokens`` on the tokens kept.
+Everything here runs off the event loop, the batch function in the batcher's worker thread (one
+batch at a time): loading or evicting a language, tokenising to count tokens, and encoding. Fast
+tokenizers must not be called from two threads at once (they mutate their truncation settings),
+and the encoder's lock serialises forward passes anyway, so one thread is all there is to gain. A
+batch goes through the encoder's public path: ``tokenize`` (the token counts reported and the
+too-long refusals are about the tokens encoded), then ``encode_tokens`` on the tokens kept. TEI's
+token routes (``tokens``, ``decode``, ``token_vectors``) run in a thread of their own under the
+encoder's lock, which the worker's tokenising and encoding take too.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from modsenc.backbone.encoder import Tokenized
-from modsenc.encoder import MODES, ModularEncoder
+from modsenc.encoder import MODES, PROMPT_ALIASES, ModularEncoder
 from modsenc.modules.bundle import check_language_code
 from modsenc.routing.router import BACKBONE, Detection
 from modsenc.utils.errors import InputError, UnknownNameError
@@ -61,11 +63,6 @@ class UnknownLanguage(UnknownNameError):
 
 class UnknownPrompt(InputError):
     """A ``prompt_name`` the encoder has no prompt for (or an encoder without prompts)."""
-
-
-# TEI takes the model's sentence-transformers prompt names; e5's are "query" and "passage", which
-# ModularEncoder calls "document" (sentence-transformers' encode_document name).
-PROMPT_ALIASES = {"passage": "document", "document": "passage"}
 
 
 @dataclass(frozen=True)
@@ -129,11 +126,88 @@ class EmbeddingService:
         prompts = getattr(self.encoder, "prompts", None)
         if prompts is None:  # an encoder from before ModularEncoder took prompt_name
             raise UnknownPrompt("prompt_name is not supported by this encoder; leave it out")
+        # TEI takes the model's sentence-transformers prompt names; e5's are "query" and "passage",
+        # which ModularEncoder calls "document" (sentence-transformers' encode_document name).
         for candidate in (name, PROMPT_ALIASES.get(name)):
             if candidate in prompts:
                 return candidate
         names = ", ".join(sorted(prompts)) or "none"
         raise UnknownPrompt(f"prompt_name {name!r} is not one of this model's prompts ({names})")
+
+    # ----------------------------------------------------------------- tokens (a worker thread)
+    def tokens(
+        self, texts: Sequence[str], lang: str, mode: str, prompt_name: str | None, add_special: bool
+    ) -> list[list[dict]]:
+        """TEI's ``/tokenize`` tokens of ``texts``, all in ``lang`` (``backbone``: none): the ids the
+        model runs on (orthography, prompt, the language's tokenizer, cut to the maximum length),
+        each with its text and whether it is special; ``start``/``stop`` are null (the orthography
+        may change the text before the tokenizer sees it). Under the encoder's lock, as the
+        batcher's worker tokenises: a fast tokenizer must not run in two threads at once."""
+        prompt = {} if prompt_name is None else {"prompt_name": prompt_name}
+        encoder = self.encoder
+        with encoder.modular.lock:
+            ids = encoder.tokenize(list(texts), lang, mode, **prompt).ids
+            tokenizer = encoder.tokenizer_for(lang, mode)
+            special = set(tokenizer.all_special_ids)
+            result = []
+            for row in ids:
+                row = row if add_special else row[1:-1]  # the added ones: first and last
+                result.append(
+                    [
+                        {
+                            "id": i,
+                            "text": tokenizer.convert_ids_to_tokens(i)
+                            if i in special
+                            else tokenizer.decode([i]),
+                            "special": i in special,
+                            "start": None,
+                            "stop": None,
+                        }
+                        for i in row
+                    ]
+                )
+            self.loaded = encoder.loaded_languages  # the language may have been loaded now
+        return result
+
+    def decode(self, rows: list[list[int]], lang: str, mode: str, skip_special: bool) -> list[str]:
+        """TEI's ``/decode``: each row of ``lang``'s token ids (its tokenizer's) back to text; an
+        id outside that tokenizer is an ``InputError`` naming it."""
+        encoder = self.encoder
+        with encoder.modular.lock:
+            tokenizer = encoder.tokenizer_for(lang, mode)
+            size = len(tokenizer)
+            for r, row in enumerate(rows):
+                bad = next((i for i in row if not 0 <= i < size), None)
+                if bad is not None:
+                    whose = "the backbone's" if lang == BACKBONE else f"{lang}'s"
+                    raise InputError(
+                        f"ids[{r}]: token id {bad} is not in {whose} tokenizer (0 to {size - 1})"
+                    )
+            self.loaded = encoder.loaded_languages
+            return [tokenizer.decode(row, skip_special_tokens=skip_special) for row in rows]
+
+    def token_vectors(
+        self, texts: Sequence[str], langs: Sequence[str], how: tuple[str, str | None], truncate: bool
+    ) -> list[np.ndarray]:
+        """TEI's ``/embed_all``: each text's last hidden states, (tokens, hidden) float32, through
+        its language (``langs``: one per text) in ``how``'s mode and prompt; over-long texts are
+        cut, or with ``truncate`` False an ``InputTooLong`` naming the first."""
+        mode, prompt_name = how
+        prompt = {} if prompt_name is None else {"prompt_name": prompt_name}
+        encoder = self.encoder
+        with encoder.modular.lock, warnings_logged("embed_all", logging.INFO):
+            if not truncate:
+                for lang in dict.fromkeys(langs):
+                    index = [i for i, code in enumerate(langs) if code == lang]
+                    cut = encoder.tokenize([texts[i] for i in index], lang, mode, **prompt).truncated
+                    first = next((i for i, c in zip(index, cut) if c), None)
+                    if first is not None:
+                        raise InputTooLong(first, self.max_tokens)
+            found = encoder.encode(
+                list(texts), lang=list(langs), mode=mode, output_value="token_embeddings", **prompt
+            )
+            self.loaded = encoder.loaded_languages
+        return [matrix.numpy() for matrix in found]
 
     # ----------------------------------------------------------------- the batch function (worker thread)
     def run_batch(self, key: Hashable, texts: list[Text]) -> list[Embedded | Exception]:

