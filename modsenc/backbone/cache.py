@@ -66,11 +66,11 @@ def rebuilt_backbone(source: str, fingerprint: str | None = None) -> Path:
     target = folder / f"{source}-{source_version(source)}"
     with _locked(folder):
         if not (target / MANIFEST_NAME).is_file():
-            import_backbone(source, target)
+            import_backbone(source, target, cache=True)
         elif read_backbone_manifest(target).get("format") != FORMAT:
             # An import by an older modsenc, whose fingerprint covered less: import it again (the
             # cache is modsenc's own, and the import replaces only the files it wrote).
-            import_backbone(source, target, overwrite=True)
+            import_backbone(source, target, overwrite=True, cache=True)
     found = read_backbone_manifest(target)["fingerprint"]
     if fingerprint is not None and found != fingerprint:
         raise ValueError(

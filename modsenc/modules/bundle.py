@@ -209,7 +209,7 @@ class Zoo:
         return index
 
     def _check_no_orphaned_bundles(self) -> None:
-        found = sorted(p.parent.name for p in self.root.glob(f"*/{BUNDLE_MANIFEST}"))
+        found = sorted(p.parent.name for p in self.root.glob(f"[!.]*/{BUNDLE_MANIFEST}"))  # no temporaries
         if found:
             raise FileNotFoundError(
                 f"{self.index_path} is missing, but {self.root} holds the bundles of {', '.join(found)}: "

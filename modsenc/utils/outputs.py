@@ -106,13 +106,13 @@ def _scale_job(path: Path) -> bool:
         return False
 
 
-def _check_not_in_artefact(path: Path, option: str, own_kind: str | None) -> None:
-    """Refuse ``path`` inside a zoo, bundle, backbone, export, scale job or modsenc's cache;
-    ``path`` itself may be an artefact of ``own_kind`` (the kind the command writes, which it then
-    replaces under the ownership rules)."""
+def _check_not_in_artefact(path: Path, option: str, own_kind: str | None, cache_ok: bool = False) -> None:
+    """Refuse ``path`` inside a zoo, bundle, backbone, export, scale job or modsenc's cache (unless
+    ``cache_ok``: modsenc filling its own cache); ``path`` itself may be an artefact of ``own_kind``
+    (the kind the command writes, which it then replaces under the ownership rules)."""
     resolved = path.resolve()
     cache = cache_root().resolve()
-    if resolved == cache or cache in resolved.parents:
+    if not cache_ok and (resolved == cache or cache in resolved.parents):
         raise OutputError(
             f"{option} {path} is inside modsenc's cache {cache} (${CACHE_ENV}), which modsenc manages "
             "itself; choose a path outside it"
@@ -240,17 +240,19 @@ def check_output_folder(
     overwrite: bool = False,
     own_kind: str | None = None,
     owned_files: OwnedFiles | None = None,
+    cache_ok: bool = False,
 ) -> Path:
     """Refuse a folder output that the rules of this module forbid; returns it as a Path.
 
     ``owned_files(folder)`` replaces the manifest's ``file_sha256`` as the list of what modsenc
-    wrote there (a packed zoo: its index and bundle manifests), returning None when it cannot tell."""
+    wrote there (a packed zoo: its index and bundle manifests), returning None when it cannot tell.
+    ``cache_ok``: the folder is modsenc's own cache entry (``modsenc.backbone.cache``)."""
     path = Path(path)
     mode = _mode(path)
     if mode is not None and not stat.S_ISDIR(mode):
         raise OutputError(f"{option} {path} exists and is not a folder; choose another output path")
     _check_not_input(path, option, inputs)
-    _check_not_in_artefact(path, option, own_kind)
+    _check_not_in_artefact(path, option, own_kind, cache_ok)
     if mode is None or not any(path.iterdir()):
         return path
     owned = (owned_files or _manifest_hashes(manifest_name))(path)
