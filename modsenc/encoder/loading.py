@@ -14,6 +14,7 @@ from modsenc.backbone.encoder import Backbone, backbone_prompts, load_manifest
 from modsenc.backbone.precision import check_precision
 from modsenc.backbone.quantization import check_quantization, quantize_linears
 from modsenc.modules.bundle import Zoo, check_language_code, verify_bundle_file
+from modsenc.modules.manifest import check_profile_language, router_profile
 from modsenc.modules.modular import ModularBackbone
 from modsenc.routing.background import load_background
 from modsenc.routing.gate import LanguageIdGate, default_gate
@@ -199,9 +200,15 @@ def bundle_profile(zoo: Zoo, lang: str, verify: bool) -> CharNgramProfile | None
     """``lang``'s router profile from its bundle, after the checks ``build_router`` describes (None: the
     bundle has none, as English's may not)."""
     manifest = zoo.read_compatible_manifest(lang)
-    profile_path = zoo.bundle_dir(lang) / LANGID_FILE
-    if not profile_path.exists():
-        return None
+    profile_path = router_profile(zoo.bundle_dir(lang), manifest)  # a listed one that is missing: refused
+    if profile_path is None:
+        profile_path = zoo.bundle_dir(lang) / LANGID_FILE
+        if not profile_path.exists():
+            return None
     if verify:
-        verify_bundle_file(zoo.bundle_dir(lang), manifest, LANGID_FILE)
-    return CharNgramProfile.load(profile_path)
+        verify_bundle_file(
+            zoo.bundle_dir(lang), manifest, profile_path.relative_to(zoo.bundle_dir(lang)).as_posix()
+        )
+    profile = CharNgramProfile.load(profile_path)
+    check_profile_language(profile_path, profile.lang, lang)  # the file's own label, which its hash covers
+    return profile

@@ -49,7 +49,7 @@ from modsenc.data.readers import is_language_code
 from modsenc.modules.kinds import EMBEDDINGS_FILE as EMBEDDINGS_FILE  # re-exported: the bundle format's
 from modsenc.modules.kinds import MODULE_KINDS, kinds_in, module_kind
 from modsenc.modules.kinds import TOKENIZER_DIR as TOKENIZER_DIR
-from modsenc.modules.manifest import BundleIntegrityError, BundleManifest
+from modsenc.modules.manifest import BundleIntegrityError, BundleManifest, check_router_profile
 from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
 from modsenc.utils.outputs import BUNDLE_MANIFEST, HASHES_KEY, ZOO_BACKBONE_DIR, ZOO_INDEX, confined
 
@@ -80,11 +80,13 @@ def bundle_file_hashes(bundle_dir: str | os.PathLike) -> dict[str, str]:
 
 
 def verify_bundle(bundle_dir: str | os.PathLike, manifest: BundleManifest) -> None:
-    """Check every file the manifest lists against its sha256; raise BundleIntegrityError naming
-    the first damaged file, or saying that the manifest lists no hashes (pass verify=False)."""
+    """Check every file the manifest lists against its sha256, and that its router profile is of
+    its language; raise BundleIntegrityError naming the first damaged file, or saying that the
+    manifest lists no hashes (pass verify=False)."""
     root = Path(bundle_dir)
     for name, expected in sorted(_listed_hashes(root, manifest).items()):
         _check_file(root / name, expected, manifest.language)
+    check_router_profile(root, manifest)  # its own language label, which the file's hash covers
 
 
 def verify_bundle_file(bundle_dir: str | os.PathLike, manifest: BundleManifest, name: str) -> Path:
@@ -179,8 +181,12 @@ class Zoo:
         return self.root / check_language_code(lang)
 
     # ----------------------------------------------------------------- index
-    def read_index(self) -> dict[str, Any]:
+    def read_index(self, bundles_ok: bool = False) -> dict[str, Any]:
+        """The index; an empty one for a new zoo. A missing index beside bundles is refused (their
+        languages would look uninstalled) unless ``bundles_ok`` (a writer that just put one there)."""
         if not self.index_path.exists():
+            if not bundles_ok:
+                self._check_no_orphaned_bundles()
             return {"format": ZOO_FORMAT, "backbone": None, "languages": {}}
         try:
             index = json.loads(self.index_path.read_text(encoding="utf-8"))
@@ -201,6 +207,15 @@ class Zoo:
                 f"{', '.join(SUPPORTED_ZOO_FORMATS)} (a newer modsenc wrote it?)"
             )
         return index
+
+    def _check_no_orphaned_bundles(self) -> None:
+        found = sorted(p.parent.name for p in self.root.glob(f"[!.]*/{BUNDLE_MANIFEST}"))  # no temporaries
+        if found:
+            raise FileNotFoundError(
+                f"{self.index_path} is missing, but {self.root} holds the bundles of {', '.join(found)}: "
+                "restore index.json (from a backup, version control, or the pack or Hub repo the zoo came "
+                "from), or install each bundle into a new zoo with `modsenc zoo install ZOO/LANG --zoo NEW`"
+            )
 
     def languages(self) -> list[str]:
         return sorted(self.read_index()["languages"])
@@ -366,6 +381,7 @@ class Zoo:
     def table(self) -> str:
         """What ``modsenc zoo list`` prints: one row per installed language, then the backbone."""
         if not self.index_path.exists():
+            self._check_no_orphaned_bundles()
             raise FileNotFoundError(f"{self.root} is not a modsenc zoo (no index.json)")
         rows = ["lang  script  pivot  modules               size (MB)  created"]
         for lang in self.languages():
@@ -393,9 +409,18 @@ class Zoo:
         """Size of a bundle on disk."""
         return sum(p.stat().st_size for p in self.bundle_dir(lang).rglob("*") if p.is_file())
 
-    def write_bundle(self, lang: str, files: dict[str, Path], manifest: BundleManifest) -> Path:
+    def write_bundle(
+        self,
+        lang: str,
+        files: dict[str, Path],
+        manifest: BundleManifest,
+        expected: dict[str, str] | None = None,
+    ) -> Path:
         """Install a bundle atomically: ``files`` maps names inside the bundle to files or folders;
-        the manifest is written with the sha256 of every one of them (``file_sha256``)."""
+        the manifest is written with the sha256 of every one of them (``file_sha256``) and of its
+        identity fields (``identity_sha256``). With ``expected`` (the hashes the files must have,
+        ``zoo install``'s source manifest), a copy that differs is refused before it replaces
+        anything: the zoo and its index stay as they were."""
         target = self.bundle_dir(lang)
         with self.locked():
             with atomic_directory(target, owner_marker=BUNDLE_MANIFEST) as tmp:
@@ -404,9 +429,18 @@ class Zoo:
                         shutil.copytree(source, tmp / name)
                     else:
                         shutil.copy2(source, tmp / name)
-                manifest = manifest.replace(file_sha256=bundle_file_hashes(tmp))
+                hashes = bundle_file_hashes(tmp)
+                if expected is not None and hashes != expected:
+                    differ = sorted(
+                        set(hashes) ^ set(expected) | {n for n in hashes if hashes[n] != expected.get(n)}
+                    )
+                    raise BundleIntegrityError(
+                        f"{target}: the copied files differ from the source manifest's "
+                        f"({', '.join(differ)}); nothing was installed"
+                    )
+                manifest = manifest.replace(file_sha256=hashes, identity_sha256=manifest.identity())
                 manifest.write(tmp)
-            index = self.read_index()
+            index = self.read_index(bundles_ok=True)
             index["languages"][lang] = {
                 "script": manifest.script,
                 "modules": sorted(manifest.modules),

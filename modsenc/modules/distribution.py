@@ -27,8 +27,18 @@ from modsenc.backbone.encoder import load_manifest
 from modsenc.backbone.manifest import FORMAT, fingerprint, format_version, verify_backbone
 from modsenc.modules.bundle import Zoo, check_language_code, verify_bundle
 from modsenc.modules.manifest import BundleIntegrityError, BundleManifest
-from modsenc.utils.io import atomic_write_json, atomic_write_text
-from modsenc.utils.outputs import BUNDLE_MANIFEST
+from modsenc.utils.io import atomic_write_json, atomic_write_text, file_sha256
+from modsenc.utils.outputs import (
+    BACKBONE_MANIFEST,
+    BUNDLE_MANIFEST,
+    ZOO_BACKBONE_DIR,
+    ZOO_INDEX,
+    check_output_folder,
+    check_output_location,
+    confined,
+    owned_directory,
+    read_owned_files,
+)
 
 CURRENT_FORMAT = format_version({"format": FORMAT})  # the backbone manifest format this modsenc writes
 WEIGHT_DTYPES = {"fp32": None, "fp16": torch.float16}
@@ -71,45 +81,94 @@ def pack_zoo(
     languages: list[str] | None = None,
     weights: str = "fp16",
     provenance: dict[str, Any] | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Write ``source``'s bundles (all, or ``languages``) to ``target`` for distribution: verified
     first, weights in ``weights`` ("fp16" or "fp32"), the backbone named rather than copied when
-    it is rebuildable, ``provenance`` (commit, recipe, command) recorded in the index."""
+    it is rebuildable, ``provenance`` (commit, recipe, command) recorded in the index.
+
+    ``target`` goes through the output guard (``modsenc.utils.outputs``): never the source, inside
+    it or holding it, never inside another zoo, bundle or backbone; an existing non-empty folder
+    is replaced only with ``overwrite`` and only if it is an earlier pack (the files its index and
+    manifests list; files added since are carried over). The pack is built in a scratch folder
+    beside ``target`` and swapped in whole, so a refusal or a failure leaves nothing behind."""
     if weights not in WEIGHT_DTYPES:
         raise ValueError(f"--weights must be one of {', '.join(WEIGHT_DTYPES)}, got {weights!r}")
-    zoo, out = Zoo(source), Zoo(target)
+    zoo = Zoo(source)
     if not zoo.index_path.is_file():
         raise FileNotFoundError(f"{source} is not a modsenc zoo (no index.json)")
+    check_output_folder(
+        target,
+        "TARGET",
+        ZOO_INDEX,
+        inputs=[source],
+        overwrite=overwrite,
+        own_kind="zoo",
+        owned_files=packed_files,
+    )
     wanted = [check_language_code(code) for code in (languages or zoo.languages())]
     for lang in wanted:  # everything is checked before anything is written
         verify_bundle(zoo.bundle_dir(lang), zoo.read_compatible_manifest(lang))
     backbone, copy_backbone = _backbone_record(zoo)
-    theirs = out.backbone_fingerprint() if out.index_path.is_file() and out.has_backbone() else None
-    if theirs not in (None, backbone["fingerprint"]):
-        raise ValueError(f"{target} holds bundles of another backbone; pack into a new folder")
-    if copy_backbone and not out.backbone_dir.exists():
-        out.install_backbone(zoo.backbone_dir)
-    for lang in wanted:
-        manifest = zoo.read_manifest(lang)
-        with tempfile.TemporaryDirectory() as tmp:
-            staged = Path(tmp) / lang
-            shutil.copytree(zoo.bundle_dir(lang), staged)
-            (staged / BUNDLE_MANIFEST).unlink()
-            if WEIGHT_DTYPES[weights] is not None:
-                _compact_weights(staged, WEIGHT_DTYPES[weights])
-            files = {p.name: p for p in staged.iterdir()}
-            stored = weights if WEIGHT_DTYPES[weights] is not None and manifest.modules else None
-            # the same backbone, named as the packed index names it (a newer manifest format's
-            # fingerprint of the same files; unchanged when the formats agree)
-            built_on = {**manifest.backbone, "fingerprint": backbone["fingerprint"]}
-            out.write_bundle(lang, files, manifest.replace(weights_dtype=stored, backbone=built_on))
-    with out.locked():
-        index = out.read_index()
-        index["backbone"] = backbone
-        if provenance:
-            index["built"] = {**provenance, "packed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        atomic_write_json(out.index_path, index)
+    with owned_directory(target, ZOO_INDEX, packed_files) as tmp:
+        out = Zoo(tmp)
+        if copy_backbone:
+            out.install_backbone(zoo.backbone_dir)
+        for lang in wanted:
+            _pack_bundle(zoo, out, lang, weights, backbone["fingerprint"])
+        with out.locked():
+            index = out.read_index(bundles_ok=True)
+            index["backbone"] = backbone
+            packed = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            index["built"] = {**(provenance or {}), "packed": packed}  # "packed": the mark of a pack
+            atomic_write_json(out.index_path, index)
+        (tmp / ".lock").unlink(missing_ok=True)
     return Path(target)
+
+
+def _pack_bundle(zoo: Zoo, out: Zoo, lang: str, weights: str, fingerprint: str) -> None:
+    """One bundle of ``zoo`` written into ``out`` with its weights in ``weights``, re-hashed."""
+    manifest = zoo.read_manifest(lang)
+    with tempfile.TemporaryDirectory() as tmp:
+        staged = Path(tmp) / lang
+        shutil.copytree(zoo.bundle_dir(lang), staged)
+        (staged / BUNDLE_MANIFEST).unlink()
+        if WEIGHT_DTYPES[weights] is not None:
+            _compact_weights(staged, WEIGHT_DTYPES[weights])
+        files = {p.name: p for p in staged.iterdir()}
+        stored = weights if WEIGHT_DTYPES[weights] is not None and manifest.modules else None
+        # the same backbone, named as the packed index names it (a newer manifest format's
+        # fingerprint of the same files; unchanged when the formats agree)
+        built_on = {**manifest.backbone, "fingerprint": fingerprint}
+        out.write_bundle(lang, files, manifest.replace(weights_dtype=stored, backbone=built_on))
+
+
+def packed_files(folder: Path) -> dict[str, str] | None:
+    """The files ``zoo pack`` wrote in ``folder`` ({relative path: sha256}, as its index and the
+    manifests list them), or None when ``folder`` is no pack (its index records no ``packed``)."""
+    try:
+        index = json.loads((folder / ZOO_INDEX).read_text(encoding="utf-8"))
+        packed = (
+            isinstance(index, dict) and isinstance(index.get("built"), dict) and index["built"].get("packed")
+        )
+    except (OSError, ValueError):
+        return None
+    if not packed or not isinstance(index.get("languages"), dict):
+        return None
+    owned = {ZOO_INDEX: file_sha256(folder / ZOO_INDEX)}
+    if (folder / ".lock").is_file():
+        owned[".lock"] = file_sha256(folder / ".lock")
+    listed = [(f"{lang}/", BUNDLE_MANIFEST) for lang in index["languages"] if confined(str(lang))]
+    listed.append((f"{ZOO_BACKBONE_DIR}/", BACKBONE_MANIFEST))
+    for prefix, manifest_name in listed:
+        manifest = folder / prefix / manifest_name
+        if not manifest.is_file():
+            continue
+        owned[prefix + manifest_name] = file_sha256(manifest)
+        for name, digest in (read_owned_files(manifest.parent, manifest_name) or {}).items():
+            if confined(name):
+                owned[prefix + name] = str(digest)
+    return owned
 
 
 # ------------------------------------------------------------------------------------ model card
@@ -167,7 +226,7 @@ def model_card(zoo: Zoo, repo_id: str) -> str:
             f"Backbone: {where}; fingerprint `{str(backbone.get('fingerprint'))[:16]}`.",
             f"Training data: {', '.join(sorted(data_files)) or 'see the manifests'}.",
             f"Built from commit {built.get('commit', '?')} with recipe {built.get('recipe', '?')}."
-            if built
+            if built.get("commit") or built.get("recipe")
             else "",
             "",
             "```python",
@@ -193,36 +252,57 @@ def staged_for_upload(zoo_dir: str | os.PathLike, repo_id: str, weights: str) ->
     target = Path(staging.name) / "zoo"
     pack_zoo(zoo_dir, target, weights=weights, provenance=(Zoo(zoo_dir).read_index().get("built") or None))
     write_card(target, repo_id)
-    (target / ".lock").unlink(missing_ok=True)
     return staging
 
 
 def install_bundle(bundle_dir: str | os.PathLike, zoo_dir: str | os.PathLike, replace: bool = False) -> str:
     """Copy one bundle folder (its manifest names the language) into a zoo, after checking its
-    files and that it was built on the zoo's backbone. Returns the language."""
+    files, its identity fields and router profile, that it was built on the zoo's backbone and
+    aligned to its pivot. The files its manifest lists are copied into a scratch folder, checked
+    there and swapped in whole: a refused install leaves the zoo as it was. Returns the language."""
     source = Path(bundle_dir)
     if not (source / BUNDLE_MANIFEST).is_file():
         raise FileNotFoundError(f"{source} is not a modsenc bundle (no {BUNDLE_MANIFEST})")
-    raw = json.loads((source / BUNDLE_MANIFEST).read_text(encoding="utf-8"))
-    lang = check_language_code(str(raw.get("language")))
-    manifest = BundleManifest.read(source, lang)
-    verify_bundle(source, manifest)
+    check_output_location(zoo_dir, "--zoo", inputs=[source], own_kind="zoo")
+    try:
+        raw = json.loads((source / BUNDLE_MANIFEST).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise BundleIntegrityError(f"{source / BUNDLE_MANIFEST} is not valid JSON ({err})") from err
+    lang = check_language_code(str(raw.get("language") if isinstance(raw, dict) else None))
+    manifest = BundleManifest.read(source, lang)  # its identity_sha256 covers the language it names
+    verify_bundle(source, manifest)  # the router profile's own label too, which its file hash covers
     zoo = Zoo(zoo_dir)
+    _check_fits_zoo(zoo, lang, manifest, source, replace)
+    with tempfile.TemporaryDirectory() as tmp:
+        staged = Path(tmp) / lang
+        for name in manifest.file_sha256 or {}:  # only what the manifest vouches for
+            (staged / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / name, staged / name)
+        files = {p.name: p for p in staged.iterdir()} if staged.is_dir() else {}
+        zoo.write_bundle(lang, files, manifest, expected=manifest.file_sha256)
+    return lang
+
+
+def _check_fits_zoo(zoo: Zoo, lang: str, manifest: BundleManifest, source: Path, replace: bool) -> None:
+    """Refuse a bundle the zoo cannot take: no backbone, another backbone, the language already
+    installed (without ``replace``), a second pivot, or aligned to another pivot."""
     if not zoo.has_backbone():
-        raise FileNotFoundError(f"{zoo_dir} has no backbone yet: build it with `modsenc add-language`")
+        raise FileNotFoundError(f"{zoo.root} has no backbone yet: build it with `modsenc add-language`")
     if manifest.backbone_fingerprint != zoo.backbone_fingerprint():
         raise BundleIntegrityError(
             f"the {lang} bundle in {source} was built on backbone {str(manifest.backbone_fingerprint)[:12]}, "
-            f"{zoo_dir} holds {zoo.backbone_fingerprint()[:12]}: install it into a zoo of that backbone"
+            f"{zoo.root} holds {zoo.backbone_fingerprint()[:12]}: install it into a zoo of that backbone"
         )
     if lang in zoo.languages() and not replace:
-        raise FileExistsError(f"{lang} is already installed in {zoo_dir}: pass --replace to install over it")
-    with tempfile.TemporaryDirectory() as tmp:
-        staged = Path(tmp) / lang
-        shutil.copytree(source, staged)
-        (staged / BUNDLE_MANIFEST).unlink()
-        zoo.write_bundle(lang, {p.name: p for p in staged.iterdir()}, manifest)
-    # write_bundle hashed the copied files into the installed manifest: no second pass over them
-    if zoo.read_manifest(lang).file_sha256 != manifest.file_sha256:
-        raise BundleIntegrityError(f"{zoo.bundle_dir(lang)}: the installed files differ from the source's")
-    return lang
+        raise FileExistsError(f"{lang} is already installed in {zoo.root}: pass --replace to install over it")
+    pivots = [p for p in zoo.pivots() if p != lang]
+    if manifest.is_pivot and pivots:
+        raise BundleIntegrityError(
+            f"the {lang} bundle in {source} says it is the pivot (is_pivot), but {pivots[0]} is {zoo.root}'s "
+            "pivot: a zoo has one; install a bundle aligned to it"
+        )
+    if pivots and not manifest.is_pivot and manifest.pivot not in (None, *pivots):
+        raise BundleIntegrityError(
+            f"the {lang} bundle in {source} is aligned to {manifest.pivot!r}, {zoo.root}'s pivot is "
+            f"{pivots[0]!r}: install it into a zoo of that pivot"
+        )

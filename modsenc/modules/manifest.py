@@ -18,6 +18,9 @@
     cla_variant, data, training, recipe_path, stage_metrics, stage_seconds, dev_metrics,
     wall_seconds  how add-language built it: data files and counts, recipe, metrics, timings
     versions      library versions; ``created``: UTC time
+    identity_sha256  sha256 of the fields that decide a vector or a route (``IDENTITY_FIELDS``:
+                  language, router, orthography, pivot, is_pivot, modules), so an edited label is
+                  refused on read; None in bundles written before it (``Zoo.write_bundle`` fills it in)
     file_sha256   sha256 of every other file of the bundle (``Zoo.write_bundle`` fills it in)
 
 ``Zoo.write_bundle`` writes it (``write``) and every reader goes through ``read``, which checks
@@ -28,6 +31,7 @@ Manifests written before a field existed still load: the field takes its default
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -37,10 +41,16 @@ from typing import Any
 
 from modsenc.utils.errors import IntegrityError
 from modsenc.utils.io import atomic_write_json
-from modsenc.utils.outputs import BUNDLE_MANIFEST, HASHES_KEY
+from modsenc.utils.outputs import BUNDLE_MANIFEST, HASHES_KEY, confined
 
 BUNDLE_FORMAT = "modsenc-bundle/1"
 SUPPORTED_BUNDLE_FORMATS = (BUNDLE_FORMAT,)
+# The manifest fields that change a vector (orthography, modules) or a route (language, router,
+# pivot, is_pivot): no file hash covers them, so ``identity_sha256`` does.
+IDENTITY_FIELDS = ("language", "router", "orthography", "pivot", "is_pivot", "modules")
+
+
+PROFILE_FILE = "langid.json"  # the router's language profile (modsenc.routing.langid.LANGID_FILE)
 
 
 class BundleIntegrityError(IntegrityError):
@@ -71,6 +81,7 @@ class BundleManifest:
     wall_seconds: float | None = None
     versions: dict[str, str] = field(default_factory=dict)
     created: str | None = None
+    identity_sha256: str | None = None  # None: written before modsenc recorded it
     file_sha256: dict[str, str] | None = None
 
     @classmethod
@@ -85,6 +96,12 @@ class BundleManifest:
     @property
     def backbone_fingerprint(self) -> str | None:
         return self.backbone.get("fingerprint")
+
+    def identity(self) -> str:
+        """sha256 of the ``IDENTITY_FIELDS`` as canonical JSON (what ``identity_sha256`` holds)."""
+        fields = {name: getattr(self, name) for name in IDENTITY_FIELDS}
+        text = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     # ----------------------------------------------------------------- writing
     def to_dict(self) -> dict[str, Any]:
@@ -126,7 +143,13 @@ class BundleManifest:
                 f"{path} is the bundle of {raw.get('language')!r}, not of {lang!r} (a copied or linked "
                 f"folder?); {rebuild}"
             )
-        return cls.from_dict(raw, where=str(path))
+        manifest = cls.from_dict(raw, where=str(path))
+        if manifest.identity_sha256 is not None and manifest.identity_sha256 != manifest.identity():
+            raise BundleIntegrityError(
+                f"{path}: its {', '.join(IDENTITY_FIELDS)} are not the ones it was written with "
+                f"(identity_sha256 differs: an edited manifest?); {rebuild}"
+            )
+        return manifest
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], where: str = "bundle manifest") -> BundleManifest:
@@ -178,6 +201,47 @@ class BundleManifest:
         return "\n".join(lines)
 
 
+# ------------------------------------------------------------------------------ router profile
+def router_profile(bundle_dir: str | os.PathLike, manifest: BundleManifest) -> Path | None:
+    """The router profile the manifest names (``router.langid``, or a listed ``langid.json``),
+    checked to be there: a listed profile that is missing would silently route the language's
+    sentences elsewhere. None when the bundle has none (English in an e5 zoo may not)."""
+    root = Path(bundle_dir)
+    name = manifest.router.get("langid")
+    if not isinstance(name, str) or not confined(name):
+        name = PROFILE_FILE if PROFILE_FILE in (manifest.file_sha256 or {}) else None
+    if name is None:
+        return None
+    path = root / name
+    if not path.is_file():
+        raise BundleIntegrityError(
+            f"{path} is missing from the bundle (its manifest lists it as the router's profile); "
+            f"restore it, or rebuild the bundle with `modsenc add-language {manifest.language}`"
+        )
+    return path
+
+
+def check_profile_language(path: Path, found: object, lang: str) -> None:
+    """A router profile (``found``: the language it names) must be of its bundle's language."""
+    if found != lang:
+        raise BundleIntegrityError(
+            f"{path} is the router profile of {found!r}, not of {lang!r} (a relabelled or mixed-up "
+            f"bundle?); rebuild the bundle with `modsenc add-language {lang}`"
+        )
+
+
+def check_router_profile(bundle_dir: str | os.PathLike, manifest: BundleManifest) -> None:
+    """``router_profile``'s checks, and that the profile names the manifest's language."""
+    path = router_profile(bundle_dir, manifest)
+    if path is None:
+        return
+    try:
+        found = json.loads(path.read_text(encoding="utf-8")).get("language")
+    except (OSError, ValueError, AttributeError) as err:
+        raise BundleIntegrityError(f"{path} is not a modsenc language profile ({err})") from err
+    check_profile_language(path, found, manifest.language)
+
+
 # The JSON type each field must have when present (a str field may also be null).
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "format": (str,),
@@ -202,6 +266,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "wall_seconds": (int, float),
     "versions": (dict,),
     "created": (str,),
+    "identity_sha256": (str,),
     HASHES_KEY: (dict,),
 }
 

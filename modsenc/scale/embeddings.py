@@ -14,9 +14,36 @@ from typing import Any
 import numpy as np
 
 from modsenc.eval.bitext import l2_normalise
-from modsenc.scale.output import INPUT_ID, JOB_KIND, MANIFEST, verify_shards
+from modsenc.scale.output import (
+    INPUT_ID,
+    JOB_KIND,
+    MANIFEST,
+    ShardIntegrityError,
+    hash_path,
+    read_hash,
+    verify_shards,
+)
 
 log = logging.getLogger(__name__)
+
+
+def _hashes_beside(root: Path, files: list[Path], what: str) -> list[str] | None:
+    """The sha256 each shard's writer recorded in ``hashes/`` (a manifest without ``shard_sha256``):
+    all of them, or None when there are none at all (a modsenc older than shard hashes wrote it).
+    Some but not all is refused: a manifest from after shard hashes was edited, or hashes deleted."""
+    indices = [
+        int(file.stem.rpartition("-")[2]) if file.stem.rpartition("-")[2].isdigit() else -1 for file in files
+    ]
+    found = [read_hash(root, index) if index >= 0 else None for index in indices]
+    if all(digest is None for digest in found):
+        return None
+    missing = [hash_path(root, index) for index, digest in zip(indices, found) if digest is None]
+    if missing:
+        raise ShardIntegrityError(
+            f"{what}: the manifest records no shard sha256 and {missing[0]} is missing too, so the shards "
+            "cannot be verified; rerun `modsenc scale encode --resume` with the job's arguments"
+        )
+    return [str(digest) for digest in found]
 
 
 @dataclass
@@ -58,8 +85,11 @@ class Embeddings:
                 raise FileNotFoundError(f"{what} {path}: shard {file} is missing")
         if manifest["encoded"] == 0:
             raise ValueError(f"{what} {path}: no rows were encoded (all rejected?); nothing to mine")
-        if "shard_sha256" in manifest:  # before any search: a changed shard would pair the wrong rows
-            verify_shards(files, manifest["shard_sha256"], f"{what} {path}")
+        recorded = manifest.get("shard_sha256")
+        if recorded is None:  # each shard's writer also left its sha256 beside it (hashes/)
+            recorded = _hashes_beside(root, files, f"{what} {path}")
+        if recorded is not None:  # before any search: a changed shard would pair the wrong rows
+            verify_shards(files, recorded, f"{what} {path}")
         else:
             # Written by a modsenc older than shard hashes: refusing would force re-encoding a whole
             # corpus that was fine when written, so it is mined as before, with a warning.

@@ -61,6 +61,7 @@ from modsenc.scale.output import (
 from modsenc.scale.output import write_embeddings as write_embeddings  # where callers found it before
 from modsenc.utils.devices import check_device
 from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text, file_sha256, json_digest
+from modsenc.utils.outputs import SCALE_JOB, check_output_location
 
 log = logging.getLogger(__name__)
 
@@ -265,6 +266,7 @@ def encode_corpus(
     zoo = _check_options(zoo_dir, lang, vector_dtype, dtype, workers, threads)
     output = Path(output)
     check_outside_zoo(output, zoo, "--output")
+    check_output_location(output, "--output", inputs=inputs, own_kind=SCALE_JOB)  # not in another artefact
     infos, shards = _plan(inputs, output, shard_size, text_field, lang_field, id_column)
     job = job_record(
         zoo, infos, lang, lang_field, text_field, mode, normalize, vector_dtype, shard_size, quantize, other,

@@ -25,12 +25,13 @@ import numpy as np
 
 from modsenc.utils.errors import IntegrityError
 from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text, file_sha256
+from modsenc.utils.outputs import SCALE_JOB_KIND, SCALE_MANIFEST
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
+MANIFEST = SCALE_MANIFEST
 SHARDS, REJECTS, HASHES = "shards", "rejects", "hashes"
-JOB_KIND = "modsenc-scale-encode"
+JOB_KIND = SCALE_JOB_KIND
 # Entries of an output folder this command writes; anything else there is someone else's.
 OWN = {MANIFEST, SHARDS, REJECTS, HASHES, "rejects.jsonl"}
 # The shard column of each row's --id-column value (a fixed name: the user's own column may well be

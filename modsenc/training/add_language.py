@@ -44,7 +44,7 @@ from modsenc.training.stage_cache import KEY_FILE, StageDir
 from modsenc.training.stages import PIVOT_STAGES, stage_recipe
 from modsenc.training.train_backbone import seed_everything
 from modsenc.utils.io import atomic_directory, atomic_write_json, atomic_write_text, json_digest
-from modsenc.utils.outputs import run_lock
+from modsenc.utils.outputs import check_output_location, run_lock
 
 log = logging.getLogger(__name__)
 
@@ -408,6 +408,12 @@ def default_work_dir(lang: str, work_dir: str | Path | None = None) -> Path:
 def run(
     lang: str, recipe: AddLanguageRecipe | Mapping[str, Any], zoo_dir: str | Path, **options: Any
 ) -> Path:
+    work = default_work_dir(check_language_code(lang), options.get("work_dir"))
+    # Where it writes is checked before the lock (a lock beside a work dir inside the zoo would be
+    # left in the zoo): the zoo is no backbone, bundle or export and not in one, the work dir
+    # outside the zoo.
+    check_output_location(zoo_dir, "--zoo", inputs=[options.get("backbone_dir")], own_kind="zoo")
+    check_outside_zoo(work, Zoo(zoo_dir), "--work-dir")
     # Two runs on one work dir would mix their stages: the second stops at once (run_lock).
-    with run_lock(default_work_dir(check_language_code(lang), options.get("work_dir")), "add-language"):
+    with run_lock(work, "add-language"):
         return AddLanguage(lang, recipe, zoo_dir, **options).run()

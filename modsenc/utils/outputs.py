@@ -4,8 +4,10 @@ A file output (``encode --output``, ``mine --output``, ``eval --json/--markdown/
 refused when it
 
 * is one of the command's inputs (the same file under any name),
-* lies in a zoo, a bundle or a backbone (a folder holding ``index.json`` and ``backbone/``, or a
-  modsenc manifest): those are written by their own commands only,
+* lies in a zoo, a bundle, a backbone, an export or a ``scale encode`` job (a folder holding
+  ``index.json`` and ``backbone/``, or a modsenc manifest): those are written by their own commands
+  only; or in modsenc's cache (``$MODSENC_CACHE``: imported backbones, OpenVINO graphs),
+* names a folder (ends with ``/``),
 * exists and is not a regular file (a FIFO, a socket, a device, a folder),
 * exists and ``--overwrite`` was not given.
 
@@ -27,7 +29,7 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,18 @@ EXPORT_MANIFEST = "modsenc_export.json"  # in every `modsenc export` folder (a s
 ZOO_INDEX = "index.json"
 ZOO_BACKBONE_DIR = "backbone"
 HASHES_KEY = "file_sha256"  # in every modsenc manifest: {relative posix path: sha256} of what it wrote
+SCALE_MANIFEST = "manifest.json"  # a `scale encode` output's, whose job.kind is SCALE_JOB_KIND
+SCALE_JOB_KIND = "modsenc-scale-encode"
+SCALE_JOB = "scale encode job"  # what artefact_at calls such a folder
+CACHE_ENV = "MODSENC_CACHE"
+
+
+def cache_root() -> Path:
+    """``$MODSENC_CACHE``, else ``$XDG_CACHE_HOME/modsenc``, else ``~/.cache/modsenc``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.path.expanduser(os.environ[CACHE_ENV]))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return Path(os.path.expanduser(base)) / "modsenc"
 
 
 class OutputError(OutputExistsError):
@@ -60,7 +74,10 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def artefact_at(folder: Path) -> str | None:
-    """ "zoo", "bundle", "backbone" or "export" if ``folder`` is one of modsenc's artefacts, else None."""
+    """ "zoo", "bundle", "backbone", "export" or "scale encode job" if ``folder`` is one of
+    modsenc's artefacts, else None."""
+    if (folder / SCALE_MANIFEST).is_file() and _scale_job(folder / SCALE_MANIFEST):
+        return SCALE_JOB
     if (folder / BACKBONE_MANIFEST).is_file():
         return "backbone"
     if (folder / EXPORT_MANIFEST).is_file():
@@ -82,10 +99,24 @@ def _zoo_index(path: Path) -> bool:
         return False
 
 
-def _check_not_in_artefact(path: Path, option: str, own_kind: str | None) -> None:
-    """Refuse ``path`` inside a zoo, bundle or backbone; ``path`` itself may be an artefact of
-    ``own_kind`` (the kind the command writes, which it then replaces under the ownership rules)."""
+def _scale_job(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))["job"]["kind"] == SCALE_JOB_KIND
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _check_not_in_artefact(path: Path, option: str, own_kind: str | None, cache_ok: bool = False) -> None:
+    """Refuse ``path`` inside a zoo, bundle, backbone, export, scale job or modsenc's cache (unless
+    ``cache_ok``: modsenc filling its own cache); ``path`` itself may be an artefact of ``own_kind``
+    (the kind the command writes, which it then replaces under the ownership rules)."""
     resolved = path.resolve()
+    cache = cache_root().resolve()
+    if not cache_ok and (resolved == cache or cache in resolved.parents):
+        raise OutputError(
+            f"{option} {path} is inside modsenc's cache {cache} (${CACHE_ENV}), which modsenc manages "
+            "itself; choose a path outside it"
+        )
     for folder in [resolved, *resolved.parents]:
         kind = artefact_at(folder)
         if kind is None or (folder == resolved and kind == own_kind):
@@ -93,7 +124,7 @@ def _check_not_in_artefact(path: Path, option: str, own_kind: str | None) -> Non
         where = "is" if folder == resolved else "is inside"
         raise OutputError(
             f"{option} {path} {where} the {kind} {folder}: modsenc never writes into a zoo, bundle, "
-            "backbone or export it is not building; choose a path outside it"
+            "backbone, export or scale job it is not building; choose a path outside it"
         )
 
 
@@ -137,6 +168,14 @@ def check_output_location(
     return path
 
 
+def check_file_name(path: str | os.PathLike, option: str) -> Path:
+    """Refuse a file output given with a trailing ``/`` (which says "a folder", and which ``Path()``
+    drops): call it on the path as given, before it becomes a Path. Returns it as a Path."""
+    if str(path).endswith(("/", os.sep)):
+        raise OutputError(f"{option} {path} names a folder (it ends with /); give a file name")
+    return Path(path)
+
+
 def check_output_file(
     path: str | os.PathLike,
     option: str,
@@ -145,9 +184,7 @@ def check_output_file(
     overwrite: bool = False,
 ) -> Path:
     """Refuse a file output that the rules of this module forbid; returns it as a Path."""
-    if str(path).endswith(("/", os.sep)):  # Path() drops the slash that says "a folder"
-        raise OutputError(f"{option} {path} names a folder (it ends with /); give a file name")
-    path = Path(path)
+    path = check_file_name(path, option)
     mode = _mode(path)
     if mode is not None and stat.S_ISDIR(mode):
         raise OutputError(f"{option} {path} is a folder; give a file name")
@@ -175,6 +212,13 @@ def check_distinct_outputs(outputs: dict[str, str | os.PathLike | None]) -> None
                 )
 
 
+OwnedFiles = Callable[[Path], "dict[str, str] | None"]  # folder -> {relative path: sha256} modsenc wrote
+
+
+def _manifest_hashes(manifest_name: str) -> OwnedFiles:
+    return lambda folder: read_owned_files(folder, manifest_name)
+
+
 def read_owned_files(folder: Path, manifest_name: str) -> dict[str, str] | None:
     """The files modsenc wrote in ``folder`` (path -> sha256) per its manifest; None without one."""
     manifest = folder / manifest_name
@@ -195,23 +239,30 @@ def check_output_folder(
     inputs: Iterable[str | os.PathLike | None] = (),
     overwrite: bool = False,
     own_kind: str | None = None,
+    owned_files: OwnedFiles | None = None,
+    cache_ok: bool = False,
 ) -> Path:
-    """Refuse a folder output that the rules of this module forbid; returns it as a Path."""
+    """Refuse a folder output that the rules of this module forbid; returns it as a Path.
+
+    ``owned_files(folder)`` replaces the manifest's ``file_sha256`` as the list of what modsenc
+    wrote there (a packed zoo: its index and bundle manifests), returning None when it cannot tell.
+    ``cache_ok``: the folder is modsenc's own cache entry (``modsenc.backbone.cache``)."""
     path = Path(path)
     mode = _mode(path)
     if mode is not None and not stat.S_ISDIR(mode):
         raise OutputError(f"{option} {path} exists and is not a folder; choose another output path")
     _check_not_input(path, option, inputs)
-    _check_not_in_artefact(path, option, own_kind)
+    _check_not_in_artefact(path, option, own_kind, cache_ok)
     if mode is None or not any(path.iterdir()):
         return path
-    owned = read_owned_files(path, manifest_name)
+    owned = (owned_files or _manifest_hashes(manifest_name))(path)
     if owned is None:
-        what = (
-            f"its {manifest_name} lists no files (written by an older modsenc)"
-            if (path / manifest_name).is_file()
-            else f"no {manifest_name} in it"
-        )
+        if not (path / manifest_name).is_file():
+            what = f"no {manifest_name} in it"
+        elif owned_files is None:
+            what = f"its {manifest_name} lists no files (written by an older modsenc)"
+        else:
+            what = f"its {manifest_name} records no earlier output of this command"
         raise OutputError(
             f"{option} {path} is a non-empty folder that modsenc did not write ({what}); it is left "
             "untouched: choose a new or empty folder, or remove it yourself"
@@ -231,10 +282,10 @@ def check_output_folder(
     return path
 
 
-def _carry_unowned(manifest_name: str):
+def _carry_unowned(manifest_name: str, owned_files: OwnedFiles | None = None):
     def carry(old: Path, new: Path) -> None:
         """Copy every file of ``old`` that its manifest does not list into ``new`` (the user's)."""
-        owned = read_owned_files(old, manifest_name) or {}
+        owned = (owned_files or _manifest_hashes(manifest_name))(old) or {}
         for entry in sorted(old.rglob("*")):
             name = entry.relative_to(old).as_posix()
             if name == manifest_name or name in owned or (entry.is_dir() and not entry.is_symlink()):
@@ -248,7 +299,7 @@ def _carry_unowned(manifest_name: str):
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(entry, target, follow_symlinks=False)
         for entry in sorted(old.rglob("*")):  # the user's empty folders too
-            if entry.is_dir() and not entry.is_symlink():
+            if entry.is_dir() and not entry.is_symlink() and not any(entry.iterdir()):
                 (new / entry.relative_to(old)).mkdir(parents=True, exist_ok=True)
 
     return carry
@@ -267,12 +318,16 @@ def record_owned_files(folder: Path, manifest_name: str, manifest: dict[str, Any
 
 
 @contextlib.contextmanager
-def owned_directory(path: str | os.PathLike, manifest_name: str) -> Iterator[Path]:
+def owned_directory(
+    path: str | os.PathLike, manifest_name: str, owned_files: OwnedFiles | None = None
+) -> Iterator[Path]:
     """A scratch folder that replaces ``path`` when the block succeeds (``atomic_directory``), for
     a command whose ``check_output_folder`` passed. The block writes ``manifest_name`` into it,
-    with ``record_owned_files``; the files of ``path`` that its old manifest does not list are
-    carried over into the new folder, so replacing an output never loses the user's files."""
-    with atomic_directory(path, owner_marker=manifest_name, before_swap=_carry_unowned(manifest_name)) as tmp:
+    with ``record_owned_files`` (or as ``owned_files`` reads it); the files of ``path`` that its
+    old manifest does not list are carried over into the new folder, so replacing an output never
+    loses the user's files."""
+    carry = _carry_unowned(manifest_name, owned_files)
+    with atomic_directory(path, owner_marker=manifest_name, before_swap=carry) as tmp:
         yield tmp
         if not (tmp / manifest_name).is_file():
             raise RuntimeError(f"an output folder must be written with its {manifest_name}")

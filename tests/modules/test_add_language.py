@@ -81,8 +81,10 @@ def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
         "wall_seconds",
         "versions",
         "created",
+        "identity_sha256",  # issue 50: the fields that route or shape a vector, hashed
         "file_sha256",
     ]
+    assert uz.identity_sha256 == uz.identity()
     assert uz.format == "modsenc-bundle/1" and uz.router["kind"] == "char-ngram-naive-bayes"
     assert uz.language == "uz" and uz.script == "Latn" and uz.pivot == "en"
     assert uz.stages == ["vocab", "la", "se", "cla"] and uz.cla_variant == "jt"

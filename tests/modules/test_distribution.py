@@ -225,3 +225,55 @@ def test_zoo_install_checks_files_and_backbone_fingerprint(zoo_dir, packed, tmp_
     (other / "index.json").write_text(json.dumps(index))
     with pytest.raises(BundleIntegrityError, match="was built on backbone .* holds ffffffffffff"):
         install_bundle(packed / "uz", other, replace=True)
+
+
+# ----------------------------------------------------------------------------------------- issue 50
+def _files(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def test_pack_overwrite_replaces_only_an_earlier_pack_and_keeps_the_users_files(zoo_dir, tmp_path) -> None:
+    target = tmp_path / "packed"
+    pack_zoo(zoo_dir, target, ["en", "uz"])
+    assert not (target / ".lock").exists()  # nothing but the pack is left in it
+    (target / "NOTES.md").write_text("mine\n", encoding="utf-8")
+    (target / "uz" / "extra.txt").write_text("mine too\n", encoding="utf-8")
+    source_before = _files(zoo_dir)
+    with pytest.raises(FileExistsError, match="pass --overwrite"):
+        pack_zoo(zoo_dir, target, ["en"])
+    pack_zoo(zoo_dir, target, ["en"], weights="fp32", overwrite=True)
+    assert Zoo(target).languages() == ["en"] and not (target / "uz" / BUNDLE_MANIFEST).exists()
+    assert not list((target / "uz").rglob("*.safetensors"))
+    assert (target / "NOTES.md").read_text() == "mine\n" and (target / "uz" / "extra.txt").is_file()
+    assert _files(zoo_dir) == source_before  # the source is read, never written
+    # a file the pack wrote, changed since, stops --overwrite before anything is replaced
+    (target / "en" / "langid.json").write_text("{}", encoding="utf-8")
+    before = _files(target)
+    with pytest.raises(FileExistsError, match="was changed after modsenc wrote it"):
+        pack_zoo(zoo_dir, target, ["en"], overwrite=True)
+    assert _files(target) == before
+
+
+def test_install_copies_only_the_listed_files_and_a_differing_copy_changes_nothing(
+    zoo_dir, packed, tmp_path
+) -> None:
+    target = tmp_path / "zoo"
+    pack_zoo(zoo_dir, target, ["en"], weights="fp32")
+    source = tmp_path / "uz"
+    shutil.copytree(packed / "uz", source)
+    (source / "foreign.py").write_text("import os\n", encoding="utf-8")  # listed nowhere
+    assert install_bundle(source, target) == "uz"
+    assert not (target / "uz" / "foreign.py").exists()
+    installed = Zoo(target).read_manifest("uz")
+    assert installed.file_sha256 == Zoo(packed).read_manifest("uz").file_sha256
+    assert installed.identity_sha256 == installed.identity()
+    # a copy whose hashes differ from the ones expected is refused before it replaces anything
+    before = _files(target)
+    manifest = Zoo(packed).read_manifest("uz")
+    files = {p.name: p for p in (packed / "uz").iterdir() if p.name != BUNDLE_MANIFEST}
+    wrong = {**manifest.file_sha256, "langid.json": "0" * 64}
+    with pytest.raises(BundleIntegrityError, match=r"differ from the source manifest's \(langid.json\)"):
+        Zoo(target).write_bundle("uz", files, manifest, expected=wrong)
+    assert _files(target) == before

@@ -227,7 +227,7 @@ def test_save_bundle_installs_the_saved_modules_and_load_bundle_reads_them_back(
     zoo = Zoo(tmp_path / "zoo")
     zoo.install_backbone(tiny_backbone_dir)
     langid = tmp_path / "langid.json"
-    langid.write_text("{}")
+    langid.write_text('{"language": "uz"}')  # a stand-in profile, labelled as verify_bundle checks
     common = {
         "pivot": "en",
         "stages": ["vocab", "la", "se", "cla"],

@@ -18,6 +18,7 @@ from modsenc.scale import mine as scale_mine
 from modsenc.scale.encode import shard_path, write_embeddings
 from modsenc.scale.inputs import list_inputs, plan_shards, read_shard
 from modsenc.scale.mine import mine_corpus
+from modsenc.scale.output import hash_path, write_hash
 from tests.scale._shards import shift_vectors
 
 
@@ -300,3 +301,43 @@ def test_mining_one_mixed_output_needs_two_languages_it_has(tmp_path, ray_starts
         result = runner.invoke(main, ["scale", "mine", str(tmp_path / "mixed"), "--output", pairs, *args])
         assert result.exit_code == 1 and result.output.startswith(f"Error: {expected}"), result.output
     assert ray_starts == [] and not (tmp_path / "p.tsv").exists()
+
+
+def test_mine_verifies_shards_by_the_hashes_beside_them_when_the_manifest_lost_its_own(
+    tmp_path, ray_starts
+) -> None:
+    """Issue 50: a real scale encode output records each shard's sha256 in hashes/ as well as in the
+    manifest. With the manifest's list removed, a shifted shard was mined (wrong pairs) after one
+    warning; the files beside the shards still vouch for them, so they are used, and a shard with
+    some of them deleted too is refused."""
+    rng = np.random.default_rng(0)
+    src = rng.normal(size=(40, 8)).astype(np.float32)
+    write_embeddings(tmp_path / "src", src, [f"s{i}" for i in range(40)], shard_size=10)
+    tgt = tmp_path / "tgt"
+    write_embeddings(tgt, src + 0.01, [f"t{i}" for i in range(40)], shard_size=10)
+    manifest = json.loads((tgt / "manifest.json").read_text())
+    for index, digest in enumerate(manifest.pop("shard_sha256")):
+        write_hash(tgt, index, digest)  # as scale encode's writers do
+    (tgt / "manifest.json").write_text(json.dumps(manifest))
+    shift_vectors(shard_path(tgt, 1))
+    pairs = tmp_path / "pairs.tsv"
+    args = ["scale", "mine", str(tmp_path / "src"), str(tgt), "--output", str(pairs)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert f"shard {shard_path(tgt, 1)} differs from the sha256 recorded" in result.output
+    hash_path(tgt, 2).unlink()
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert f"the manifest records no shard sha256 and {hash_path(tgt, 2)} is missing too" in result.output
+    assert ray_starts == [] and not pairs.exists()
+
+
+@pytest.mark.parametrize("fmt", ["txt", "jsonl"])
+def test_a_gzip_input_with_its_trailer_cut_is_refused_naming_it(fake_zoo, tmp_path, ray_starts, fmt) -> None:
+    """Issue 50: a .gz whose last bytes (the CRC and size trailer) are cut is refused with its name."""
+    lines = [json.dumps({"text": f"row {i}"}) if fmt == "jsonl" else f"row {i}" for i in range(500)]
+    cut = tmp_path / f"in.{fmt}.gz"
+    cut.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode())[:-8])
+    message = _encode(fake_zoo, "--input", str(cut), "--output", str(tmp_path / "out"))
+    assert f"{cut}: cannot be read" in message
+    assert ray_starts == [] and not (tmp_path / "out").exists()
