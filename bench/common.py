@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from modsenc.data.splits import rows_in
 from modsenc.utils.io import atomic_write_text
 
 MODSENC = [sys.executable, "-m", "modsenc.cli"]
@@ -96,17 +97,32 @@ def write_tsv(path: Path, header: list[str], rows: list[list[str]]) -> None:
     atomic_write_text(path, "\n".join("\t".join(r) for r in [header, *rows]) + "\n")
 
 
-def sts_subset(sts: Path, out: Path, langs: tuple[str, ...], first: str | None = None) -> Path:
-    """The rows of an STS file whose two languages are both in ``langs`` (and lang1 is ``first``)."""
+def _in_part(rows: list[list[str]], part: str | None) -> list[list[str]]:
+    """An STS file's rows in ``part`` (selection or report, modsenc/data/splits.py; None: all)."""
+    if part is None:
+        return rows
+    return [rows[i] for i in rows_in([(r[2], r[3]) for r in rows], part)]
+
+
+def sts_subset(
+    sts: Path, out: Path, langs: tuple[str, ...], first: str | None = None, part: str | None = None
+) -> Path:
+    """The rows of an STS file whose two languages are both in ``langs`` (and lang1 is ``first``),
+    of its ``part`` (None: both)."""
     header, rows = read_tsv(sts)
+    rows = _in_part(rows, part)
     keep = [r for r in rows if r[0] in langs and r[1] in langs and first in (None, r[0])]
     write_tsv(out, header, keep)
     return out
 
 
-def kardes_sts_bitext(sts: Path, out: Path, targets: tuple[str, ...] = KARDES_TARGETS) -> Path:
-    """en/``targets`` (default uz/kk/az) translations of the distinct English sentences of kardes-sts-dev."""
+def kardes_sts_bitext(
+    sts: Path, out: Path, targets: tuple[str, ...] = KARDES_TARGETS, part: str | None = None
+) -> Path:
+    """en/``targets`` (default uz/kk/az) translations of the distinct English sentences of
+    kardes-sts-dev (of its ``part``; a pair's rows are one group, so the part keeps them aligned)."""
     _, rows = read_tsv(sts)
+    rows = _in_part(rows, part)
     groups: dict[tuple[str, str], list[list[str]]] = {}
     for row in rows:
         groups.setdefault((row[0], row[1]), []).append(row)

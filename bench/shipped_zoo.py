@@ -7,6 +7,8 @@ CLA, and in the default ``cross`` mode, through it; en-xx in ``cross`` mode), th
 read off it (395 translations; one sentence = 0.25 points of xsim), and NTREX-128 for the
 languages it has (uz kk az; 1,997 sentences). ky and ug were trained by the unchanged default
 recipe, with no entry of their own. Writes the marked block of docs/results/shipped-zoo.md.
+``--split report`` (the default) scores the dev files' report part, which no recipe, stopping rule
+or release choice reads (modsenc/data/splits.py); ``--split whole`` the whole files, as before.
 
     python bench/shipped_zoo.py --zoo runs/zoo-build/zoo --backbone runs/zoo-build/e5 \\
         --packed modsenc/adapters_zoo --languages ky,ug,uz,kk,az
@@ -36,24 +38,28 @@ MARK_END = "<!-- end of shipped zoo -->"
 E5, BUILT, SHIPPED = "e5 alone", "modules, fp32 (as trained)", "modules, fp16 (as shipped)"
 
 
-def heldout(work: Path, data: Path, langs: tuple[str, ...]) -> tuple[Path, list[str]]:
-    """The STS rows of en and ``langs``, and the --bitext specs (Kardeş; NTREX where it has them)."""
+def heldout(work: Path, data: Path, langs: tuple[str, ...], part: str | None) -> tuple[Path, list[str]]:
+    """The STS rows of en and ``langs``, and the --bitext specs (Kardeş; NTREX where it has them),
+    of the dev files' ``part`` (report: what no training or choice reads; None: the whole files)."""
     evaldata = work / "evaldata"
     evaldata.mkdir(parents=True, exist_ok=True)
     kardes = data / "eval-dev" / "sts" / "kardes-sts-dev.tsv"
-    tag = "-".join(langs)
-    bitext = kardes_sts_bitext(kardes, evaldata / f"kardes-bitext.{tag}.tsv", langs)
-    sts = sts_subset(kardes, evaldata / f"kardes-sts-dev.en-{tag}.tsv", ("en", *langs))
+    tag = "-".join(langs) + (f".{part}" if part else "")
+    bitext = kardes_sts_bitext(kardes, evaldata / f"kardes-bitext.{tag}.tsv", langs, part=part)
+    sts = sts_subset(kardes, evaldata / f"kardes-sts-dev.en-{tag}.tsv", ("en", *langs), part=part)
     specs = [f"{{path: {bitext}, languages: [en, {', '.join(langs)}]}}"]
     ntrex = [lang for lang in langs if lang in NTREX_LANGS]
     if ntrex:
-        specs.append(f"{{path: {data / 'parallel' / 'ntrex.tsv'}, languages: [en, {', '.join(ntrex)}]}}")
+        split = f", split: {part}" if part else ""
+        specs.append(
+            f"{{path: {data / 'parallel' / 'ntrex.tsv'}, languages: [en, {', '.join(ntrex)}]{split}}}"
+        )
     return sts, specs
 
 
 def evaluate(args: argparse.Namespace, run, langs: tuple[str, ...]) -> dict[str, dict]:
     work = Path(args.work)
-    sts, bitexts = heldout(work, Path(args.data), langs)
+    sts, bitexts = heldout(work, Path(args.data), langs, args.split)
     rows = [
         (E5, Path(args.backbone), ("cross",), False),
         (SHIPPED, Path(args.packed), ("cross", "mono"), True),
@@ -171,7 +177,15 @@ def main() -> None:
     parser.add_argument("--languages", default="ky,ug,uz,kk,az")
     parser.add_argument("--out", default="docs/results/shipped-zoo.md")
     parser.add_argument("--fp32-rows", action="store_true", help="also score the zoo as trained (fp32)")
+    parser.add_argument(
+        "--split",
+        choices=("report", "selection", "whole"),
+        default="report",
+        help="which part of the dev files to score (modsenc/data/splits.py): report, which no training "
+        "or choice reads (the default); selection; or the whole files, as tables before 2026-11-28",
+    )
     args = parser.parse_args()
+    args.split = None if args.split == "whole" else args.split
     langs = tuple(c.strip() for c in args.languages.split(",") if c.strip())
     run = Runner()
     results = evaluate(args, run, langs)
@@ -182,7 +196,8 @@ def main() -> None:
     en = {
         n: sts_score(results[f"{n}|cross"], "en-en") for n in (E5, BUILT, SHIPPED) if f"{n}|cross" in results
     }
-    bitext = Path(args.work) / "evaldata" / f"kardes-bitext.{'-'.join(langs)}.tsv"
+    tag = "-".join(langs) + (f".{args.split}" if args.split else "")
+    bitext = Path(args.work) / "evaldata" / f"kardes-bitext.{tag}.tsv"
     cosines = fp16_cosines(Path(args.zoo), Path(args.packed), bitext, langs)
     facts = ["| language | stages | data files used | steps (SE / CLA) | training time | shipped size |"]
     facts += ["|---|---|---|---|---|---|"] + [

@@ -129,7 +129,12 @@ def encode(
     help="Multi-parallel TSV for bitext mining (xsim, P@1), or a Hugging Face dataset as a YAML mapping, "
     "e.g. '{hf: wmt19, config: de-en, split: validation}'. Repeatable.",
 )
-@click.option("--sts", multiple=True, help="STS TSV (lang1 lang2 sentence1 sentence2 score). Repeatable.")
+@click.option(
+    "--sts",
+    multiple=True,
+    help="STS TSV (lang1 lang2 sentence1 sentence2 score), or '{path: FILE, split: report}' for a dev "
+    "file's report part (selection: the part choices are made on; modsenc/data/splits.py). Repeatable.",
+)
 @click.option(
     "--pivot", default="en", show_default=True, help="Bitext pairs: pivot-centric, both directions."
 )
@@ -174,7 +179,8 @@ def eval_command(
     if not bitext and not sts:
         raise click.UsageError("give at least one --bitext or --sts file")
     bitext = [yaml_spec(b, "--bitext") for b in bitext]
-    inputs = [model, *sts, *(b for b in bitext if isinstance(b, str))]
+    sts = [yaml_spec(s, "--sts") for s in sts]
+    inputs = [model, *(s for s in (*sts, *bitext) if isinstance(s, str))]
     reports = {"--json": json_path, "--markdown": markdown_path, "--heatmap": heatmap_path}
     check_distinct_outputs(reports)
     for option, path in reports.items():

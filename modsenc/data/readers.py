@@ -17,6 +17,7 @@ from typing import Any
 
 from modsenc.data.errors import DataFormatError
 from modsenc.data.lines import check_file, count_lines, decode_line, iter_lines, no_rows_error, read_table
+from modsenc.data.splits import rows_in
 
 __all__ = [
     "PARAPHRASE_COLUMNS",
@@ -318,7 +319,8 @@ def _spec_type_error(spec: Any, what: str, example: str) -> TypeError:
 def load_parallel(spec: PathLike | Mapping[str, Any]) -> ParallelCorpus:
     """Resolve a recipe's parallel-data entry.
 
-    Accepted: a path to a parallel TSV; ``{"path": p, "languages": [...], "rows": [start, stop]}``; or
+    Accepted: a path to a parallel TSV; ``{"path": p, "languages": [...], "rows": [start, stop],
+    "split": "selection" | "report"}`` (a dev file's part: ``modsenc.data.splits``); or
     ``{"hf": name, "config": ..., "split": ..., "languages": [...], **load_dataset_kwargs}``
     (e.g. ``data_files``, ``revision``), passed to :func:`load_hf_parallel`.
     """
@@ -343,11 +345,31 @@ def load_parallel(spec: PathLike | Mapping[str, Any]) -> ParallelCorpus:
             languages=kwargs.pop("languages", None),
             **kwargs,
         )
-    d = _spec_dict(spec, {"path", "languages", "rows"}, "parallel data")
-    corpus = read_parallel_tsv(d["path"], languages=d.get("languages"))
+    d = _spec_dict(spec, {"path", "languages", "rows", "split"}, "parallel data")
+    if d.get("split") is not None:  # its groups are the whole file's rows, whichever languages
+        corpus = select_split(read_parallel_tsv(d["path"]), d["split"], d.get("languages"))
+    else:
+        corpus = read_parallel_tsv(d["path"], languages=d.get("languages"))
     if d.get("rows") is None:
         return corpus
     return select_rows(corpus, d["rows"])
+
+
+def select_split(corpus: ParallelCorpus, part: str, languages: Sequence[str] | None = None) -> ParallelCorpus:
+    """The rows of ``corpus`` in ``part`` (``selection`` or ``report``: modsenc.data.splits), grouped
+    over all its columns so that no translation crosses the split; then ``languages``' columns."""
+    keep = rows_in(list(zip(*corpus.columns.values())), part)
+    if languages is not None:
+        missing = [lang for lang in languages if lang not in corpus.columns]
+        if missing:
+            raise DataFormatError(
+                corpus.path,
+                None,
+                f"has no column(s) {', '.join(missing)}; its columns: {' '.join(corpus.columns)}",
+            )
+    wanted = list(languages) if languages is not None else list(corpus.columns)
+    columns = {lang: [corpus.columns[lang][i] for i in keep] for lang in wanted}
+    return ParallelCorpus(f"{corpus.path}[{part}]", columns)
 
 
 def select_rows(corpus: ParallelCorpus, rows: Sequence[int | None]) -> ParallelCorpus:

@@ -22,7 +22,7 @@ from modsenc.data.errors import DataFormatError
 from modsenc.data.readers import load_parallel
 from modsenc.eval.bitext import bitext_mining
 from modsenc.eval.similarity import language_bias
-from modsenc.eval.sts import read_sts_tsv, row_cosines, spearman_x100
+from modsenc.eval.sts import load_sts, row_cosines, spearman_x100
 from modsenc.utils.errors import MissingDependencyError
 from modsenc.utils.hub import check_model_source
 from modsenc.utils.io import atomic_file, atomic_write_json, atomic_write_text
@@ -134,7 +134,7 @@ class MTEBEncoder:
 def evaluate(
     model: Any,
     bitext: Sequence[str | os.PathLike | dict] = (),
-    sts: Sequence[str | os.PathLike] = (),
+    sts: Sequence[str | os.PathLike | dict] = (),
     pivot: str = "en",
     mode: str = "cross",
     route: str | None = None,
@@ -154,7 +154,7 @@ def evaluate(
                 "and at least one other language (one tab-separated column per language)",
             )
         corpora.append((Path(spec).name if isinstance(spec, (str, os.PathLike)) else corpus.path, corpus))
-    sts_sets = [(path, read_sts_tsv(path)) for path in sts]
+    sts_sets = [(_sts_name(spec), load_sts(spec)) for spec in sts]
     encoders = EncoderSet(model, mode=mode, route=route, quantize=quantize, dtype=dtype, runtime=runtime)
     results: dict[str, Any] = {"model": str(model), "mode": mode, "bitext": {}, "sts": {}}
     results |= {"precision": encoders.precision, "runtime": runtime}
@@ -182,8 +182,16 @@ def evaluate(
         entry: dict[str, Any] = {"spearman": scores}
         if len(bilingual) >= 2:
             entry["language_bias"] = language_bias(bilingual)
-        results["sts"][Path(path).name] = entry
+        results["sts"][path] = entry
     return results
+
+
+def _sts_name(spec: str | os.PathLike | dict) -> str:
+    """An STS set's name in the results: its file name, with the part when one is chosen."""
+    if isinstance(spec, dict):
+        name = Path(spec["path"]).name
+        return f"{name}[{spec['split']}]" if spec.get("split") else name
+    return Path(spec).name
 
 
 def markdown(results: dict[str, Any]) -> str:

@@ -7,14 +7,16 @@ The file format is that of ``../shared/data/eval-dev/sts``: a TSV with the heade
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import spearmanr
 
 from modsenc.data.errors import DataFormatError
 from modsenc.data.readers import check_file, is_language_code, no_rows_error, read_table
+from modsenc.data.splits import rows_in
 from modsenc.eval.bitext import l2_normalise
 
 STS_COLUMNS = ["lang1", "lang2", "sentence1", "sentence2", "score"]
@@ -30,6 +32,23 @@ class STSPair:
     sentence1: str
     sentence2: str
     score: float
+
+
+def load_sts(spec: str | os.PathLike | Mapping[str, Any]) -> list[STSPair]:
+    """A recipe's or eval's STS entry: a path, or ``{"path": p, "split": "selection" | "report"}``
+    (a dev file's part, by sentence group: ``modsenc.data.splits``)."""
+    if isinstance(spec, Mapping):
+        unknown = set(spec) - {"path", "split"}
+        if unknown or "path" not in spec:
+            raise ValueError(
+                f"an STS spec is a path or {{path: ..., split: selection|report}}, got {dict(spec)!r}"
+            )
+        pairs = read_sts_tsv(spec["path"])
+        if spec.get("split") is None:
+            return pairs
+        keep = rows_in([(p.sentence1, p.sentence2) for p in pairs], spec["split"])
+        return [pairs[i] for i in keep]
+    return read_sts_tsv(spec)
 
 
 def read_sts_tsv(path: str | os.PathLike) -> list[STSPair]:

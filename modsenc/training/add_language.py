@@ -30,7 +30,7 @@ from modsenc.data.orthography import get_orthography, orthography_for
 from modsenc.data.scripts import detect_script
 from modsenc.data.specs import resolve_data_spec
 from modsenc.eval.bitext import precision_at_1
-from modsenc.eval.sts import evaluate_sts, read_sts_tsv
+from modsenc.eval.sts import evaluate_sts, load_sts
 from modsenc.modules.bundle import CALIBRATION_FILE, Zoo, check_language_code, check_outside_zoo
 from modsenc.modules.kinds import MODULE_KINDS, kinds_in, monolingual
 from modsenc.modules.manifest import stages_precision
@@ -167,7 +167,7 @@ class AddLanguage:
         self.transfer_files: dict[str, list[dict[str, Any]]] = {}
         for stage in self.stages:
             stage_recipe(stage).prepare(self)
-        self.sts = [read_sts_tsv(resolve_data_spec(p, self.recipe_path)) for p in self.config.dev.sts]
+        self.sts = [load_sts(resolve_data_spec(p, self.recipe_path)) for p in self.config.dev.sts]
 
     def _build_modular(self) -> None:
         """The backbone with LANG's orthography, and the pivot's modules (its vectors are the CLA's
