@@ -1455,6 +1455,8 @@ def test_two_encode_runs_writing_one_output_leave_one_complete_result(zoo_dir: P
             "50",
             "--device",
             "cpu",
+            "--runtime",
+            "torch",  # the vectors are compared with the torch runtime's
             "--overwrite",  # whichever starts second may find the first's output
         ]
         runs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))

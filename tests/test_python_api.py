@@ -317,7 +317,7 @@ def test_encode_refuses_arguments_of_the_wrong_type_in_one_line(encoder, call, e
 )
 def test_from_pretrained_refuses_a_confidence_or_length_out_of_range(zoo_dir, options, message) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
-        ModularEncoder.from_pretrained(zoo_dir, device="cpu", **options)
+        ModularEncoder.from_pretrained(zoo_dir, device="cpu", **options, runtime="torch")
 
 
 def test_router_refuses_a_confidence_out_of_range() -> None:

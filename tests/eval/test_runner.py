@@ -163,7 +163,7 @@ def test_route_sends_every_language_through_one_bundle(zoo_dir, tiny_backbone_di
 
     encoder = ModularEncoder.from_pretrained(zoo_dir, runtime="torch")
     texts = ["Bolalar suzmoqda.", "Bozor yopiq."]
-    routed = EncoderSet(zoo_dir, route="en").for_language("uz")(texts)
+    routed = EncoderSet(zoo_dir, route="en", runtime="torch").for_language("uz")(texts)
     np.testing.assert_allclose(routed, encoder.encode(texts, lang="en"), atol=1e-6)
     assert np.abs(routed - encoder.encode(texts, lang="uz")).max() > 1e-3
     with pytest.raises(ValueError, match="route='fr': not installed"):

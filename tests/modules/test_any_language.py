@@ -121,7 +121,7 @@ def test_an_iso_639_3_code_round_trips_through_add_language_encode_and_the_serve
     mine = encoder.encode(text, lang="kaa")
     bare = encoder.encode(text, lang="backbone")
     assert mine.shape == bare.shape and not np.allclose(mine, bare)  # kaa's modules were applied
-    with TestClient(create_app(ServeConfig(str(zoo), device="cpu"))) as client:
+    with TestClient(create_app(ServeConfig(str(zoo), device="cpu", runtime="torch"))) as client:
         deadline = time.monotonic() + 60
         while client.get("/health").status_code != 200 and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -23,7 +23,19 @@ def test_encode_to_npy_and_jsonl_in_chunks(zoo_dir, tmp_path) -> None:
     npy = tmp_path / "out.npy"
     result = runner.invoke(
         main,
-        ["encode", "--zoo", str(zoo_dir), "--input", str(source), "--output", str(npy), "--chunk-size", "2"],
+        [
+            "encode",
+            "--zoo",
+            str(zoo_dir),
+            "--input",
+            str(source),
+            "--output",
+            str(npy),
+            "--chunk-size",
+            "2",
+            "--runtime",
+            "torch",
+        ],
     )
     assert result.exit_code == 0, result.output
     expected = ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch").encode(lines)
@@ -50,7 +62,7 @@ def test_encode_follows_the_mode_asked_for(zoo_dir, tmp_path) -> None:
     assert np.abs(expected["mono"] - expected["cross"]).max() > 1e-2
     runner = CliRunner()
     stdin = "\n".join(texts) + "\n"
-    base = ["encode", "--zoo", str(zoo_dir), "--lang", "uz"]
+    base = ["encode", "--zoo", str(zoo_dir), "--lang", "uz", "--runtime", "torch"]
     for mode, other in (("mono", "cross"), ("cross", "mono"), (None, "mono")):
         flags = ["--mode", mode] if mode else []
         jsonl, npy = tmp_path / f"{mode}.jsonl", tmp_path / f"{mode}.npy"

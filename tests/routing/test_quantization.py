@@ -77,7 +77,7 @@ def test_cli_encode_quantize_int8(encoders, zoo_dir, tmp_path) -> None:
     source.write_text("\n".join(HELD_OUT["uz"]) + "\n", encoding="utf-8")
     out = tmp_path / "uz.npy"
     args = ["encode", "--zoo", str(zoo_dir), "--lang", "uz", "--input", str(source), "--output", str(out)]
-    result = CliRunner().invoke(main, [*args, "--quantize", "int8"])
+    result = CliRunner().invoke(main, [*args, "--quantize", "int8", "--runtime", "torch"])
     assert result.exit_code == 0, result.output
     np.testing.assert_allclose(np.load(out), int8.encode(HELD_OUT["uz"], lang="uz"), atol=1e-5)
 
@@ -97,7 +97,7 @@ def test_quantize_linears_and_its_errors(monkeypatch) -> None:
     with pytest.raises(ImportError, match=r"needs torchao: pip install -e '\.\[quantize\]'"):
         quantize_linears(torch.nn.Linear(4, 4))
     with pytest.raises(ImportError, match=r"quantize='int8' needs torchao"):  # the server: before loading
-        ServeConfig("any-zoo", quantize="int8").check()
+        ServeConfig("any-zoo", quantize="int8", runtime="torch").check()
 
 
 def test_cli_eval_quantize_int8(tiny_backbone_dir, tmp_path) -> None:

@@ -52,7 +52,7 @@ def authorised(key: str = KEY) -> dict[str, str]:
 @contextmanager
 def live(zoo_dir, **settings) -> Iterator[str]:
     """A real uvicorn server (lifespan included) in a thread; yields its base URL once ready."""
-    app = create_app(ServeConfig(str(zoo_dir), device="cpu", **settings))
+    app = create_app(ServeConfig(str(zoo_dir), device="cpu", **{"runtime": "torch", **settings}))
     sock = bind("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn_config(app, log_config=None, access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -351,7 +351,7 @@ def test_served_model_name_and_default_prompt_name(e5_like_zoo, monkeypatch) -> 
     options = ["--served-model-name", "e5-uz", "--default-prompt-name", "passage"]
     assert CliRunner().invoke(main, ["serve", "--zoo", str(e5_like_zoo), *options]).exit_code == 0
     assert (seen[0].model_name, seen[0].default_prompt_name) == ("e5-uz", "passage")
-    reference = ModularEncoder.from_pretrained(e5_like_zoo, device="cpu")
+    reference = ModularEncoder.from_pretrained(e5_like_zoo, device="cpu", runtime="torch")
     text = HELD_OUT["uz"][0]
     passage = reference.encode([text], lang="uz", prompt_name="passage", normalize_embeddings=True)
     query = reference.encode([text], lang="uz", normalize_embeddings=True)
@@ -365,7 +365,7 @@ def test_served_model_name_and_default_prompt_name(e5_like_zoo, monkeypatch) -> 
         )
         asked = client.post("/embed", json={"inputs": text, "lang": "uz", "prompt_name": "query"})
         np.testing.assert_allclose(asked.json(), query, atol=1e-6)  # a request's own prompt wins
-    app = create_app(ServeConfig(str(e5_like_zoo), device="cpu", default_prompt_name="web"))
+    app = create_app(ServeConfig(str(e5_like_zoo), device="cpu", default_prompt_name="web", runtime="torch"))
     with TestClient(app) as client:
         deadline = time.monotonic() + 60
         while (health := client.get("/health")).status_code == 503:
@@ -458,7 +458,7 @@ def test_health_is_503_until_the_languages_are_warmed_up(zoo_dir, monkeypatch) -
         return run_batch(self, key, texts)
 
     monkeypatch.setattr(EmbeddingService, "run_batch", held)
-    app = create_app(ServeConfig(str(zoo_dir), ["uz", "kk"], device="cpu"))
+    app = create_app(ServeConfig(str(zoo_dir), ["uz", "kk"], device="cpu", runtime="torch"))
     with TestClient(app) as client:
         deadline = time.monotonic() + 60
         while not warmed:  # the model is loaded; the warm-up is encoding

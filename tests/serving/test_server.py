@@ -37,7 +37,7 @@ def reference(zoo_dir) -> ModularEncoder:
 
 @contextmanager
 def serving(zoo_dir, **settings):
-    app = create_app(ServeConfig(str(zoo_dir), device="cpu", **settings))
+    app = create_app(ServeConfig(str(zoo_dir), device="cpu", **{"runtime": "torch", **settings}))
     with TestClient(app) as client:
         wait_ready(client)
         yield client
@@ -409,7 +409,7 @@ def test_full_queue_answers_503_with_retry_after(zoo_dir) -> None:
 
 def test_health_reports_a_model_that_failed_to_load(tmp_path) -> None:
     (tmp_path / "backbone").mkdir()
-    app = create_app(ServeConfig(str(tmp_path), device="cpu"))
+    app = create_app(ServeConfig(str(tmp_path), device="cpu", runtime="torch"))
     with TestClient(app) as client:
         deadline = time.monotonic() + 30
         while (health := client.get("/health")).status_code == 503:

@@ -24,7 +24,7 @@ from modsenc.serving.server import bind, uvicorn_config
 @contextmanager
 def connected(tmp_path, **settings) -> Iterator[socket.socket]:
     """A connection to a server for ``ServeConfig(tmp_path, **settings)``."""
-    app = create_app(ServeConfig(str(tmp_path), device="cpu", **settings))
+    app = create_app(ServeConfig(str(tmp_path), device="cpu", **{"runtime": "torch", **settings}))
     sock = bind("127.0.0.1", 0)
     # log_config=None: uvicorn leaves logging alone, so caplog sees its records and the app's
     server = uvicorn.Server(uvicorn_config(app, lifespan="off", log_config=None, access_log=False))

@@ -19,7 +19,7 @@ LANGS = ["uz", "en", "kk"]
 
 @pytest.fixture(scope="module")
 def reference(zoo_dir) -> ModularEncoder:
-    return ModularEncoder.from_pretrained(zoo_dir, device="cpu")
+    return ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch")
 
 
 @pytest.fixture(scope="module")

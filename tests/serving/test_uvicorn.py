@@ -35,7 +35,18 @@ def test_sigterm_drains_the_requests_in_flight(zoo_dir) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     # A long batch wait (10 s) keeps the requests queued while the signal arrives, even on a busy CPU.
-    command = [sys.executable, "-m", "modsenc.cli", "serve", "--zoo", str(zoo_dir), "--port", str(port)]
+    command = [
+        sys.executable,
+        "-m",
+        "modsenc.cli",
+        "serve",
+        "--zoo",
+        str(zoo_dir),
+        "--port",
+        str(port),
+        "--runtime",
+        "torch",
+    ]
     command += ["--device", "cpu", "--languages", "en", "--max-wait-ms", "10000", "--max-batch-size", "64"]
     env = os.environ | {"PYTHONPATH": str(ROOT)}
     server = subprocess.Popen(
