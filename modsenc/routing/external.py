@@ -94,7 +94,8 @@ class LinguaDetector:
             from lingua import LanguageDetectorBuilder  # noqa: PLC0415
         except ImportError as err:
             raise MissingDependencyError(
-                "LinguaDetector needs `pip install lingua-language-detector`"
+                "LinguaDetector needs lingua: pip install 'modsenc[langid]' "
+                "(or pip install lingua-language-detector)"
             ) from err
         self.detector = LanguageDetectorBuilder.from_all_languages().build()
 
