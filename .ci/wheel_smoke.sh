@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD_PYTHON=${1:-.venv/bin/python}
 WORK=$(mktemp -d /tmp/modsenc-wheel-smoke.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT  # KEEP_WORK=1: keep it to look into
 start=$(date +%s)
 step() { echo "[wheel-smoke $(($(date +%s) - start))s] $*"; }
 
