@@ -24,14 +24,22 @@ wheel=$(ls "$WORK"/dist/modsenc-*.whl)
 ls "$WORK"/dist/modsenc-*.tar.gz >/dev/null
 step "$(basename "$wheel"): $(du -k "$wheel" | cut -f1) KiB"
 
-# Everything tracked under modsenc/ (code, zoo, recipes, router profiles, demo data) is in the wheel.
+# Everything tracked under modsenc/ (code, zoo, recipes, router profiles, demo data) is in the wheel,
+# and its METADATA pins no core dependency to one release (== or ~= on a patch version).
 python3 - "$wheel" <<'EOF'
-import subprocess, sys, zipfile
-names = set(zipfile.ZipFile(sys.argv[1]).namelist())
+import re, subprocess, sys, zipfile
+wheel = zipfile.ZipFile(sys.argv[1])
+names = set(wheel.namelist())
 tracked = subprocess.run(["git", "ls-files", "modsenc"], capture_output=True, text=True, check=True).stdout.split()
 missing = [t for t in tracked if t not in names]
 assert not missing, f"not in the wheel: {missing}"
 print(f"  {len(tracked)} tracked files of modsenc/ all in the wheel")
+metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+core = [line[len("Requires-Dist:"):].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+core = [r for r in core if ";" not in r]
+pinned = [r for r in core if re.search(r"===?|~=\s*\d+\.\d+\.\d+", r)]
+assert core and not pinned, f"core dependencies pinned to one release: {pinned}"
+print(f"  {len(core)} core dependencies, all ranges")
 EOF
 
 step "a fresh venv with torch 2.13.0 first"
