@@ -46,7 +46,7 @@ step "a fresh venv with torch 2.13.0 first"
 python3 -m venv "$WORK/venv"
 PIP=("$WORK/venv/bin/pip" --quiet --disable-pip-version-check)
 "${PIP[@]}" install torch==2.13.0 ${TORCH_INDEX:+--index-url "$TORCH_INDEX"}
-torch_version() { "$WORK/venv/bin/python" -c 'import torch; print(torch.__version__)'; }
+torch_version() { "$WORK/venv/bin/python" -W ignore -c 'import torch; print(torch.__version__)'; }  # -W: no NumPy yet
 before=$(torch_version)
 
 step "pip install the wheel (binaries only: nothing may compile)"
