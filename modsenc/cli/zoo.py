@@ -15,6 +15,16 @@ def zoo_group() -> None:
     """Inspect, pack and install into a zoo of language bundles."""
 
 
+@zoo_group.command("init")
+@click.argument("folder", metavar="DIR", type=click.Path(file_okay=False))
+def zoo_init(folder) -> None:
+    """Create an empty zoo in DIR (an index with no backbone and no languages), for
+    `add-language --zoo DIR --backbone ...`; refuses a folder that is a zoo already."""
+    from modsenc.modules.bundle import Zoo  # noqa: PLC0415
+
+    click.echo(f"empty zoo: {Zoo(folder).init()}")
+
+
 @zoo_group.command("list")
 @zoo_option()
 def zoo_list(zoo_dir) -> None:

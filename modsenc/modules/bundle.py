@@ -50,6 +50,7 @@ from modsenc.modules.kinds import EMBEDDINGS_FILE as EMBEDDINGS_FILE  # re-expor
 from modsenc.modules.kinds import MODULE_KINDS, kinds_in, module_kind
 from modsenc.modules.kinds import TOKENIZER_DIR as TOKENIZER_DIR
 from modsenc.modules.manifest import BundleIntegrityError, BundleManifest, check_router_profile
+from modsenc.utils.errors import OutputExistsError
 from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
 from modsenc.utils.outputs import BUNDLE_MANIFEST, HASHES_KEY, ZOO_BACKBONE_DIR, ZOO_INDEX, confined
 
@@ -219,6 +220,15 @@ class Zoo:
 
     def languages(self) -> list[str]:
         return sorted(self.read_index()["languages"])
+
+    def init(self) -> Path:
+        """An empty zoo: the folder and an index with no backbone and no languages (the first
+        ``add-language --backbone`` sets its backbone). Refuses a folder that is a zoo already."""
+        if self.index_path.exists():
+            raise OutputExistsError(f"{self.index_path} exists: {self.root} is a zoo already")
+        with self.locked():
+            atomic_write_json(self.index_path, {"format": ZOO_FORMAT, "backbone": None, "languages": {}})
+        return self.index_path
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:

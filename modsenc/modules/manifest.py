@@ -82,6 +82,9 @@ class BundleManifest:
     versions: dict[str, str] = field(default_factory=dict)
     created: str | None = None
     identity_sha256: str | None = None  # None: written before modsenc recorded it
+    # What the weights come under: the backbone's, each training file's, the code's (licences.py);
+    # None: a bundle from before licences were recorded.
+    licence: dict[str, Any] | None = None
     file_sha256: dict[str, str] | None = None
 
     @classmethod
@@ -193,6 +196,9 @@ class BundleManifest:
         lines.append("dev metrics:")
         for stage, metrics in self.dev_metrics.items():
             lines.append(f"  after {stage}: {json.dumps(metrics)}")
+        if self.licence:
+            lines.append(f"licence: weights {self.licence.get('weights')}; code {self.licence.get('code')}")
+            lines += [f"  data {name}: {terms}" for name, terms in (self.licence.get("data") or {}).items()]
         wall = f"{self.wall_seconds:.0f} s" if self.wall_seconds is not None else "? s"
         lines.append(
             f"built {self.created or '?'} in {wall} with "
@@ -267,6 +273,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "versions": (dict,),
     "created": (str,),
     "identity_sha256": (str,),
+    "licence": (dict,),
     HASHES_KEY: (dict,),
 }
 

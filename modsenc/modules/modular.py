@@ -31,7 +31,7 @@ from adapters import ParBnConfig
 from peft import LoraConfig, PeftModel
 from torch import nn
 
-from modsenc.backbone.encoder import Backbone, Tokenized, tokenize_texts
+from modsenc.backbone.encoder import Backbone, Tokenized, load_manifest, tokenize_texts
 from modsenc.backbone.manifest import library_versions
 from modsenc.data.orthography import Orthography, get_orthography
 from modsenc.modules.bundle import BundleIntegrityError, Zoo, verify_bundle
@@ -44,6 +44,7 @@ from modsenc.modules.kinds import (
     module_name,
     ordered,
 )
+from modsenc.modules.licences import bundle_licence
 from modsenc.modules.manifest import BundleManifest
 
 _State = tuple[str | None, tuple[str, ...]]  # a language (None: the bare backbone) and its modules
@@ -217,7 +218,7 @@ class ModularBackbone(nn.Module):
         backbone_params = self.backbone_parameter_count()
         orthography = self.orthographies.get(lang) or get_orthography("none")
         filled = {"language", "pivot", "is_pivot", "stages", "script", "router", "orthography"}
-        filled |= {"format", "backbone", "modules", "versions", "created", "file_sha256"}
+        filled |= {"format", "backbone", "modules", "versions", "created", "licence", "file_sha256"}
         refused = sorted(set(record) & filled) + sorted(set(record) - BundleManifest.field_names())
         if refused:
             raise ValueError(f"record: {refused} are not training fields of a bundle manifest")
@@ -233,6 +234,7 @@ class ModularBackbone(nn.Module):
             stages=list(stages),
             versions=library_versions() | module_library_versions(),
             created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            licence=bundle_licence(_backbone_source(zoo), record.get("data") or {}),
             **record,
         )
         return zoo.write_bundle(lang, files, manifest)
@@ -456,3 +458,8 @@ class ModularBackbone(nn.Module):
 def module_library_versions() -> dict[str, str]:
     """Versions of the libraries that define the modules' file formats."""
     return {name: importlib.metadata.version(name) for name in MODULE_LIBRARIES}
+
+
+def _backbone_source(zoo: Zoo) -> dict[str, Any]:
+    """The zoo backbone manifest's ``source`` (what its weights are), for a bundle's licence."""
+    return dict(load_manifest(zoo.backbone_path()).get("source") or {})

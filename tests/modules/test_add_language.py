@@ -19,6 +19,7 @@ from modsenc.backbone import Backbone
 from modsenc.backbone.precision import resolve_precision
 from modsenc.data.language_data import load_language_data
 from modsenc.modules.bundle import Zoo
+from modsenc.modules.licences import data_file_names
 from modsenc.modules.modular import ModularBackbone
 from modsenc.training.add_language import AddLanguage, run
 from modsenc.training.configs import AddLanguageRecipe
@@ -82,9 +83,12 @@ def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
         "versions",
         "created",
         "identity_sha256",  # issue 50: the fields that route or shape a vector, hashed
+        "licence",
         "file_sha256",
     ]
     assert uz.identity_sha256 == uz.identity()
+    # what the weights come under: the backbone's (here a tiny one of the tests'), each file's, the code's
+    assert set(uz.licence["data"]) == data_file_names(uz.data) and uz.licence["code"] == "modsenc Apache-2.0"
     assert uz.format == "modsenc-bundle/1" and uz.router["kind"] == "char-ngram-naive-bayes"
     assert uz.language == "uz" and uz.script == "Latn" and uz.pivot == "en"
     assert uz.stages == ["vocab", "la", "se", "cla"] and uz.cla_variant == "jt"
