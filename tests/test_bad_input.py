@@ -342,6 +342,30 @@ def _add_language(env: Env, *extra: str) -> list[str]:
 
 
 CASES = [
+    # ---- issue 50: --calibration where nothing reads it (the torch runtime, or no int8)
+    Case(
+        "encode-calibration-on-the-torch-runtime",
+        lambda env: [
+            "encode",
+            "--zoo",
+            str(env.zoo),
+            "--lang",
+            "uz",
+            "--runtime",
+            "torch",
+            "--quantize",
+            "int8",
+            "--calibration",
+            str(env.write("calibration.txt", "Salom.\n")),
+            "--output",
+            str(env.tmp / "o.npy"),
+        ],
+        1,
+        "calibration sentences are read only by runtime='openvino' with quantize='int8'; here runtime is "
+        "'torch'",
+        absent=lambda env: [env.tmp / "o.npy"],
+        real_zoo=True,
+    ),
     # ---- 1. never delete what modsenc did not create
     Case(
         "export-into-a-user-folder",

@@ -382,6 +382,12 @@ def select_rows(corpus: ParallelCorpus, rows: Sequence[int | None]) -> ParallelC
         or not all(r is None or (isinstance(r, int) and not isinstance(r, bool)) for r in rows)
     ):
         raise ValueError(f"{corpus.path}: rows must be [start, stop] (integers or null), got {rows!r}")
+    if any(r is not None and not 0 <= r <= len(corpus) for r in rows):
+        # Python's slicing would read -5 from the end and cut 1000 to the end without a word
+        raise ValueError(
+            f"{corpus.path}: rows {list(rows)} must be row numbers from 0 to its {len(corpus)} rows "
+            "(counted from the first row after the header; null for an open end)"
+        )
     picked = slice(*rows)
     columns = {lang: texts[picked] for lang, texts in corpus.columns.items()}
     if not next(iter(columns.values()), []):

@@ -23,6 +23,7 @@ from modsenc.routing.router import OTHER_POLICIES, LanguageRouter
 from modsenc.runtimes import check_runtime
 from modsenc.runtimes.auto import AUTO, choose_runtime
 from modsenc.utils.devices import check_device
+from modsenc.utils.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,7 @@ def check_options(
     *,
     max_length: int | None = None,
     min_confidence: float = 0.5,
+    calibration: object | None = None,
 ) -> tuple[str, str, str | None, torch.device]:
     """``from_pretrained``'s options checked before the slow part, ``runtime="auto"`` resolved
     (``runtimes/auto.py``): the runtime, dtype, quantisation and device to build. ``flags``: verify
@@ -96,6 +98,12 @@ def check_options(
         dtype = choice.dtype if dtype == AUTO else dtype
     check_runtime(runtime, quantize, checked)
     check_device(checked)
+    if calibration is not None and (runtime != "openvino" or quantize != "int8"):
+        # only the openvino runtime's int8 graphs are calibrated: anywhere else it would be ignored
+        raise InputError(
+            f"calibration sentences are read only by runtime='openvino' with quantize='int8'; here "
+            f"runtime is {runtime!r} and quantize {quantize!r}: pass both, or leave calibration out"
+        )
     return runtime, dtype, quantize, checked
 
 

@@ -188,7 +188,7 @@ class ModularEncoder(SentenceTransformerAttributes):
         runtime, dtype, quantize, device = check_options(
             max_languages, max_memory_mb, truncate_dim, other, quantize, dtype,
             {"verify": verify, "verify_backbone": verify_backbone}, runtime, device,
-            max_length=max_length, min_confidence=min_confidence,
+            max_length=max_length, min_confidence=min_confidence, calibration=calibration,
         )  # fmt: skip
         zoo = Zoo(resolve_zoo(path, revision=revision))
         wanted = languages_to_load(zoo, languages)

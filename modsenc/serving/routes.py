@@ -174,6 +174,15 @@ def _vectors(embedded: list[Embedded], normalize: bool, dimensions: int | None =
     return vectors
 
 
+def _added_since_start(zoo, installed: list[str]) -> list[str]:
+    """Languages the zoo's index lists now but the server did not load at start (restart to serve
+    them); [] when the index cannot be read."""
+    try:
+        return sorted(set(zoo.languages()) - set(installed))
+    except (OSError, ValueError):
+        return []
+
+
 def _versions() -> dict[str, str]:
     out = {}
     for package in ("modsenc", "torch", "transformers", "peft", "adapters", "torchao", "fastapi", "uvicorn"):
@@ -217,7 +226,10 @@ def _info(state: ServerState) -> dict[str, Any]:
             "parameters": service.backbone_parameters,
         },
         "languages": {
+            # the zoo's index as read at start: a language added since (modsenc add-language) is
+            # served after a restart, and listed here until then
             "installed": service.installed,
+            "added_since_start": _added_since_start(encoder.zoo, service.installed),
             "loaded": service.loaded,  # least recently used first
             "fallback": encoder.router.fallback,
             # languages recognised without a bundle (their text goes by the `other` policy)

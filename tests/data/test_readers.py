@@ -367,3 +367,16 @@ def test_parallel_spec_rows_select_a_slice(tmp_path: Path) -> None:
         load_parallel({"path": path, "rows": [1]})
     with pytest.raises(ValueError, match=r"rows \[6, 9\] select none of its 6 rows"):
         load_parallel({"path": path, "rows": [6, 9]})
+
+
+def test_rows_are_row_numbers_of_the_file_not_python_slices(tmp_path: Path) -> None:
+    """rows: [-5, 1000] would count -5 from the end and cut 1000 to the end without a word."""
+    from modsenc.data.readers import load_parallel  # noqa: PLC0415
+
+    tsv = tmp_path / "p.tsv"
+    tsv.write_text("en\tuz\n" + "".join(f"e{i}\tu{i}\n" for i in range(10)), encoding="utf-8")
+    assert load_parallel({"path": str(tsv), "rows": [8, 10]}).columns["en"] == ["e8", "e9"]
+    assert load_parallel({"path": str(tsv), "rows": [None, 2]}).columns["uz"] == ["u0", "u1"]
+    for rows in ([-5, 10], [0, 1000], [3, -1]):
+        with pytest.raises(ValueError, match=r"must be row numbers from 0 to its 10 rows"):
+            load_parallel({"path": str(tsv), "rows": rows})

@@ -480,3 +480,21 @@ def test_the_openvino_runtime_compiles_the_languages_before_ready(zoo_dir) -> No
         response = client.post("/embed", json={"inputs": "Salom", "lang": "uz"})
         assert response.status_code == 200
         assert len(compiled) == 2  # nothing compiled on the request's path
+
+
+def test_info_lists_the_languages_added_to_the_zoo_since_the_server_started() -> None:
+    """add-language while serve runs: the new language is served after a restart; /info says so."""
+    from modsenc.serving.routes import _added_since_start  # noqa: PLC0415
+
+    class Zoo:
+        def __init__(self, languages):
+            self._languages = languages
+
+        def languages(self):
+            if isinstance(self._languages, Exception):
+                raise self._languages
+            return self._languages
+
+    assert _added_since_start(Zoo(["en", "kk", "uz"]), ["en", "uz"]) == ["kk"]
+    assert _added_since_start(Zoo(["en", "uz"]), ["en", "uz"]) == []
+    assert _added_since_start(Zoo(OSError("index.json: no such file")), ["en"]) == []
