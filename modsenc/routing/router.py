@@ -24,10 +24,11 @@ measures them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from modsenc.data.scripts import detect_script
 from modsenc.modules.bundle import check_language_code
 from modsenc.routing.langid import Detector
 from modsenc.utils.errors import InputError
@@ -82,6 +83,12 @@ class Gate(Protocol):
         ...
 
 
+class Acceptor(Protocol):
+    def accepts(self, texts: Sequence[str], chosen: Sequence[str | None]) -> list[bool]:
+        """Whether each text is typical of its ``chosen`` installed language (True: no test)."""
+        ...
+
+
 class LanguageRouter:
     """Picks the route (and so the modules) for each sentence.
 
@@ -94,6 +101,14 @@ class LanguageRouter:
     language recognised) is handled by ``unsure``: ``fallback`` sends it to ``fallback`` (by
     default the pivot), ``best`` to the best installed guess (else the fallback), ``refuse``
     refuses it.
+
+    ``acceptance`` (``modsenc.routing.acceptance``) is the bundles' absolute test: a sentence the
+    profiles give to an installed language enters its bundle only if it is typical of that
+    language, or the gate's model confirms the language; otherwise no bundle accepts it and
+    ``other`` decides (a language without a profile, Tajik or Tatar, would else land on its
+    nearest installed neighbour). ``converters`` map a script no installed profile is written in
+    to the installed language whose orthography converts it (Uyghur's Arabic script to the
+    Cyrillic of its bundle): such a sentence is detected and tested as converted.
     """
 
     def __init__(
@@ -106,6 +121,8 @@ class LanguageRouter:
         other: str = "backbone",
         known: Sequence[str] = (),
         gate: Gate | None = None,
+        acceptance: Acceptor | None = None,
+        converters: Mapping[str, Callable[[str], str]] | None = None,
     ) -> None:
         if fallback not in languages:
             raise ValueError(f"fallback language {fallback!r} is not installed ({', '.join(languages)})")
@@ -116,20 +133,51 @@ class LanguageRouter:
         self.detector, self.languages, self.fallback = detector, list(languages), fallback
         self.min_confidence, self.unsure, self.other = min_confidence, unsure, other
         self.known = [lang for lang in known if lang not in self.languages]
-        self.gate = gate
+        self.gate, self.acceptance = gate, acceptance
+        self.converters = dict(converters or {})
+
+    def _views(self, texts: list[str]) -> list[str]:
+        """What the profiles see of each text: converted when its script is one of ``converters``."""
+        if not self.converters:
+            return texts
+        return [
+            self.converters[script](text) if (script := detect_script([text])) in self.converters else text
+            for text in texts
+        ]
+
+    def _judge(
+        self, texts: list[str], codes: list[str | None], installed: set[str]
+    ) -> tuple[list[str | None], list[bool]]:
+        """(the gate's veto, whether it confirms the profiles' choice) of each text."""
+        if self.gate is None or not texts:
+            return [None] * len(texts), [False] * len(texts)
+        judge = getattr(self.gate, "judge", None)
+        if judge is None:  # a gate with vetoes only
+            return self.gate.vetoes(texts, codes, installed), [False] * len(texts)
+        judged = judge(texts, codes, installed)
+        return [v for v, _ in judged], [c for _, c in judged]
 
     def route(self, texts: Sequence[str], raise_refused: bool = True) -> list[Detection]:
         """Each text's route. A refused sentence raises ``UnsureLanguageError`` or
         ``OtherLanguageError`` naming it, unless ``raise_refused`` is False (then its detection
         says ``refused`` and why: what ``detect_languages`` reports)."""
         texts = list(texts)
-        found = self.detector.detect(texts, self.languages + self.known)
+        views = self._views(texts)
+        found = self.detector.detect(views, self.languages + self.known)
+        codes = [code for code, _ in found]
         installed = set(self.languages)
-        vetoes: list[str | None] = [None] * len(texts)
-        if self.gate is not None and texts:
-            vetoes = self.gate.vetoes(texts, [code for code, _ in found], installed)
-        routes = [self._decide(code, confidence, veto) for (code, confidence), veto in zip(found, vetoes)]
-        self._fill_best(texts, routes)
+        vetoes, confirmed = self._judge(texts, codes, installed)
+        accepted = [True] * len(texts)
+        if self.acceptance is not None and texts:
+            # nothing recognised (no profile covers the text) is accepted by no bundle either
+            tested = [c if c in installed and v is None else None for c, v in zip(codes, vetoes)]
+            passed = self.acceptance.accepts(views, tested, confirmed)
+            accepted = [p and (c is not None or v is not None) for p, c, v in zip(passed, codes, vetoes)]
+        routes = [
+            self._decide(code, confidence, veto) if ok else self._rejected(code, confidence)
+            for (code, confidence), veto, ok in zip(found, vetoes, accepted)
+        ]
+        self._fill_best(views, routes)
         if raise_refused:
             raise_if_refused(routes)
         return routes
@@ -150,6 +198,19 @@ class LanguageRouter:
             return Detection(code, "refused", confidence, code, unsure=True, message=message)
         lang = code if self.unsure == "best" and code is not None else self.fallback
         return Detection(lang, "bundle", confidence, code, unsure=True)
+
+    def _rejected(self, code: str | None, confidence: float) -> Detection:
+        """A sentence the profiles give to ``code``, an installed language, that is not typical of
+        it: no bundle accepts it (``detected`` None), and ``other`` decides."""
+        if self.other == "refuse":
+            message = (
+                f"no installed language accepts it (closest: {code}, whose acceptance test it fails); "
+                "pass other='backbone' to encode it without modules, or pass its language explicitly"
+            )
+            return Detection(None, "refused", confidence, None, message=message)
+        if self.other == "best":
+            return Detection(None, "bundle", confidence, None)
+        return Detection(None, "backbone", confidence, None)
 
     def _other(self, code: str, confidence: float) -> Detection:
         """A sentence in ``code``, which has no bundle here."""
