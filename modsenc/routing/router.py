@@ -10,12 +10,17 @@ installed languages *and* the languages it knows but the zoo lacks:
    against it instead of the nearest installed language winning by default.
 2. A general language-ID model (``modsenc.routing.gate``: fastText's lid.176) vetoes an installed
    language only when it is sure the text is in a language without a bundle and gives the
-   installed one almost no probability, and never with a label it was seen to give to an
-   installed language's own held-out sentences: it is good at the big languages and poor at the
-   low-resource ones a zoo holds (lid.176 takes most Uzbek for Turkish), so it never decides
-   among a zoo's close relatives.
+   installed one almost no probability, and never below the highest probability it gave that
+   label on that installed language's own held-out sentences (plus a margin): it is good at the
+   big languages and poor at the low-resource ones a zoo holds (lid.176 takes most Uzbek for
+   Turkish), so it never decides among a zoo's close relatives by a label it confuses them with.
+3. Each bundle's acceptance test (``modsenc.routing.acceptance``): the sentence must be typical of
+   the chosen language by an absolute score, so a language no profile describes (Tajik, Tatar)
+   does not land on its nearest installed neighbour (issue 48).
 
-Each sentence then takes one of three routes: ``bundle`` (its language's modules), ``backbone``
+Text in a script that no installed profile is written in but an installed bundle's orthography
+converts (Uyghur's Arabic script, to the Cyrillic of the ug bundle) is detected and tested as
+converted. Each sentence then takes one of three routes: ``bundle`` (its language's modules), ``backbone``
 (no modules: the backbone's own multilingual space, for text in a language the zoo lacks) or
 ``refused``. Policies say what happens when the detector is unsure of an installed language
 (``unsure``) and when the text is in a language the zoo lacks (``other``); docs/results/router.md
@@ -169,10 +174,14 @@ class LanguageRouter:
         vetoes, confirmed = self._judge(texts, codes, installed)
         accepted = [True] * len(texts)
         if self.acceptance is not None and texts:
-            # nothing recognised (no profile covers the text) is accepted by no bundle either
             tested = [c if c in installed and v is None else None for c, v in zip(codes, vetoes)]
             passed = self.acceptance.accepts(views, tested, confirmed)
-            accepted = [p and (c is not None or v is not None) for p, c, v in zip(passed, codes, vetoes)]
+            # letters no profile recognised are accepted by no bundle either; text without letters
+            # (empty, digits, punctuation) keeps the unsure policy (the fallback, by default)
+            accepted = [
+                p and (c is not None or v is not None or not any(ch.isalpha() for ch in t))
+                for p, c, v, t in zip(passed, codes, vetoes, views)
+            ]
         routes = [
             self._decide(code, confidence, veto) if ok else self._rejected(code, confidence)
             for (code, confidence), veto, ok in zip(found, vetoes, accepted)
