@@ -45,6 +45,7 @@ from modsenc.data.language_data import load_language_data
 from modsenc.data.orthography import orthography_for
 from modsenc.data.readers import load_parallel
 from modsenc.eval.sts import read_sts_tsv
+from modsenc.routing.acceptance import Acceptance
 from modsenc.routing.background import load_background
 from modsenc.routing.gate import LanguageIdGate, lid176_path
 from modsenc.routing.langid import ProfileDetector, build_profile
@@ -104,7 +105,9 @@ def make_router(installed: dict, zoo: list[str], unknown: set[str], gate) -> Lan
     detector = ProfileDetector({**background, **{k: installed[k] for k in zoo}}, background=background)
     if gate is not None:  # as ModularEncoder.from_pretrained does
         gate.calibrate({k: installed[k].sample for k in zoo})
-    return LanguageRouter(detector, zoo, "en", known=sorted(background), gate=gate)
+    # each bundle's acceptance test, calibrated on its profile's held-out sample as add-language does
+    acceptance = Acceptance({k: installed[k] for k in zoo})
+    return LanguageRouter(detector, zoo, "en", known=sorted(background), gate=gate, acceptance=acceptance)
 
 
 def routing_table(
