@@ -18,6 +18,7 @@ from modsenc.encoder import ModularEncoder
 from modsenc.encoder.loading import build_router
 from modsenc.modules.bundle import Zoo, verify_bundle
 from modsenc.modules.defaults import shipped_zoo
+from modsenc.modules.manifest import BundleIntegrityError
 from modsenc.routing.acceptance import Acceptance, AcceptanceTest, calibrate
 from modsenc.routing.gate import lid176_path
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile
@@ -145,3 +146,20 @@ def test_a_language_the_zoo_lacks_gets_the_backbones_vectors(encoder) -> None:
     vectors = encoder.encode(texts)
     np.testing.assert_allclose(vectors, encoder.encode(texts, lang="backbone"), atol=1e-6)
     assert np.abs(vectors[:2] - encoder.encode(texts[:2], lang="uz")).max() > 1e-3
+
+
+def test_rehashing_a_bundle_never_blesses_a_damaged_file(zoo_dir, tmp_path) -> None:
+    """``Zoo.rehash_bundle`` records the new sha256 of the files it was told changed, after checking
+    every other file against the old manifest."""
+    root = tmp_path / "zoo"
+    root.mkdir()
+    shutil.copytree(zoo_dir / "uz", root / "uz")
+    shutil.copy(zoo_dir / "index.json", root / "index.json")
+    zoo = Zoo(root)
+    damaged = next(name for name in zoo.read_manifest("uz").file_sha256 if name != LANGID_FILE)
+    with (root / "uz" / damaged).open("ab") as f:
+        f.write(b"\0")
+    with pytest.raises(BundleIntegrityError, match="damaged"):
+        zoo.rehash_bundle("uz", [LANGID_FILE])
+    manifest = zoo.rehash_bundle("uz", [LANGID_FILE, damaged])  # named as changed: recorded
+    verify_bundle(root / "uz", manifest)
