@@ -386,7 +386,7 @@ def wide(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if not args.udhr:
         parser.error("--sections wide needs --udhr")
     command = "python bench/router.py " + " ".join(sys.argv[1:])
-    text = "\n".join(router_wide.wide_lines(args.zoo or str(shipped_zoo()), args.udhr, command))
+    text = "\n".join(router_wide.wide_lines(args.zoo or str(shipped_zoo()), args.udhr, command, args.data))
     print(text)
     if args.out:
         replace_section(Path(args.out), router_wide.MARK_BEGIN, router_wide.MARK_END, text)

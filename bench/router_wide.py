@@ -66,6 +66,43 @@ def wide_rows(zoo: str, udhr: str, min_words: int = 4) -> list[dict]:
     return rows
 
 
+def dev_lines(zoo: str, data: str) -> list[str]:
+    """The same router on the dev sets of ../shared/data (NTREX, WMT19 kk, Kardeş STS dev): the
+    installed languages' share to their bundle, the others' share to no module bundle."""
+    from modsenc.data.orthography import get_orthography  # noqa: PLC0415
+    from modsenc.data.readers import load_parallel  # noqa: PLC0415
+    from modsenc.eval.sts import read_sts_tsv  # noqa: PLC0415
+
+    router = build_router(Zoo(zoo), None, None, 0.5, "fallback")
+    ntrex = load_parallel(f"{data}/parallel/ntrex.tsv").columns
+    wmt = load_parallel({"path": f"{data}/parallel/wmt-newstest.en-kk.tsv", "languages": ["kk"]}).columns[
+        "kk"
+    ]
+    pairs = read_sts_tsv(Path(data) / "eval-dev/sts/kardes-sts-dev.tsv")
+    sets = {f"NTREX {lang}": (lang, ntrex[lang]) for lang in ("en", "uz", "kk", "az")}
+    sets["NTREX uz, Cyrillic"] = ("uz", [get_orthography("uz").script_variants(t)[-1] for t in ntrex["uz"]])
+    sets["WMT19 kk"] = ("kk", wmt)
+    for lang in ("en", "uz", "kk", "az", "ky", "ug"):
+        own = {p.sentence2 for p in pairs if p.lang2 == lang} | {
+            p.sentence1 for p in pairs if p.lang1 == p.lang2 == lang
+        }
+        sets[f"Kardeş STS {lang}"] = (lang, sorted(own))
+    sets.update({f"NTREX {lang} (no bundle)": (None, ntrex[lang]) for lang in ("tr", "ru", "de", "fr", "es")})
+    lines = ["| set | < 4 words | 4+ words | elsewhere, most often |", "|---|---|---|---|"]
+    modules = set(router.languages) - {"en"}
+    for name, (lang, texts) in sets.items():
+        routes = router.route(texts, raise_refused=False)
+        cells, where = [], Counter()
+        for short in (True, False):
+            idx = [i for i, t in enumerate(texts) if (len(t.split()) < 4) == short]
+            ok = [routes[i].bundle == lang if lang else routes[i].bundle not in modules for i in idx]
+            where.update(routes[i].bundle or "backbone" for i, good in zip(idx, ok) if not good)
+            cells.append(f"{_pct(sum(ok) / len(ok))} of {len(ok)}" if ok else "–")
+        shown = ", ".join(f"{k} {v}" for k, v in where.most_common(2)) or "–"
+        lines.append(f"| {name} | {cells[0]} | {cells[1]} | {shown} |")
+    return lines
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -102,7 +139,7 @@ def _summary(rows: list[dict], mine: list[dict], others: list[dict]) -> list[str
     ]
 
 
-def wide_lines(zoo: str, udhr: str, command: str) -> list[str]:
+def wide_lines(zoo: str, udhr: str, command: str, data: str | None = None) -> list[str]:
     rows = wide_rows(zoo, udhr)
     mine = sorted((r for r in rows if r["own"]), key=lambda r: r["key"])
     others = sorted((r for r in rows if not r["own"]), key=lambda r: (-r["module"], r["key"]))
@@ -132,6 +169,16 @@ def wide_lines(zoo: str, udhr: str, command: str) -> list[str]:
         *OTHER_HEADER,
         *(_other_row(named[k]) for k in NAMED if k in named),
         "",
+        *(
+            [
+                "The same router on the dev sets (installed: to its bundle; no bundle: to no module bundle):",
+                "",
+            ]
+            + dev_lines(zoo, data)
+            + [""]
+            if data
+            else []
+        ),
         "Every translation without a bundle, worst first:",
         "",
         *OTHER_HEADER,
