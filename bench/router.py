@@ -19,10 +19,14 @@ languages that have none (what a zoo meets in the wild beyond the 17 shipped). S
   English through ``lang="auto"``, the backbone alone (``lang="backbone"``) and the closed-set
   router (``other="best"``, the former behaviour), and STS the same three ways;
 - ``cost`` (needs ``--zoo``): routing time per sentence against encoding time on the torch and
-  openvino runtimes, interleaved rounds, the median kept.
+  openvino runtimes, interleaved rounds, the median kept;
+- ``wide`` (needs ``--udhr``, unicode-org/udhr's ``data/udhr`` folder fetched outside the project):
+  ``--zoo`` (default the shipped one) over every UDHR translation, per language and script
+  (``bench/router_wide.py``), written into its own block of ``--out``.
 
     python bench/router.py --sections routing --unknown ky,ug,pt,pl --out docs/results/router.md
     python bench/router.py --sections routing,mining,cost --zoo runs/demo/zoo --out docs/results/router.md
+    python bench/router.py --sections wide --udhr /work/wide-data/udhr/data/udhr --out docs/results/router.md
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from modsenc.data.language_data import load_language_data
 from modsenc.data.orthography import orthography_for
 from modsenc.data.readers import load_parallel
 from modsenc.eval.sts import read_sts_tsv
+from modsenc.routing.acceptance import Acceptance
 from modsenc.routing.background import load_background
 from modsenc.routing.gate import LanguageIdGate, lid176_path
 from modsenc.routing.langid import ProfileDetector, build_profile
@@ -100,7 +105,9 @@ def make_router(installed: dict, zoo: list[str], unknown: set[str], gate) -> Lan
     detector = ProfileDetector({**background, **{k: installed[k] for k in zoo}}, background=background)
     if gate is not None:  # as ModularEncoder.from_pretrained does
         gate.calibrate({k: installed[k].sample for k in zoo})
-    return LanguageRouter(detector, zoo, "en", known=sorted(background), gate=gate)
+    # each bundle's acceptance test, calibrated on its profile's held-out sample as add-language does
+    acceptance = Acceptance({k: installed[k] for k in zoo})
+    return LanguageRouter(detector, zoo, "en", known=sorted(background), gate=gate, acceptance=acceptance)
 
 
 def routing_table(
@@ -308,11 +315,16 @@ def main() -> None:
     parser.add_argument("--runtimes", default="torch,openvino")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-gate", action="store_true", help="route without the lid.176 gate")
+    parser.add_argument("--udhr", help="unicode-org/udhr's data/udhr folder, for the wide section")
     parser.add_argument(
         "--out", help="write the markdown into this page's marked block (e.g. docs/results/router.md)"
     )
     args = parser.parse_args()
     sections = set(args.sections.split(","))
+    if "wide" in sections:
+        wide(args, parser)
+        if sections == {"wide"}:
+            return
     data = Path(args.data)
     unknown = {c for c in args.unknown.split(",") if c}
     sets = held_out(data, args.limit)
@@ -363,6 +375,21 @@ def main() -> None:
     print(text)
     if args.out:
         replace_section(Path(args.out), MARK_BEGIN, MARK_END, f"{MARK_BEGIN}\n{text}{MARK_END}", prepend=True)
+
+
+def wide(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """The ``wide`` section, into its own block of ``--out``."""
+    import router_wide  # noqa: PLC0415
+
+    from modsenc.modules.defaults import shipped_zoo  # noqa: PLC0415
+
+    if not args.udhr:
+        parser.error("--sections wide needs --udhr")
+    command = "python bench/router.py " + " ".join(sys.argv[1:])
+    text = "\n".join(router_wide.wide_lines(args.zoo or str(shipped_zoo()), args.udhr, command, args.data))
+    print(text)
+    if args.out:
+        replace_section(Path(args.out), router_wide.MARK_BEGIN, router_wide.MARK_END, text)
 
 
 if __name__ == "__main__":

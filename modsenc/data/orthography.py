@@ -74,6 +74,32 @@ def _uzbek_latin_to_cyrillic(text: str) -> str:
     return _LATIN_TO_CYRILLIC.sub(swap, text)
 
 
+# Uyghur Arabic script (UEY, Uyghur Ereb Yéziqi) -> the Cyrillic the ug bundle is trained on
+# (Kardeş-NLU's). One letter each; the hamza ئ only carries a vowel at a syllable's start and is
+# dropped, as Cyrillic writes none; y + a / u are я / ю (Kardeş: "я" 115 times in its sample,
+# "йа" never). Presentation forms are folded by NFKC first; short-vowel marks and the tatweel go.
+_UG_ARABIC = {
+    "ا": "а", "ە": "ә", "ه": "ә", "ب": "б", "پ": "п", "ت": "т", "ج": "җ", "چ": "ч", "خ": "х",
+    "د": "д", "ر": "р", "ز": "з", "ژ": "ж", "س": "с", "ش": "ш", "غ": "ғ", "ف": "ф", "ق": "қ",
+    "ك": "к", "ک": "к", "گ": "г", "ڭ": "ң", "ل": "л", "م": "м", "ن": "н", "ھ": "һ", "و": "о",
+    "ۇ": "у", "ۆ": "ө", "ۈ": "ү", "ۋ": "в", "ې": "е", "ى": "и", "ي": "й", "ی": "и", "ئ": "",
+    "،": ",", "؛": ";", "؟": "?", "ـ": "", "\u200c": "", "\u200d": "",
+}  # fmt: skip
+_UG_ARABIC_PAIRS = {"يا": "я", "يۇ": "ю"}
+_ARABIC_MARKS = re.compile("[\u064b-\u065f\u0670]")
+_ARABIC_LETTER = re.compile("[\u0600-\u06ff\ufb50-\ufdff\ufe70-\ufeff]")
+
+
+def _uyghur_arabic_to_cyrillic(text: str) -> str:
+    """UEY -> Kardeş's Uyghur Cyrillic; a text without Arabic letters is returned as it is."""
+    if not _ARABIC_LETTER.search(text):
+        return text
+    text = _ARABIC_MARKS.sub("", unicodedata.normalize("NFKC", text))
+    for arabic, cyrillic in _UG_ARABIC_PAIRS.items():
+        text = text.replace(arabic, cyrillic)
+    return "".join(_UG_ARABIC.get(ch, ch) for ch in text)
+
+
 @dataclass(frozen=True)
 class Orthography:
     """How one language's text is made canonical before tokenisation."""
@@ -88,6 +114,8 @@ class Orthography:
         text = unicodedata.normalize("NFC", text)
         if "Cyrl" in self.transliterate and any("\u0400" <= ch <= "\u04ff" for ch in text):
             text = _TRANSLITERATORS[self.transliterate["Cyrl"]](text)
+        if "Arab" in self.transliterate:  # a no-op on text without Arabic letters
+            text = _TRANSLITERATORS[self.transliterate["Arab"]](text)
         if self.unify_apostrophes:
             text = _BETWEEN_LETTERS.sub("'", text)
         return text
@@ -95,8 +123,9 @@ class Orthography:
     def script_variants(self, text: str) -> list[str]:
         """``text`` in every declared script (for the router's language profile)."""
         variants = [text]
-        if "Cyrl" in self.transliterate and not any("\u0400" <= ch <= "\u04ff" for ch in text):
-            variants.append(_TRANSLITERATORS[self.transliterate["Cyrl"] + "-reverse"](self.normalize(text)))
+        reverse = _TRANSLITERATORS.get(self.transliterate.get("Cyrl", "") + "-reverse")
+        if reverse is not None and not any("\u0400" <= ch <= "\u04ff" for ch in text):
+            variants.append(reverse(self.normalize(text)))
         return variants
 
     def tokenizer_normalizer(self):
@@ -118,6 +147,11 @@ class Orthography:
                 rules.append(normalizers.Replace(cyrillic, latin))
                 if cyrillic.upper() != cyrillic:
                     rules.append(normalizers.Replace(cyrillic.upper(), latin[:1].upper() + latin[1:]))
+        if self.transliterate.get("Arab") == "ug-arabic-to-cyrillic":
+            rules.append(normalizers.NFKC())
+            rules.append(normalizers.Replace(Regex("[\u064b-\u065f\u0670]"), ""))
+            for arabic, cyrillic in (*_UG_ARABIC_PAIRS.items(), *_UG_ARABIC.items()):
+                rules.append(normalizers.Replace(arabic, cyrillic))
         if self.unify_apostrophes:
             rules.append(normalizers.Replace(Regex(rf"(?<=\p{{L}})[{APOSTROPHES}](?=\p{{L}})"), "'"))
         return normalizers.Sequence(rules)
@@ -129,6 +163,7 @@ class Orthography:
 _TRANSLITERATORS = {
     "uz-cyrillic-to-latin": _transliterate_uzbek_cyrillic,
     "uz-cyrillic-to-latin-reverse": _uzbek_latin_to_cyrillic,
+    "ug-arabic-to-cyrillic": _uyghur_arabic_to_cyrillic,
 }
 
 ORTHOGRAPHIES: dict[str, Orthography] = {
@@ -142,6 +177,13 @@ ORTHOGRAPHIES: dict[str, Orthography] = {
         transliterate={"Cyrl": "uz-cyrillic-to-latin"},
     ),
     "kk": Orthography("kk", scripts=("Cyrl",), description="Kazakh in Cyrillic, as given (NFC)"),
+    "ug": Orthography(
+        "ug",
+        scripts=("Cyrl", "Arab"),
+        description="Uyghur: Arabic script (UEY) transliterated letter by letter to the Cyrillic the "
+        "bundle is trained on; Cyrillic as given (NFC). Latin (ULY) is not converted",
+        transliterate={"Arab": "ug-arabic-to-cyrillic"},
+    ),
     "az": Orthography(
         "az",
         scripts=("Latn",),

@@ -65,16 +65,17 @@ def _write_npy(tmp: Path, chunks: Iterable[list[str]], total: int, encode: Any, 
 
 
 def _write_jsonl(tmp: Path, chunks: Iterable[list[str]], encode: Any, bar: Any) -> int:
-    """One JSON object per line: the text, its language, its route and its vector."""
+    """One JSON object per line: the text, its language, its route and why (what the router
+    ``detected``, its ``confidence``, whether it was ``unsure``: issue 48), and its vector."""
     written = 0
     installed = set(encode.encoder.installed)
     with tmp.open("w", encoding="utf-8") as out:
         for chunk in chunks:
             vectors, langs = encode(chunk, return_languages=True)
-            for text, code, vector in zip(chunk, langs, vectors):
+            for text, code, vector, why in zip(chunk, langs, vectors, encode.why(chunk)):
                 # a language without a bundle here went to the backbone (ModularEncoder.encode)
                 route = "bundle" if code in installed else "backbone"
-                row = {"text": text, "lang": code, "route": route, "embedding": vector.tolist()}
+                row = {"text": text, "lang": code, "route": route, **why, "embedding": vector.tolist()}
                 out.write(json.dumps(row) + "\n")
             written += len(chunk)
             bar.update(len(chunk))
@@ -99,6 +100,16 @@ class _ChunkEncoder:
             raise type(err)(err.reason, err.index, where) from err
         self.lines_done += len(chunk)
         return result
+
+    def why(self, chunk: list[str]) -> list[dict[str, Any]]:
+        """Each line's ``detected``, ``confidence`` and ``unsure`` as the router gave them (the
+        same deterministic routes ``encode`` took; a given ``lang`` is certain)."""
+        if self.options.get("lang", "auto") not in (None, "auto"):
+            return [{"detected": None, "confidence": 1.0, "unsure": False}] * len(chunk)
+        return [
+            {"detected": d.detected, "confidence": round(d.confidence, 4), "unsure": d.unsure}
+            for d in self.encoder.detect_languages(chunk)
+        ]
 
 
 def encode_file(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import astuple
 
 import torch
@@ -13,9 +13,12 @@ import torch
 from modsenc.backbone.encoder import Backbone, backbone_prompts, load_manifest
 from modsenc.backbone.precision import check_precision
 from modsenc.backbone.quantization import check_quantization, quantize_linears
+from modsenc.data.orthography import get_orthography
+from modsenc.data.scripts import script_label
 from modsenc.modules.bundle import Zoo, check_language_code, verify_bundle_file
 from modsenc.modules.manifest import check_profile_language, router_profile
 from modsenc.modules.modular import ModularBackbone
+from modsenc.routing.acceptance import Acceptance
 from modsenc.routing.background import load_background
 from modsenc.routing.gate import LanguageIdGate, default_gate
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, Detector, ProfileDetector
@@ -176,32 +179,53 @@ def build_router(
     pivots = zoo.pivots()  # from the bundles' manifests, checked against the index
     fallback = check_language_code(fallback) if fallback else (pivots[0] if pivots else installed[0])
     known: list[str] = []
-    samples: dict[str, list[str]] = {}
+    own: dict[str, CharNgramProfile] = {}
+    converters: dict[str, Callable[[str], str]] = {}
     if detector is None:
-        # A bundle's own profile always replaces the language's background one.
-        background = load_background()
-        profiles = {lang: p for lang, p in background.items() if lang not in installed}
-        known = sorted(profiles)
-        for lang in installed:
-            try:
-                profile = bundle_profile(zoo, lang, verify)
-            except (OSError, ValueError) as err:
-                log.warning("%s: the router does not use this bundle's profile: %s", lang, err)
-                profile = background.get(lang)
-                if profile is not None:
-                    profiles[lang] = profile
-                continue
-            if profile is not None:
-                profiles[lang] = profile
-                samples[lang] = profile.sample
+        profiles, own, converters = _router_profiles(zoo, installed, verify)
+        known = sorted(lang for lang in profiles if lang not in installed)
         detector = ProfileDetector(profiles, background=known)
     if isinstance(gate, str):
         if gate != "auto":
             raise ValueError(f"gate must be 'auto', None or a LanguageIdGate, got {gate!r}")
         gate = default_gate()
     if isinstance(gate, LanguageIdGate):
-        gate.calibrate(samples)  # the labels it gives the installed languages' text are not trusted
-    return LanguageRouter(detector, installed, fallback, min_confidence, unsure, other, known, gate)
+        # per label: how surely it named the installed languages' own text something else
+        gate.calibrate({lang: profile.sample for lang, profile in own.items()})
+    acceptance = Acceptance(own) if own else None
+    return LanguageRouter(
+        detector, installed, fallback, min_confidence, unsure, other, known, gate, acceptance, converters
+    )
+
+
+def _router_profiles(
+    zoo: Zoo, installed: list[str], verify: bool
+) -> tuple[dict[str, CharNgramProfile], dict[str, CharNgramProfile], dict[str, Callable[[str], str]]]:
+    """(every profile the detector compares: the bundles' own, and the shipped background
+    profiles of the languages the zoo lacks; the bundles' own; the script converters of the
+    bundles' orthographies, for scripts no installed profile is written in)."""
+    # A bundle's own profile always replaces the language's background one.
+    background = load_background()
+    profiles = {lang: p for lang, p in background.items() if lang not in installed}
+    own: dict[str, CharNgramProfile] = {}
+    converting: dict[str, tuple[str, Callable[[str], str]]] = {}
+    for lang in installed:
+        try:
+            profile = bundle_profile(zoo, lang, verify)
+        except (OSError, ValueError) as err:
+            log.warning("%s: the router does not use this bundle's profile: %s", lang, err)
+            profile = background.get(lang)
+            if profile is not None:
+                profiles[lang] = profile
+            continue
+        if profile is not None:
+            profiles[lang] = own[lang] = profile
+            orthography = get_orthography(zoo.read_manifest(lang).orthography_name)
+            for script in orthography.transliterate:
+                converting.setdefault(script, (lang, orthography.normalize))
+    written = {name for profile in own.values() for name in profile.scripts}
+    converters = {s: fn for s, (_, fn) in converting.items() if script_label(s) not in written}
+    return profiles, own, converters
 
 
 def bundle_profile(zoo: Zoo, lang: str, verify: bool) -> CharNgramProfile | None:

@@ -39,7 +39,7 @@ import fcntl
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -459,6 +459,20 @@ class Zoo:
             }
             atomic_write_json(self.index_path, index)
         return target
+
+    def rehash_bundle(self, lang: str, changed: Iterable[str], **manifest_changes: Any) -> BundleManifest:
+        """Record new sha256s after rewriting the bundle files named in ``changed`` (relative
+        paths, e.g. a recalibrated ``langid.json``) and apply ``manifest_changes``: every other
+        file is verified against the old manifest first, so a damaged file is never blessed."""
+        target, changed = self.bundle_dir(lang), set(changed)
+        with self.locked():
+            manifest = self.read_manifest(lang)
+            for name, expected in sorted(_listed_hashes(target, manifest).items()):
+                if name not in changed:
+                    _check_file(target / name, expected, lang)
+            manifest = manifest.replace(**manifest_changes, file_sha256=bundle_file_hashes(target))
+            manifest.write(target)
+        return manifest
 
 
 def _backbone_fingerprint(path: Path) -> str:

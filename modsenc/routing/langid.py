@@ -62,6 +62,10 @@ def ngrams(text: str, orders: Sequence[int] = ORDERS) -> list[str]:
     return grams
 
 
+class AcceptanceRecord(Protocol):
+    def to_dict(self) -> dict[str, object]: ...
+
+
 class Detector(Protocol):
     def detect(self, texts: Sequence[str], candidates: Sequence[str]) -> list[tuple[str | None, float]]:
         """For each text, (language code or None, confidence in [0, 1]): one of ``candidates``, or
@@ -107,11 +111,14 @@ class CharNgramProfile:
         scripts: dict[str, tuple[dict[str, float], dict[int, float]]],
         sample: list[str] | None = None,
         orders: Sequence[int] = ORDERS,
+        acceptance: AcceptanceRecord | None = None,
     ) -> None:
         if not scripts:
             raise ValueError(f"a language profile for {lang!r} needs at least one script")
         self.lang, self.scripts, self.sample = lang, scripts, list(sample or [])
         self.orders = tuple(orders)
+        # the bundle's acceptance test (modsenc.routing.acceptance), calibrated when it is built
+        self.acceptance = acceptance
 
     @classmethod
     def build(
@@ -162,6 +169,7 @@ class CharNgramProfile:
                 "orders": list(ORDERS),
                 "scripts": scripts,
                 "sample": self.sample,
+                **({"acceptance": self.acceptance.to_dict()} if self.acceptance is not None else {}),
             },
         )
 
@@ -178,7 +186,12 @@ class CharNgramProfile:
             parsed = {
                 name: (s["logp"], {int(n): v for n, v in s["unseen"].items()}) for name, s in scripts.items()
             }
-            return cls(data["language"], parsed, data.get("sample"), data.get("orders", (1, 2, 3)))
+            profile = cls(data["language"], parsed, data.get("sample"), data.get("orders", (1, 2, 3)))
+            if data.get("acceptance") is not None:  # absent from a profile written before issue 48
+                from modsenc.routing.acceptance import AcceptanceTest  # noqa: PLC0415
+
+                profile.acceptance = AcceptanceTest.from_dict(data["acceptance"])
+            return profile
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
             raise ValueError(f"{path} is not a modsenc language profile ({err})") from err
 
@@ -219,7 +232,7 @@ def build_profile(
 TEMPERATURES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
-class _ScoringTable:
+class ScoringTable:
     """Every (language, script) profile's log-probabilities as the rows of one sparse matrix over
     the n-grams any of them keeps, so a batch of sentences costs one sparse product instead of one
     dictionary look-up per n-gram, profile and script (routing was a third of the encoding time of
@@ -333,12 +346,12 @@ class ProfileDetector:
         # in no installed language whatever its coverage (a 30K-n-gram Chinese profile sees few
         # of a sentence's trigrams, and the coverage test would send Chinese to the fallback).
         self.background = set(background)
-        # Profiles built from very different amounts of text stay comparable (_ScoringTable).
+        # Profiles built from very different amounts of text stay comparable (ScoringTable).
         self.shared_unseen = shared_unseen
         # A text of none of the installed languages shares few trigrams with any profile.
         self.min_coverage = min_coverage
         self.calibration: dict[str, object] = {}
-        self._tables: dict[tuple[str, ...], _ScoringTable] = {}  # per candidate set, built on first use
+        self._tables: dict[tuple[str, ...], ScoringTable] = {}  # per candidate set, built on first use
         self.temperature = temperature if temperature is not None else self.calibrate()
 
     def add(self, profile: CharNgramProfile) -> None:
@@ -357,7 +370,7 @@ class ProfileDetector:
         grams = [list(ngrams(text, orders)) for text in texts]
         key = tuple(usable)
         if key not in self._tables:
-            self._tables[key] = _ScoringTable(
+            self._tables[key] = ScoringTable(
                 {lang: self.profiles[lang] for lang in usable}, shared_unseen=self.shared_unseen
             )
         scored = self._tables[key].scores_many([g for g in grams if g]) if any(grams) else []

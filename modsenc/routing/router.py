@@ -10,12 +10,17 @@ installed languages *and* the languages it knows but the zoo lacks:
    against it instead of the nearest installed language winning by default.
 2. A general language-ID model (``modsenc.routing.gate``: fastText's lid.176) vetoes an installed
    language only when it is sure the text is in a language without a bundle and gives the
-   installed one almost no probability, and never with a label it was seen to give to an
-   installed language's own held-out sentences: it is good at the big languages and poor at the
-   low-resource ones a zoo holds (lid.176 takes most Uzbek for Turkish), so it never decides
-   among a zoo's close relatives.
+   installed one almost no probability, and never below the highest probability it gave that
+   label on that installed language's own held-out sentences (plus a margin): it is good at the
+   big languages and poor at the low-resource ones a zoo holds (lid.176 takes most Uzbek for
+   Turkish), so it never decides among a zoo's close relatives by a label it confuses them with.
+3. Each bundle's acceptance test (``modsenc.routing.acceptance``): the sentence must be typical of
+   the chosen language by an absolute score, so a language no profile describes (Tajik, Tatar)
+   does not land on its nearest installed neighbour (issue 48).
 
-Each sentence then takes one of three routes: ``bundle`` (its language's modules), ``backbone``
+Text in a script that no installed profile is written in but an installed bundle's orthography
+converts (Uyghur's Arabic script, to the Cyrillic of the ug bundle) is detected and tested as
+converted. Each sentence then takes one of three routes: ``bundle`` (its language's modules), ``backbone``
 (no modules: the backbone's own multilingual space, for text in a language the zoo lacks) or
 ``refused``. Policies say what happens when the detector is unsure of an installed language
 (``unsure``) and when the text is in a language the zoo lacks (``other``); docs/results/router.md
@@ -24,10 +29,11 @@ measures them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from modsenc.data.scripts import detect_script
 from modsenc.modules.bundle import check_language_code
 from modsenc.routing.langid import Detector
 from modsenc.utils.errors import InputError
@@ -82,6 +88,12 @@ class Gate(Protocol):
         ...
 
 
+class Acceptor(Protocol):
+    def accepts(self, texts: Sequence[str], chosen: Sequence[str | None]) -> list[bool]:
+        """Whether each text is typical of its ``chosen`` installed language (True: no test)."""
+        ...
+
+
 class LanguageRouter:
     """Picks the route (and so the modules) for each sentence.
 
@@ -94,6 +106,14 @@ class LanguageRouter:
     language recognised) is handled by ``unsure``: ``fallback`` sends it to ``fallback`` (by
     default the pivot), ``best`` to the best installed guess (else the fallback), ``refuse``
     refuses it.
+
+    ``acceptance`` (``modsenc.routing.acceptance``) is the bundles' absolute test: a sentence the
+    profiles give to an installed language enters its bundle only if it is typical of that
+    language, or the gate's model confirms the language; otherwise no bundle accepts it and
+    ``other`` decides (a language without a profile, Tajik or Tatar, would else land on its
+    nearest installed neighbour). ``converters`` map a script no installed profile is written in
+    to the installed language whose orthography converts it (Uyghur's Arabic script to the
+    Cyrillic of its bundle): such a sentence is detected and tested as converted.
     """
 
     def __init__(
@@ -106,6 +126,8 @@ class LanguageRouter:
         other: str = "backbone",
         known: Sequence[str] = (),
         gate: Gate | None = None,
+        acceptance: Acceptor | None = None,
+        converters: Mapping[str, Callable[[str], str]] | None = None,
     ) -> None:
         if fallback not in languages:
             raise ValueError(f"fallback language {fallback!r} is not installed ({', '.join(languages)})")
@@ -120,20 +142,55 @@ class LanguageRouter:
         self.detector, self.languages, self.fallback = detector, list(languages), fallback
         self.min_confidence, self.unsure, self.other = min_confidence, unsure, other
         self.known = [lang for lang in known if lang not in self.languages]
-        self.gate = gate
+        self.gate, self.acceptance = gate, acceptance
+        self.converters = dict(converters or {})
+
+    def _views(self, texts: list[str]) -> list[str]:
+        """What the profiles see of each text: converted when its script is one of ``converters``."""
+        if not self.converters:
+            return texts
+        return [
+            self.converters[script](text) if (script := detect_script([text])) in self.converters else text
+            for text in texts
+        ]
+
+    def _judge(
+        self, texts: list[str], codes: list[str | None], installed: set[str]
+    ) -> tuple[list[str | None], list[bool]]:
+        """(the gate's veto, whether it confirms the profiles' choice) of each text."""
+        if self.gate is None or not texts:
+            return [None] * len(texts), [False] * len(texts)
+        judge = getattr(self.gate, "judge", None)
+        if judge is None:  # a gate with vetoes only
+            return self.gate.vetoes(texts, codes, installed), [False] * len(texts)
+        judged = judge(texts, codes, installed)
+        return [v for v, _ in judged], [c for _, c in judged]
 
     def route(self, texts: Sequence[str], raise_refused: bool = True) -> list[Detection]:
         """Each text's route. A refused sentence raises ``UnsureLanguageError`` or
         ``OtherLanguageError`` naming it, unless ``raise_refused`` is False (then its detection
         says ``refused`` and why: what ``detect_languages`` reports)."""
         texts = list(texts)
-        found = self.detector.detect(texts, self.languages + self.known)
+        views = self._views(texts)
+        found = self.detector.detect(views, self.languages + self.known)
+        codes = [code for code, _ in found]
         installed = set(self.languages)
-        vetoes: list[str | None] = [None] * len(texts)
-        if self.gate is not None and texts:
-            vetoes = self.gate.vetoes(texts, [code for code, _ in found], installed)
-        routes = [self._decide(code, confidence, veto) for (code, confidence), veto in zip(found, vetoes)]
-        self._fill_best(texts, routes)
+        vetoes, confirmed = self._judge(texts, codes, installed)
+        accepted = [True] * len(texts)
+        if self.acceptance is not None and texts:
+            tested = [c if c in installed and v is None else None for c, v in zip(codes, vetoes)]
+            passed = self.acceptance.accepts(views, tested, confirmed)
+            # letters no profile recognised are accepted by no bundle either; text without letters
+            # (empty, digits, punctuation) keeps the unsure policy (the fallback, by default)
+            accepted = [
+                p and (c is not None or v is not None or not any(ch.isalpha() for ch in t))
+                for p, c, v, t in zip(passed, codes, vetoes, views)
+            ]
+        routes = [
+            self._decide(code, confidence, veto) if ok else self._rejected(code, confidence)
+            for (code, confidence), veto, ok in zip(found, vetoes, accepted)
+        ]
+        self._fill_best(views, routes)
         if raise_refused:
             raise_if_refused(routes)
         return routes
@@ -154,6 +211,19 @@ class LanguageRouter:
             return Detection(code, "refused", confidence, code, unsure=True, message=message)
         lang = code if self.unsure == "best" and code is not None else self.fallback
         return Detection(lang, "bundle", confidence, code, unsure=True)
+
+    def _rejected(self, code: str | None, confidence: float) -> Detection:
+        """A sentence the profiles give to ``code``, an installed language, that is not typical of
+        it: no bundle accepts it (``detected`` None), and ``other`` decides."""
+        if self.other == "refuse":
+            message = (
+                f"no installed language accepts it (closest: {code}, whose acceptance test it fails); "
+                "pass other='backbone' to encode it without modules, or pass its language explicitly"
+            )
+            return Detection(None, "refused", confidence, None, message=message)
+        if self.other == "best":
+            return Detection(None, "bundle", confidence, None)
+        return Detection(None, "backbone", confidence, None)
 
     def _other(self, code: str, confidence: float) -> Detection:
         """A sentence in ``code``, which has no bundle here."""

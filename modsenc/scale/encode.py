@@ -13,8 +13,10 @@ shard (``max_restarts``/``max_task_retries``).
 Output folder::
 
     manifest.json            the job (zoo, inputs, options), its id, status, counts
-    shards/part-NNNNN.parquet  id, file, line, lang, route, text, [input_id,] vector (float32 or
-                             float16), in input order; input_id: the --id-column value, as text
+    shards/part-NNNNN.parquet  id, file, line, lang, route, detected, confidence, unsure, text,
+                             [input_id,] vector (float32 or float16), in input order; input_id:
+                             the --id-column value, as text; detected / confidence / unsure: the
+                             router's (a row whose language was given: null / 1.0 / false)
     rejects/part-NNNNN.jsonl   rows whose language no bundle serves (written before the shard)
     hashes/part-NNNNN.sha256   the shard's sha256 (written before it; ``modsenc.scale.output``)
     rejects.jsonl            all rejected rows, once the job is complete
@@ -133,15 +135,16 @@ class ShardEncoder:
                 done[key].append(value)
         return {key: np.asarray(values) for key, values in done.items()}
 
-    def _route(
-        self, texts: list[str], given: list[Any] | None
-    ) -> tuple[list[str | None], list[str], list[str | None]]:
+    def _route(self, texts: list[str], given: list[Any] | None) -> tuple[list[Any], ...]:
         """Each row's language (its bundle's, or the one detected when it goes to the backbone),
-        route (``bundle``, ``backbone`` or ``refused``) and why it was refused (None: kept)."""
+        route (``bundle``, ``backbone`` or ``refused``), why it was refused (None: kept), and the
+        router's ``detected``, ``confidence`` and ``unsure`` (a given language: None, 1.0, False)."""
         installed = set(self.encoder.installed)
         langs: list[str | None] = [None] * len(texts)
         routes = ["refused"] * len(texts)
         reasons: list[str | None] = [None] * len(texts)
+        detected: list[str | None] = [None] * len(texts)
+        confidence, unsure = [1.0] * len(texts), [False] * len(texts)
         auto: list[int] = []
         for i in range(len(texts)):
             code = given[i] if given is not None and given[i] not in (None, "", "auto") else self.lang
@@ -158,16 +161,21 @@ class ShardEncoder:
         if auto:  # the router of ModularEncoder.encode(lang="auto"), so the routes are the same
             for i, detection in zip(auto, self.encoder.detect_languages([texts[i] for i in auto])):
                 langs[i], routes[i] = detection.lang, detection.route
+                detected[i], confidence[i], unsure[i] = (
+                    detection.detected,
+                    detection.confidence,
+                    detection.unsure,
+                )
                 if detection.route == "refused":
                     reasons[i] = detection.message
-        return langs, routes, reasons
+        return langs, routes, reasons, detected, confidence, unsure
 
     def encode_shard(self, shard: Shard) -> tuple[int, int]:
         import pyarrow.parquet as pq  # noqa: PLC0415
 
         info = self.inputs[shard.file]
         texts, given, ids = read_shard(info, shard, self.text_field, self.lang_field, self.id_column)
-        langs, routes, reasons = self._route(texts, given)
+        langs, routes, reasons, detected, confidence, unsure = self._route(texts, given)
         keep = [i for i, route in enumerate(routes) if route != "refused"]
         rejected = [i for i, route in enumerate(routes) if route == "refused"]
         if rejected:  # before the shard: a shard file on disk means its rejects are on disk too
@@ -191,6 +199,7 @@ class ShardEncoder:
             [texts[i] for i in keep],
             np.ascontiguousarray(vectors.astype(self.vector_dtype)),
             None if ids is None else [ids[i] for i in keep],
+            ([detected[i] for i in keep], [confidence[i] for i in keep], [unsure[i] for i in keep]),
         )
         with atomic_file(shard_path(self.output, shard.index)) as tmp:
             pq.write_table(table, tmp)

@@ -221,9 +221,12 @@ def shard_table(
     texts: Sequence[str],
     vectors: np.ndarray,
     input_ids: Sequence[str] | None = None,
+    why: tuple[Sequence[str | None], Sequence[float], Sequence[bool]] | None = None,
 ) -> Any:
     """One shard as a pyarrow table in the documented column order (``modsenc.scale.encode``);
-    ``input_id`` only when the job has an ``--id-column``, so older readers see the old schema."""
+    ``input_id`` only when the job has an ``--id-column``, so older readers see the old schema;
+    ``why``: each row's ``detected``, ``confidence`` and ``unsure`` from the router (issue 48),
+    written after ``route`` when given."""
     import pyarrow as pa  # noqa: PLC0415 - pyarrow comes with the ray extra, imported where used
 
     columns = {
@@ -232,8 +235,12 @@ def shard_table(
         "line": pa.array(lines, pa.int64()),
         "lang": pa.array(langs, pa.string()),
         "route": pa.array(routes, pa.string()),
-        "text": pa.array(texts, pa.string()),
     }
+    if why is not None:
+        columns["detected"] = pa.array(why[0], pa.string())
+        columns["confidence"] = pa.array(why[1], pa.float32())
+        columns["unsure"] = pa.array(why[2], pa.bool_())
+    columns["text"] = pa.array(texts, pa.string())
     if input_ids is not None:
         columns[INPUT_ID] = pa.array(input_ids, pa.string())
     columns["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), vectors.shape[1])

@@ -122,6 +122,11 @@ def _openai_response(
                 "embedding": value,
                 "lang": route.lang,  # the bundle's language, or the one detected when no bundle took it
                 "route": route.route,  # "bundle" or "backbone" (no modules: a language the zoo lacks)
+                # why (issue 48): what the router recognised (None: no installed language accepted
+                # it, or the caller gave the language), how surely, and whether it was unsure
+                "detected": route.detected,
+                "confidence": round(route.confidence, 4),
+                "unsure": route.unsure,
                 "truncated": e.truncated,
             }
         )

@@ -36,6 +36,7 @@ from modsenc.modules.kinds import MODULE_KINDS, kinds_in, monolingual
 from modsenc.modules.manifest import stages_precision
 from modsenc.modules.modular import ModularBackbone
 from modsenc.objectives.sentence_pairs import SentencePairExample, pair_examples
+from modsenc.routing.acceptance import calibrate as calibrate_acceptance
 from modsenc.routing.langid import LANGID_FILE, build_profile
 from modsenc.runtimes.calibration import even_sample
 from modsenc.training.configs import STAGES, AddLanguageRecipe, Schedule
@@ -365,6 +366,8 @@ class AddLanguage:
         # Cyrillic), so both route here.
         langid_texts = self.data.texts()
         profile = build_profile(self.lang, langid_texts, self.orthography.script_variants)
+        # the bundle's acceptance test (issue 48), on the sentences the profile leaves out
+        profile.acceptance = calibrate_acceptance(profile)
         langid_path = self.work / LANGID_FILE
         profile.save(langid_path)
         langid_sentences = len(langid_texts)
@@ -384,6 +387,7 @@ class AddLanguage:
                 "kind": "char-ngram-naive-bayes",
                 "sentences": langid_sentences,
                 "scripts": sorted(profile.scripts),
+                **({"acceptance": profile.acceptance.to_dict()} if profile.acceptance else {}),
             },
             router_files={LANGID_FILE: langid_path},
             extra_files={CALIBRATION_FILE: calibration_path},

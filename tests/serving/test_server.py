@@ -463,6 +463,9 @@ def test_each_text_says_its_route_and_the_metrics_count_them(e5_like_zoo) -> Non
             ("uz", "bundle"),
             ("en", "bundle"),
         ]
+        routes = reference.detect_languages(OPEN_SET)  # why, beside each route (issue 48)
+        assert [(d["detected"], d["unsure"]) for d in data] == [(r.detected, r.unsure) for r in routes]
+        assert [d["confidence"] for d in data] == [round(r.confidence, 4) for r in routes]
         served = np.array([d["embedding"] for d in data])
         expected = reference.encode(OPEN_SET[:3], lang="backbone", normalize_embeddings=True)
         np.testing.assert_allclose(served[:3], expected, atol=1e-6)
@@ -473,6 +476,9 @@ def test_each_text_says_its_route_and_the_metrics_count_them(e5_like_zoo) -> Non
         assert metric(client, "modsenc_routes_total", 'lang="uz",route="bundle"') == 2.0
         given = client.post("/v1/embeddings", json={"input": OPEN_SET[:1], "lang": "backbone"})
         assert [(d["lang"], d["route"]) for d in given.json()["data"]] == [(None, "backbone")]
+        assert [(d["detected"], d["confidence"], d["unsure"]) for d in given.json()["data"]] == [
+            (None, 1.0, False)
+        ]
     with serving(e5_like_zoo, other="refuse") as client:
         response = client.post("/v1/embeddings", json={"input": [OPEN_SET[3], OPEN_SET[0]]})
         assert response.status_code == 422, response.text

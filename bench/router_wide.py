@@ -1,0 +1,187 @@
+"""The router over the world's languages (issue 48): ``bench/router.py --sections wide``.
+
+Routes every UDHR translation of unicode-org/udhr (``--udhr``: its ``data/udhr`` folder, fetched
+outside the project; ``bench/udhr.py`` reads it) through a zoo's router exactly as
+``ModularEncoder.from_pretrained`` builds it (the bundles' profiles and acceptance tests, the
+background profiles, lid.176), and reports per translation, for sentences of 4+ words:
+
+- a language without a bundle: the share that reaches a *module* bundle (goal <= 1%); English,
+  the pivot of an e5 zoo, has no modules, so a sentence routed there gets the backbone's vectors
+  and is counted apart ("to en");
+- an installed language: the share that reaches its own bundle, per script (goal >= 99%).
+
+The UDHR texts are none of the held-out sets (FLORES, SIB, Belebele, Tatoeba): one legal text, in
+about 450 translations, so the same sentences in every language.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from udhr import read_udhr  # noqa: E402
+
+from modsenc.encoder.loading import build_router  # noqa: E402
+from modsenc.modules.bundle import Zoo  # noqa: E402
+
+MARK_BEGIN = "<!-- wide router tables: written by bench/router.py --sections wide -->"
+MARK_END = "<!-- end of wide router tables -->"
+# UDHR's ISO 639-3 codes of the shipped zoo's languages (macrolanguage members included)
+INSTALLED_AS = {"eng": "en", "uzn": "uz", "uzb": "uz", "kaz": "kk", "azj": "az", "kir": "ky", "uig": "ug"}
+NAMED = ("tgk", "tat", "bak", "crh", "tuk_latn", "tuk_cyrl", "azb", "kaa", "pes_1", "pes_2")
+
+
+def _row(router, installed: set[str], key: str, attrs: dict, sentences: list[str]) -> dict:
+    """One translation's routes, counted."""
+    routes = router.route(sentences, raise_refused=False)
+    bundles = [r.bundle for r in routes]
+    own = INSTALLED_AS.get(attrs.get("iso639-3", ""))
+    modules = installed - {"en"}
+    where = Counter(b or "backbone" for b in bundles if b != own)
+    return {
+        "key": key,
+        "name": attrs.get("n", key),
+        "script": attrs.get("iso15924", "?"),
+        "own": own if own in installed else None,
+        "n": len(sentences),
+        "right": np.mean([b == own for b in bundles]) if own in installed else None,
+        "module": np.mean([b in modules for b in bundles]),
+        "en": np.mean([b == "en" for b in bundles]),
+        "where": ", ".join(f"{k} {v}" for k, v in where.most_common(2)) or "–",
+    }
+
+
+def wide_rows(zoo: str, udhr: str, min_words: int = 4) -> list[dict]:
+    router = build_router(Zoo(zoo), None, None, 0.5, "fallback")
+    installed = set(router.languages)
+    rows = []
+    for key, (attrs, sentences) in read_udhr(udhr).items():
+        long = [s for s in sentences if len(s.split()) >= min_words]
+        if long:
+            rows.append(_row(router, installed, key, attrs, long))
+    return rows
+
+
+def dev_lines(zoo: str, data: str) -> list[str]:
+    """The same router on the dev sets of ../shared/data (NTREX, WMT19 kk, Kardeş STS dev): the
+    installed languages' share to their bundle, the others' share to no module bundle."""
+    from modsenc.data.orthography import get_orthography  # noqa: PLC0415
+    from modsenc.data.readers import load_parallel  # noqa: PLC0415
+    from modsenc.eval.sts import read_sts_tsv  # noqa: PLC0415
+
+    router = build_router(Zoo(zoo), None, None, 0.5, "fallback")
+    ntrex = load_parallel(f"{data}/parallel/ntrex.tsv").columns
+    wmt = load_parallel({"path": f"{data}/parallel/wmt-newstest.en-kk.tsv", "languages": ["kk"]}).columns[
+        "kk"
+    ]
+    pairs = read_sts_tsv(Path(data) / "eval-dev/sts/kardes-sts-dev.tsv")
+    sets = {f"NTREX {lang}": (lang, ntrex[lang]) for lang in ("en", "uz", "kk", "az")}
+    sets["NTREX uz, Cyrillic"] = ("uz", [get_orthography("uz").script_variants(t)[-1] for t in ntrex["uz"]])
+    sets["WMT19 kk"] = ("kk", wmt)
+    for lang in ("en", "uz", "kk", "az", "ky", "ug"):
+        own = {p.sentence2 for p in pairs if p.lang2 == lang} | {
+            p.sentence1 for p in pairs if p.lang1 == p.lang2 == lang
+        }
+        sets[f"Kardeş STS {lang}"] = (lang, sorted(own))
+    sets.update({f"NTREX {lang} (no bundle)": (None, ntrex[lang]) for lang in ("tr", "ru", "de", "fr", "es")})
+    lines = ["| set | < 4 words | 4+ words | elsewhere, most often |", "|---|---|---|---|"]
+    modules = set(router.languages) - {"en"}
+    for name, (lang, texts) in sets.items():
+        routes = router.route(texts, raise_refused=False)
+        cells, where = [], Counter()
+        for short in (True, False):
+            idx = [i for i, t in enumerate(texts) if (len(t.split()) < 4) == short]
+            ok = [routes[i].bundle == lang if lang else routes[i].bundle not in modules for i in idx]
+            where.update(routes[i].bundle or "backbone" for i, good in zip(idx, ok) if not good)
+            cells.append(f"{_pct(sum(ok) / len(ok))} of {len(ok)}" if ok else "–")
+        shown = ", ".join(f"{k} {v}" for k, v in where.most_common(2)) or "–"
+        lines.append(f"| {name} | {cells[0]} | {cells[1]} | {shown} |")
+    return lines
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+OTHER_HEADER = [
+    "| translation | script | sentences | to a module bundle | to en (no modules) | elsewhere, most often |",
+    "|---|---|---|---|---|---|",
+]
+
+
+def _other_row(r: dict) -> str:
+    cells = [f"{r['name']} ({r['key']})", r["script"], r["n"], _pct(r["module"]), _pct(r["en"]), r["where"]]
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
+def _own_row(r: dict) -> str:
+    cells = [f"{r['name']} ({r['key']})", r["script"], r["own"], r["n"], _pct(r["right"]), r["where"]]
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
+def _summary(rows: list[dict], mine: list[dict], others: list[dict]) -> list[str]:
+    shares = np.array([r["module"] for r in others])
+    without = (
+        f"max {_pct(shares.max())}, mean {_pct(shares.mean())}, median {_pct(float(np.median(shares)))}; "
+        f"{int((shares > 0.01).sum())} over 1%, {int((shares == 0).sum())} at 0"
+    )
+    own = "; ".join(f"{r['key']} {_pct(r['right'])}" for r in mine)
+    return [
+        "| | translations | sentences | goal | result |",
+        "|---|---|---|---|---|",
+        f"| without a bundle: to a module bundle | {len(others)} | {sum(r['n'] for r in others)} | "
+        f"max <= 1% | {without} |",
+        f"| installed: to its own bundle | {len(mine)} | {sum(r['n'] for r in mine)} | >= 99% | {own} |",
+    ]
+
+
+def wide_lines(zoo: str, udhr: str, command: str, data: str | None = None) -> list[str]:
+    rows = wide_rows(zoo, udhr)
+    mine = sorted((r for r in rows if r["own"]), key=lambda r: r["key"])
+    others = sorted((r for r in rows if not r["own"]), key=lambda r: (-r["module"], r["key"]))
+    languages = {r["key"].split("_")[0] for r in others}
+    named = {r["key"]: r for r in others if r["key"] in NAMED}
+    missing = [k for k in NAMED if k not in named]
+    return [
+        MARK_BEGIN,
+        "## Over the world's languages: UDHR translations",
+        "",
+        f"Written by `{command}`: the shipped zoo's router (profiles, acceptance tests, background "
+        f"profiles, lid.176) on every UDHR translation of unicode-org/udhr with 4+-word sentences: "
+        f"{len(rows)} translations, {len(languages)} languages without a bundle.",
+        "",
+        *_summary(rows, mine, others),
+        "",
+        "Installed languages, per script:",
+        "",
+        "| translation | script | language | sentences | to its bundle | elsewhere, most often |",
+        "|---|---|---|---|---|---|",
+        *map(_own_row, mine),
+        "",
+        "Languages the issue names ("
+        + (f"not in UDHR: {', '.join(missing)}" if missing else "all found")
+        + "):",
+        "",
+        *OTHER_HEADER,
+        *(_other_row(named[k]) for k in NAMED if k in named),
+        "",
+        *(
+            [
+                "The same router on the dev sets (installed: to its bundle; no bundle: to no module bundle):",
+                "",
+            ]
+            + dev_lines(zoo, data)
+            + [""]
+            if data
+            else []
+        ),
+        "Every translation without a bundle, worst first:",
+        "",
+        *OTHER_HEADER,
+        *map(_other_row, others),
+        MARK_END,
+    ]
