@@ -471,6 +471,8 @@ class Zoo:
                 if name not in changed:
                     _check_file(target / name, expected, lang)
             manifest = manifest.replace(**manifest_changes, file_sha256=bundle_file_hashes(target))
+            # the changed fields (orthography, the router's calibration) are the new identity
+            manifest = manifest.replace(identity_sha256=manifest.identity())
             manifest.write(target)
         return manifest
 
