@@ -15,6 +15,7 @@ for one language (``per_language``) must have that language's column.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,18 +143,18 @@ def _records(specs: list[Any], counts: list[int]) -> list[dict[str, Any]]:
 
 
 def _resolve_specs(
-    data_cfg: DataConfig, own: DataFiles, key: str, lang: str, recipe_path: str | None
+    data_cfg: DataConfig, own: DataFiles, key: str, lang: str, recipe_path: str | None, data_dir: Any = None
 ) -> list[Any]:
     """The specs of one kind (``key``) for LANG: the section's and its ``per_language`` ones,
-    ``{lang}`` substituted and paths resolved."""
+    ``{lang}`` substituted and paths resolved (``data_dir``: see ``resolve_data_spec``)."""
     specs = []
     for spec in _substitute(getattr(data_cfg, key) + getattr(own, key), lang):
         if key == "mono" and isinstance(spec, str) and spec.endswith(".tsv"):
             spec = {"path": spec, "column": lang}  # a parallel/paraphrase TSV: its LANG column
         if isinstance(spec, dict) and "path" in spec:
-            spec = {**spec, "path": resolve_data_spec(spec["path"], recipe_path)}
+            spec = {**spec, "path": resolve_data_spec(spec["path"], recipe_path, data_dir)}
         else:
-            spec = resolve_data_spec(spec, recipe_path)
+            spec = resolve_data_spec(spec, recipe_path, data_dir)
         specs.append(spec)
     return specs
 
@@ -231,22 +232,26 @@ def _load_parallel_pairs(
 
 
 def load_language_data(
-    lang: str, pivot: str, data_cfg: DataConfig | Mapping[str, Any], recipe_path: str | None
+    lang: str,
+    pivot: str,
+    data_cfg: DataConfig | Mapping[str, Any],
+    recipe_path: str | None,
+    data_dir: str | os.PathLike | None = None,
 ) -> LanguageData:
-    """LANG's data from a recipe's ``data`` section (a DataConfig, or the mapping it is read from);
-    relative paths are resolved as ``resolve_data_spec`` does."""
+    """LANG's data from a recipe's ``data`` section (a DataConfig, or its mapping); paths resolved
+    as ``resolve_data_spec`` does (``../shared/data/`` from ``data_dir`` when given)."""
     if not isinstance(data_cfg, DataConfig):
         data_cfg = DataConfig.from_dict(data_cfg, "data")
     # ``data.per_language.LANG.KEY`` adds files for one language only (e.g. its own mono corpus).
     own = data_cfg.per_language.get(lang) or DataFiles()
 
     data = LanguageData(lang=lang, pivot=pivot)
-    mono_specs = _resolve_specs(data_cfg, own, "mono", lang, recipe_path)
+    mono_specs = _resolve_specs(data_cfg, own, "mono", lang, recipe_path, data_dir)
     shared = len(mono_specs) - len(own.mono)  # the section's own list comes first
     data.mono, mono_counts = _load_mono_sentences(mono_specs, lang, shared)
     data.files["mono"] = _records(mono_specs, mono_counts)
 
-    para_specs = _resolve_specs(data_cfg, own, "paraphrase", lang, recipe_path)
+    para_specs = _resolve_specs(data_cfg, own, "paraphrase", lang, recipe_path, data_dir)
     all_pairs, others, pivot_rows, para_counts = _load_paraphrase_files(para_specs, lang, pivot)
     data.files["paraphrase"] = _records(para_specs, para_counts)
     # Hold out the last pair ids (sorted, so the split is stable) for dev retrieval metrics.
@@ -261,7 +266,9 @@ def load_language_data(
             if p.pair_id in pivot_rows
         ]
 
-    par_specs = _resolve_specs(data_cfg, own, "parallel", lang, recipe_path) if lang != pivot else []
+    par_specs = []
+    if lang != pivot:
+        par_specs = _resolve_specs(data_cfg, own, "parallel", lang, recipe_path, data_dir)
     dev_texts = {p.anchor for p in data.dev_paraphrases} | {p.positive for p in data.dev_paraphrases}
     shared = len(par_specs) - len(own.parallel)  # the section's own list comes first
     parallel, par_counts = _load_parallel_pairs(par_specs, lang, pivot, dev_texts, shared=shared)
