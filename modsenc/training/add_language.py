@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from modsenc.backbone.encoder import Backbone
+from modsenc.backbone.truncation import TruncationCount, counting_truncations
 from modsenc.data.batching import LengthBucketBatchSampler
 from modsenc.data.language_data import LanguageData, load_language_data
 from modsenc.data.orthography import get_orthography, orthography_for
@@ -43,7 +44,9 @@ from modsenc.training.configs import STAGES, AddLanguageRecipe, Schedule
 from modsenc.training.loop import fit_stage
 from modsenc.training.stage_cache import KEY_FILE, StageDir
 from modsenc.training.stages import PIVOT_STAGES, stage_recipe
+from modsenc.training.summary import data_summary
 from modsenc.training.train_backbone import seed_everything
+from modsenc.utils.errors import MissingFileError
 from modsenc.utils.io import atomic_directory, atomic_write_json, atomic_write_text, json_digest
 from modsenc.utils.outputs import check_output_location, run_lock
 
@@ -124,8 +127,10 @@ class AddLanguage:
         resume: bool = False,
         overwrite: bool = False,
         callbacks: tuple = (),
+        data_dir: str | Path | None = None,
     ) -> None:
         self.lang = check_language_code(lang)
+        self.data_dir = data_dir  # stands for ../shared/data in the recipe's paths (--data)
         self.callbacks = callbacks  # (stage, step, metrics) -> None, called after every training step
         # load_recipe's typed recipe as it is (a mapping, from the Python API, is validated here)
         self.config = config = AddLanguageRecipe.of(recipe).for_language(self.lang)
@@ -163,12 +168,27 @@ class AddLanguage:
                 f"run `modsenc add-language {self.pivot}` first"
             )
         # Data errors first: they are the most likely, and cost nothing to find.
-        self.data = load_language_data(self.lang, self.pivot, self.config.data, self.recipe_path)
+        self.data = load_language_data(
+            self.lang, self.pivot, self.config.data, self.recipe_path, self.data_dir
+        )
         self.transfer_parallel: list[tuple[str, str]] = []  # other languages' pairs (cla.transfer_languages)
         self.transfer_files: dict[str, list[dict[str, Any]]] = {}
         for stage in self.stages:
             stage_recipe(stage).prepare(self)
-        self.sts = [load_sts(resolve_data_spec(p, self.recipe_path)) for p in self.config.dev.sts]
+        self.sts = [load_sts(p) for p in self._dev_sts_files()]
+
+    def _dev_sts_files(self) -> list[Any]:
+        """The recipe's dev STS files; one of ``../shared/data`` that is not there (an installed
+        package, no --data) is left out with a warning: it scores, it does not train."""
+        files = []
+        for spec in self.config.dev.sts:
+            try:
+                files.append(resolve_data_spec(spec, self.recipe_path, self.data_dir))
+            except MissingFileError as err:
+                if self.data_dir is not None:
+                    raise
+                log.warning("[%s] dev STS left out: %s", self.lang, err)
+        return files
 
     def _build_modular(self) -> None:
         """The backbone with LANG's orthography, and the pivot's modules (its vectors are the CLA's
@@ -233,6 +253,14 @@ class AddLanguage:
         if not names:
             return "the recipe lists no such file"
         return f"none of {', '.join(names)} has any"
+
+    def no_data_at_all(self) -> str:
+        """For a data error: that the recipe's files hold nothing at all for LANG (a language the
+        recipe does not cover), else nothing."""
+        if any(self.data.counts().values()):
+            return ""
+        name = Path(self.recipe_path).stem if self.recipe_path else "the recipe"
+        return f" ({name}'s data has no {self.lang} rows at all: {self.lang} needs files of its own)"
 
     # ----------------------------------------------------------------------------------------- evaluation
     def encoder(self, lang: str, kinds: set[str]):
@@ -310,7 +338,9 @@ class AddLanguage:
         targets: list[torch.Tensor] | None = None,
         structure: list[torch.Tensor] | None = None,
     ) -> list[SentencePairExample]:
-        tokenize = self.modular.backbone.tokenize
+        def tokenize(texts: list[str]) -> list[list[int]]:  # cut sentences counted (run())
+            return self.modular.backbone.tokenize(texts, warn_truncated=True)
+
         return pair_examples(tokenize, kind, positives, negatives, anchors, targets, structure)
 
     def _callbacks(self, run_dir: Path) -> tuple:
@@ -327,36 +357,60 @@ class AddLanguage:
         started = time.time()
         seconds: dict[str, float] = {}
         stage_metrics: dict[str, Any] = {}
-        dev: dict[str, Any] = {"backbone": self.evaluate(set())}
+        for line in data_summary(self):
+            log.info("[%s] %s", self.lang, line)
+        with counting_truncations() as cut:
+            dev: dict[str, Any] = {"backbone": self.evaluate(set())}
         log.info("[%s] dev, backbone alone: %s", self.lang, json.dumps(dev["backbone"]))
+        self._report_truncated(cut, "dev")
         key = self.zoo.backbone_fingerprint()
         for index, stage in enumerate(self.stages):
             key = _stage_key(key, stage, self.config, self.data, self.orthography.name)
             for part in stage_recipe(stage).key_parts(self):
                 key = json_digest([key, part])
-            cache = StageDir(self.work / stage, "module", command="add-language", option="--work-dir")
-            done = cache.finished(key) if self.resume else None
-            if done:
-                log.info("[%s] stage %s: finished earlier, reusing %s", self.lang, stage, cache.output)
-                self._load_stage(cache.output)
-                stage_metrics[stage], seconds[stage] = done["metrics"], done["seconds"]
-            else:
-                cache.begin(key, self.resume)  # a stale stage (other config or data) starts over
-                log.info("[%s] stage %s (%d/%d)", self.lang, stage, index + 1, len(self.stages))
-                t0 = time.time()
-                seed_everything(self.seed + index)
-                with atomic_directory(cache.output) as tmp:
-                    metrics = stage_recipe(stage).train(self, tmp, cache.run_dir)
-                seconds[stage] = round(time.time() - t0, 1)
-                stage_metrics[stage] = metrics
-                cache.finish(key, {"metrics": metrics, "seconds": seconds[stage]})
-            loaded = self.modular.modules_of(self.lang)
-            if stage_recipe(stage).evaluate_after or stage == self.stages[-1]:
-                dev[stage] = self.evaluate(loaded)
-                log.info("[%s] dev after %s: %s", self.lang, stage, json.dumps(dev[stage]))
+            with counting_truncations() as cut:  # one counted line a stage, not a warning a batch
+                self._run_stage(index, stage, key, stage_metrics, seconds, dev)
+            self._report_truncated(cut, stage)
         target = self.install(dev, stage_metrics, seconds, time.time() - started)
         log.info("[%s] bundle written to %s in %.0f s", self.lang, target, time.time() - started)
         return target
+
+    def _run_stage(
+        self,
+        index: int,
+        stage: str,
+        key: str,
+        stage_metrics: dict[str, Any],
+        seconds: dict[str, float],
+        dev: dict[str, Any],
+    ) -> None:
+        """Train ``stage`` (or reuse it, ``--resume``), then its dev metrics; fills the three dicts."""
+        cache = StageDir(self.work / stage, "module", command="add-language", option="--work-dir")
+        done = cache.finished(key) if self.resume else None
+        if done:
+            log.info("[%s] stage %s: finished earlier, reusing %s", self.lang, stage, cache.output)
+            self._load_stage(cache.output)
+            stage_metrics[stage], seconds[stage] = done["metrics"], done["seconds"]
+        else:
+            cache.begin(key, self.resume)  # a stale stage (other config or data) starts over
+            log.info("[%s] stage %s (%d/%d)", self.lang, stage, index + 1, len(self.stages))
+            t0 = time.time()
+            seed_everything(self.seed + index)
+            with atomic_directory(cache.output) as tmp:
+                metrics = stage_recipe(stage).train(self, tmp, cache.run_dir)
+            seconds[stage] = round(time.time() - t0, 1)
+            stage_metrics[stage] = metrics
+            cache.finish(key, {"metrics": metrics, "seconds": seconds[stage]})
+        loaded = self.modular.modules_of(self.lang)
+        if stage_recipe(stage).evaluate_after or stage == self.stages[-1]:
+            dev[stage] = self.evaluate(loaded)
+            log.info("[%s] dev after %s: %s", self.lang, stage, json.dumps(dev[stage]))
+
+    def _report_truncated(self, count: TruncationCount, what: str) -> None:
+        """One line for the sentences cut to the token limit in ``what`` (a stage, or dev)."""
+        line = count.line(what)
+        if line:  # the sentences tokenised: the stage's training and dev pairs, both languages
+            log.warning("[%s] %s (training and dev, %s and %s)", self.lang, line, self.lang, self.pivot)
 
     def install(
         self, dev: dict[str, Any], stage_metrics: dict[str, Any], seconds: dict[str, float], wall: float

@@ -34,6 +34,7 @@ from modsenc.modules.kinds import monolingual
 from modsenc.objectives.losses.distillation import distillation_targets
 from modsenc.objectives.mlm import MaskedLanguageModeling, MLMConfig
 from modsenc.objectives.sentence_pairs import SentencePairExample, SentencePairObjective
+from modsenc.utils.errors import InputError
 
 if TYPE_CHECKING:
     from modsenc.training.add_language import AddLanguage
@@ -66,25 +67,28 @@ class StageRecipe:
 # ------------------------------------------------------------------------------------------- data
 def _needs(job: AddLanguage, stage: str, what: str, items: list) -> None:
     if not items:
-        raise ValueError(
-            f"stage {stage} needs {job.lang} {what} data and {job.searched(what)}: pass "
-            f"--{what} FILE, leave the stage out (--stages), or make data with `modsenc synthesize`"
+        raise InputError(
+            f"stage {stage} needs {job.lang} {what} data and {job.searched(what)}{job.no_data_at_all()}: "
+            f"pass --{what} FILE, --data DIR (a data folder whose files have {job.lang} rows), leave "
+            "the stage out (--stages), or make data with `modsenc synthesize`"
         )
 
 
 def _prepare_cla(job: AddLanguage) -> None:
     variant = job.config.cla.variant  # one of CLA_VARIANTS (checked by CLAConfig)
     if variant in ("pp", "jt") and not job.data.crosslingual:
-        raise ValueError(
+        raise InputError(
             f"cla variant {variant} needs {job.pivot}-{job.lang} paraphrase pairs (rows of both "
-            f"languages sharing a pair_id) and {job.searched('paraphrase')}: pass --paraphrase "
-            "FILE, or --set cla.variant=pl with parallel data"
+            f"languages sharing a pair_id) and {job.searched('paraphrase')}{job.no_data_at_all()}: "
+            "pass --paraphrase FILE, --data DIR (a data folder whose files have them), --set "
+            "cla.variant=pl with parallel data, or make them with `modsenc synthesize`"
         )
     if variant in ("pl", "jt") and not job.data.parallel:
-        raise ValueError(
+        raise InputError(
             f"cla variant {variant} needs {job.pivot}-{job.lang} parallel pairs and "
-            f"{job.searched('parallel')}: pass --parallel FILE (a TSV with {job.pivot} and "
-            f"{job.lang} columns), or translate {job.pivot} text with `modsenc synthesize`"
+            f"{job.searched('parallel')}{job.no_data_at_all()}: pass --parallel FILE (a TSV with "
+            f"{job.pivot} and {job.lang} columns), --data DIR (a data folder whose files have "
+            f"them), or translate {job.pivot} text with `modsenc synthesize`"
         )
     # Other languages' parallel pairs (cla.transfer_languages), and their file records, which
     # enter the CLA's cache key only.
@@ -121,7 +125,7 @@ def transfer_parallel(
         if other in (job.lang, job.pivot):
             continue
         try:
-            data = load_language_data(other, job.pivot, job.config.data, job.recipe_path)
+            data = load_language_data(other, job.pivot, job.config.data, job.recipe_path, job.data_dir)
         except ValueError as err:  # e.g. a shared parallel file without this language's column
             raise ValueError(f"cla.transfer_languages: {other}'s data: {err}") from err
         if not data.parallel and "*" not in languages:

@@ -82,11 +82,13 @@ def test_a_language_without_data_gets_one_line_saying_what_to_pass(tiny_backbone
     assert message.startswith(
         "stage se needs kaa paraphrase data and none of kardes-xnli.tsv, stsb-mt.tsv has any"
     )
-    assert "pass --paraphrase FILE" in message and "modsenc synthesize" in message
+    assert "pass --paraphrase FILE, --data DIR" in message and "modsenc synthesize" in message
+    assert "(add-language-e5's data has no kaa rows at all: kaa needs files of its own)" in message
     with pytest.raises(
         ValueError,
         match=r"cla variant pl needs en-kaa parallel pairs and none of "
-        r"kardes-xnli.tsv, stsb-mt.train.tsv, multi30k.tsv has any: pass --parallel FILE",
+        r"kardes-xnli.tsv, stsb-mt.train.tsv, multi30k.tsv has any \(add-language-e5's data has no "
+        r"kaa rows at all: kaa needs files of its own\): pass --parallel FILE",
     ):
         run("kaa", recipe, zoo, work_dir=tmp_path / "w-kaa2", stages=["cla"])
 
