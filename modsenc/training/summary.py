@@ -109,7 +109,8 @@ def data_summary(job: AddLanguage) -> list[str]:
         if seconds:
             lines.append(
                 f"  time: about {_duration(steps * seconds)} for {steps:,} steps (an estimate: "
-                f"{seconds:.2f} s a step, from one timed batch; early stopping can end sooner)"
+                f"{seconds:.2f} s a step, from one timed batch; dev scoring and checkpoints add to it, "
+                "early stopping can end sooner)"
             )
     if not plans:
         lines.append("  no stages to train: the bundle keeps the backbone as is")
