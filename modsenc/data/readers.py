@@ -382,12 +382,16 @@ def select_rows(corpus: ParallelCorpus, rows: Sequence[int | None]) -> ParallelC
         or not all(r is None or (isinstance(r, int) and not isinstance(r, bool)) for r in rows)
     ):
         raise ValueError(f"{corpus.path}: rows must be [start, stop] (integers or null), got {rows!r}")
-    if any(r is not None and not 0 <= r <= len(corpus) for r in rows):
-        # Python's slicing would read -5 from the end and cut 1000 to the end without a word
+    # Python's slicing would read -5 from the end and cut 1000 to the end without a word
+    if any(r is not None and r < 0 for r in rows):
         raise ValueError(
-            f"{corpus.path}: rows {list(rows)} must be row numbers from 0 to its {len(corpus)} rows "
-            "(counted from the first row after the header; null for an open end)"
+            f"{corpus.path}: rows {list(rows)} must be row numbers from 0 (the first row after the "
+            "header; null for an open end), not counted from the end"
         )
+    if rows[0] is not None and rows[0] >= len(corpus):
+        raise ValueError(f"{corpus.path}: rows {list(rows)} select none of its {len(corpus)} rows")
+    if rows[1] is not None and rows[1] > len(corpus):
+        raise ValueError(f"{corpus.path}: rows {list(rows)} go past its {len(corpus)} rows")
     picked = slice(*rows)
     columns = {lang: texts[picked] for lang, texts in corpus.columns.items()}
     if not next(iter(columns.values()), []):

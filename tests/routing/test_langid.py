@@ -54,12 +54,26 @@ def test_a_profile_depends_only_on_its_own_language(profiles, tmp_path) -> None:
         CharNgramProfile.load(tmp_path / "bad.json")
 
 
+class _Capped:
+    """A detector whose confidence never passes 0.9 (min_confidence is at most 1, and a clear
+    sentence reaches 1.0): a router asking 0.95 is unsure of every sentence."""
+
+    def __init__(self, detector) -> None:
+        self.detector = detector
+
+    def __getattr__(self, name):
+        return getattr(self.detector, name)
+
+    def detect(self, texts, candidates):
+        return [(code, min(confidence, 0.9)) for code, confidence in self.detector.detect(texts, candidates)]
+
+
 def test_router_falls_back_when_unsure(profiles) -> None:
     router = LanguageRouter(ProfileDetector(profiles), LANGS, fallback="en", min_confidence=0.5)
     routed = router.route(["", "12345 !!!", HELD_OUT["kk"][0]])
     assert [r.lang for r in routed] == ["en", "en", "kk"]
     assert routed[0].detected is None and routed[2].detected == "kk"
-    strict = LanguageRouter(ProfileDetector(profiles), LANGS, fallback="en", min_confidence=1.01)
+    strict = LanguageRouter(_Capped(ProfileDetector(profiles)), LANGS, fallback="en", min_confidence=0.95)
     assert [r.lang for r in strict.route(HELD_OUT["uz"])] == ["en", "en"]
     with pytest.raises(ValueError, match="fallback language 'fr' is not installed"):
         LanguageRouter(ProfileDetector(profiles), LANGS, fallback="fr")
@@ -167,7 +181,7 @@ def test_confidence_is_calibrated_on_the_held_out_samples(routed_profiles) -> No
 def test_unsure_policies(profiles) -> None:
     detector = ProfileDetector(profiles)
     texts = ["", HELD_OUT["uz"][0]]
-    best = LanguageRouter(detector, LANGS, fallback="en", min_confidence=1.01, unsure="best")
+    best = LanguageRouter(_Capped(detector), LANGS, fallback="en", min_confidence=0.95, unsure="best")
     assert [(r.lang, r.unsure) for r in best.route(texts)] == [("en", True), ("uz", True)]
     sure = LanguageRouter(detector, LANGS, fallback="en", min_confidence=0.5)
     assert [(r.lang, r.unsure) for r in sure.route(texts)] == [("en", True), ("uz", False)]
