@@ -9,6 +9,7 @@ import pytest
 import modsenc
 from modsenc.data.specs import resolve_data_spec
 from modsenc.training.recipe import PACKAGED_RECIPES, RECIPE_DIRS, find_recipe
+from modsenc.utils.errors import MissingFileError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,5 +33,9 @@ def test_a_packaged_recipes_relative_data_is_found_from_any_directory(tmp_path, 
         pytest.skip("needs ../shared/data")
     assert Path(resolve_data_spec("../shared/data/parallel/kardes-xnli.tsv", recipe)).resolve() == wanted
     assert resolve_data_spec("demo:parallel.tsv", recipe).name == "parallel.tsv"
-    missing = resolve_data_spec("../shared/data/none.tsv", recipe)
-    assert str(missing) == "../shared/data/none.tsv"  # not found anywhere: left as given, for the error
+    # not found anywhere: one line naming where it looked and what to pass (issue 51: a pip user has
+    # no ../shared/data; before, the path was left as given for a later "no such file")
+    with pytest.raises(
+        MissingFileError, match=r"recipe data file \.\./shared/data/none\.tsv not found .*--data DIR"
+    ):
+        resolve_data_spec("../shared/data/none.tsv", recipe)
