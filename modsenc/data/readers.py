@@ -300,7 +300,7 @@ def english_centric_pairs(
 # config-level loaders: a path, or a dict from a recipe YAML
 
 
-def _spec_dict(spec: Mapping[str, Any], allowed: set[str], what: str) -> dict[str, Any]:
+def spec_dict(spec: Mapping[str, Any], allowed: set[str], what: str) -> dict[str, Any]:
     unknown = set(spec) - allowed
     if unknown:
         raise ValueError(
@@ -345,7 +345,7 @@ def load_parallel(spec: PathLike | Mapping[str, Any]) -> ParallelCorpus:
             languages=kwargs.pop("languages", None),
             **kwargs,
         )
-    d = _spec_dict(spec, {"path", "languages", "rows", "split"}, "parallel data")
+    d = spec_dict(spec, {"path", "languages", "rows", "split"}, "parallel data")
     if d.get("split") is not None:  # its groups are the whole file's rows, whichever languages
         corpus = select_split(read_parallel_tsv(d["path"]), d["split"], d.get("languages"))
     else:
@@ -405,7 +405,7 @@ def load_paraphrases(spec: PathLike | Mapping[str, Any]) -> list[ParaphrasePair]
         return read_paraphrase_tsv(spec)
     if not isinstance(spec, Mapping):
         raise _spec_type_error(spec, "paraphrase data", "{'path': 'x.tsv', 'languages': ['en']}")
-    d = _spec_dict(spec, {"path", "languages"}, "paraphrase data")
+    d = spec_dict(spec, {"path", "languages"}, "paraphrase data")
     return read_paraphrase_tsv(d["path"], languages=d.get("languages"))
 
 
@@ -430,7 +430,7 @@ def load_monolingual(spec: PathLike | Mapping[str, Any]) -> list[str]:
         raise _spec_type_error(
             spec, "monolingual data", "{'path': 'uz.txt'} or {'path': 'x.tsv', 'column': 'uz'}"
         )
-    d = _spec_dict(spec, {"path", "column"}, "monolingual data")
+    d = spec_dict(spec, {"path", "column"}, "monolingual data")
     path, column = d["path"], d.get("column")
     if column is None:
         if Path(path).suffix.lower() == ".tsv":

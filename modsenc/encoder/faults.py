@@ -19,13 +19,14 @@ def non_finite_error(
     lang: str | None,
     kinds: frozenset[str],
     token_ids: Sequence[Sequence[int]],
+    batch_size: int,
 ) -> ModsencError:
     """The error for NaN or infinite vectors that ``runtime`` gave for ``token_ids``: the runtime's
     fault when the reference runtime (torch, fp32) gives finite vectors for the same ids (a compiler
     or kernel fault: rebuilding the bundle would not help), else the bundle's or the backbone's.
     Call it with the encoder's lock held."""
     if not runtime.is_reference:
-        again = load_runtime("torch", modular, zoo, "fp32").encode_tokens(lang, kinds, token_ids, 32)
+        again = load_runtime("torch", modular, zoo, "fp32").encode_tokens(lang, kinds, token_ids, batch_size)
         if torch.isfinite(again).all():
             return RuntimeFaultError(
                 f"the {runtime.name} runtime ({runtime.precision}) produced non-finite embeddings for "

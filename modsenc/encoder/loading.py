@@ -15,6 +15,7 @@ from modsenc.backbone.precision import check_precision
 from modsenc.backbone.quantization import check_quantization, quantize_linears
 from modsenc.data.orthography import get_orthography
 from modsenc.data.scripts import script_label
+from modsenc.encoder.results import check_flags
 from modsenc.modules.bundle import Zoo, check_language_code, verify_bundle_file
 from modsenc.modules.manifest import check_profile_language, router_profile
 from modsenc.modules.modular import ModularBackbone
@@ -87,9 +88,7 @@ def check_options(
         raise ValueError(f"other must be one of {', '.join(OTHER_POLICIES)}, got {other!r}")
     quantize = check_quantization(quantize)
     check_precision(dtype)
-    for name, flag in flags.items():
-        if flag is not None and not isinstance(flag, bool):  # "no" would count as True
-            raise TypeError(f"{name} must be True or False, got {flag!r}")
+    check_flags(**{name: flag for name, flag in flags.items() if flag is not None})  # None: unset
     # "tpu", or "cuda" on a CPU-only torch: one line, before the zoo. The name first, so that
     # runtime='openvino' on a GPU is told it runs on the CPU whether or not this one has a GPU.
     checked = check_device(device, available=False)

@@ -454,7 +454,9 @@ class ModularEncoder(SentenceTransformerAttributes):
         if not torch.isfinite(vectors).all():
             # Never hand back NaN/inf: downstream search would silently rank garbage.
             with self._lock:
-                raise non_finite_error(self._runtime, self.modular, self.zoo, lang, kinds, token_ids)
+                raise non_finite_error(
+                    self._runtime, self.modular, self.zoo, lang, kinds, token_ids, batch_size
+                )
         return vectors
 
     def _kinds(self, lang: str | None, mode: str) -> set[str]:

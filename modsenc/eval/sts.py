@@ -15,7 +15,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from modsenc.data.errors import DataFormatError
-from modsenc.data.readers import check_file, is_language_code, no_rows_error, read_table
+from modsenc.data.readers import check_file, is_language_code, no_rows_error, read_table, spec_dict
 from modsenc.data.splits import rows_in
 from modsenc.eval.bitext import l2_normalise
 
@@ -38,11 +38,7 @@ def load_sts(spec: str | os.PathLike | Mapping[str, Any]) -> list[STSPair]:
     """A recipe's or eval's STS entry: a path, or ``{"path": p, "split": "selection" | "report"}``
     (a dev file's part, by sentence group: ``modsenc.data.splits``)."""
     if isinstance(spec, Mapping):
-        unknown = set(spec) - {"path", "split"}
-        if unknown or "path" not in spec:
-            raise ValueError(
-                f"an STS spec is a path or {{path: ..., split: selection|report}}, got {dict(spec)!r}"
-            )
+        spec = spec_dict(spec, {"path", "split"}, "STS data")
         pairs = read_sts_tsv(spec["path"])
         if spec.get("split") is None:
             return pairs

@@ -62,7 +62,7 @@ def _verified_graph_folder(folder: Path, parts: dict[str, Any]) -> bool:
         )
         return False
     recorded = record.get("parts") if isinstance(record, dict) else None
-    if recorded != parts or folder.name != graph_key(parts):
+    if recorded != parts:  # the folder is named by graph_key(parts): a swapped or edited record
         log.warning(
             "%s: a cached OpenVINO graph was made for another key (language %r, modules %r); "
             "converting again",
@@ -72,16 +72,19 @@ def _verified_graph_folder(folder: Path, parts: dict[str, Any]) -> bool:
         )
         return False
     hashes = record.get("file_sha256")
-    try:
-        if not isinstance(hashes, dict) or any(
-            file_sha256(folder / name) != hashes.get(name) for name in GRAPH_FILES
-        ):
-            log.warning("%s: a cached OpenVINO graph differs from its record; converting again", folder)
-            return False
-    except OSError:
+    if not isinstance(hashes, dict) or not all(
+        _has_hash(folder / name, hashes.get(name)) for name in GRAPH_FILES
+    ):
         log.warning("%s: a cached OpenVINO graph differs from its record; converting again", folder)
         return False
     return True
+
+
+def _has_hash(path: Path, expected: object) -> bool:
+    try:
+        return file_sha256(path) == expected
+    except OSError:  # missing or unreadable: not the recorded file
+        return False
 
 
 def cached_graph(make: Callable[[], Any], cache: Path | None, parts: dict[str, Any], ov: Any) -> Any:
