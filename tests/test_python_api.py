@@ -73,7 +73,10 @@ def test_default_encode_is_unchanged_by_prompts(e5_like) -> None:
     modular = e5_like.modular
     kinds = e5_like._kinds(lang, "cross")
     direct = modular.encode(TEXTS, lang, kinds, convert_to_tensor=True, precision="fp32").numpy()
-    assert np.array_equal(default, direct)
+    # that path runs the modules live; the torch runtime runs them merged into a copy of the
+    # weights (runtimes/torch.py), which sums the same products in another order: equal to fp32
+    # rounding, not bit for bit
+    np.testing.assert_allclose(default, direct, atol=2e-6)
     assert np.array_equal(default, e5_like.encode(TEXTS, lang=lang, prompt="query: "))
     # the prefix is glued on as before: prefixing by hand with no prompt gives the same vectors
     by_hand = e5_like.encode(["query: " + t for t in TEXTS], lang=lang, prompt="")

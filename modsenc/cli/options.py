@@ -120,7 +120,7 @@ def runtime_option():
         "modsenc/runtimes/auto.py). openvino (CPU; pip install 'modsenc[openvino]'): each "
         "language's modules merged into one encoder compiled by OpenVINO when first used (about "
         "1.7x the torch runtime in bf16 on a CPU with AMX; docs/benchmarks.md). torch: the "
-        "backbone with the modules live, the reference.",
+        "packed backbone with each language's modules merged into a copy of its layers, the reference.",
     )
 
 

@@ -101,7 +101,8 @@ class ModularEncoder(SentenceTransformerAttributes):
     or ``quantize`` still wins. ``"openvino"`` (CPU) runs each language through its modules merged
     into one encoder compiled by OpenVINO, built when the language is first encoded (``pip install
     'modsenc[openvino]'``; ``modsenc.runtimes.openvino``); ``"torch"``, the reference, runs the
-    backbone with the modules live.
+    packed backbone with each language's modules merged into a copy of its encoder layers
+    (``modsenc.runtimes.torch``; live, unmerged, on a backbone quantised to int8).
     ``prompts`` (name -> prefix) add to or replace the backbone's (e5: ``query`` ``"query: "``,
     ``document`` ``"passage: "``) for ``encode(prompt_name=...)``, ``encode_query`` and
     ``encode_document``; ``truncate_dim`` keeps the first N dimensions of every vector.

@@ -18,8 +18,9 @@ import torch
 
 from modsenc.utils.errors import InputError
 
-# torch: the packed, padding-free backbone with the modules live (the default, and the only one for
-# training and GPUs); openvino: each language's merged encoder compiled by OpenVINO (CPU inference).
+# torch: the packed, padding-free backbone with each language's modules merged into a copy of its
+# encoder layers (the reference, and the only one for GPUs); openvino: each language's merged
+# encoder compiled by OpenVINO (CPU inference).
 RUNTIMES = ("torch", "openvino")
 
 

@@ -61,11 +61,13 @@ def test_openvino_gives_the_torch_runtimes_vectors_routed_per_sentence(encoders,
 
 def test_compiling_a_language_leaves_the_live_model_unchanged(encoders) -> None:
     torch_encoder, openvino_encoder = encoders
+    openvino_encoder.load_language("uz")  # whichever test ran first
     before = openvino_encoder.modular.encode(TEXTS["uz"], "uz", {"la", "se", "vocab", "cla"})
     openvino_encoder.encode(TEXTS["uz"], lang="uz")  # compiles uz (cross) if not yet
     after = openvino_encoder.modular.encode(TEXTS["uz"], "uz", {"la", "se", "vocab", "cla"})
     np.testing.assert_array_equal(before, after)
-    np.testing.assert_array_equal(after, torch_encoder.encode(TEXTS["uz"], lang="uz"))
+    # the torch runtime merges the modules into a copy (runtimes/torch.py): equal to fp32 rounding
+    np.testing.assert_allclose(after, torch_encoder.encode(TEXTS["uz"], lang="uz"), atol=2e-6)
 
 
 def test_bf16_stays_close_to_fp32_and_unloading_drops_the_compiled_encoder(zoo_dir, encoders) -> None:
