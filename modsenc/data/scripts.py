@@ -7,6 +7,7 @@ profiles keep one sub-profile per script, keyed by the script's name (``Latin``,
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
@@ -40,11 +41,18 @@ def detect_script(texts: Iterable[str], sample: int = 2000) -> str:
     for i, text in enumerate(texts):
         if i >= sample:
             break
-        for ch in text:
-            if ch.isalpha():
-                first = unicodedata.name(ch, "UNKNOWN").split()[0]
-                counts[_CODES.get(first, first.title())] += 1
+        counts.update(code for ch in text if (code := _letter_script(ch)) is not None)
     return counts.most_common(1)[0][0] if counts else NO_SCRIPT
+
+
+@functools.lru_cache(maxsize=65536)
+def _letter_script(ch: str) -> str | None:
+    """The script code of a letter (None for anything else). Cached: the router asks about every
+    character of every sentence, and a language's letters are few (Unicode names are not)."""
+    if not ch.isalpha():
+        return None
+    first = unicodedata.name(ch, "UNKNOWN").split()[0]
+    return _CODES.get(first, first.title())
 
 
 def script_label(code: str) -> str:

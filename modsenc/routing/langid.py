@@ -14,6 +14,7 @@ External detectors (a fastText language-ID model file such as GlotLID, or lingua
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -21,10 +22,11 @@ import os
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from itertools import repeat
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
+from itertools import chain, repeat
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -47,19 +49,50 @@ def normalise(text: str) -> str:
     return " " + " ".join(text.split()) + " "
 
 
-def ngrams(text: str, orders: Sequence[int] = ORDERS) -> list[str]:
+def ngrams(text: str, orders: Sequence[int] = ORDERS) -> tuple[str, ...]:
     """Every character n-gram of ``normalise(text)`` of the given orders, but the lone spaces.
-    (The normalised text has single spaces only, so no longer n-gram is all space.)"""
-    text = normalise(text)
-    if not text.strip():
-        return []
-    grams: list[str] = []
+    (The normalised text has single spaces only, so no longer n-gram is all space.) Inside
+    ``sharing_ngrams`` each text is normalised, and each of its orders cut, once."""
+    shared = _SHARED_NGRAMS.get()
+    memo = {} if shared is None else shared
+    normalised = memo.get((text, 0))
+    if normalised is None:
+        normalised = memo[(text, 0)] = normalise(text)
+    if not normalised.strip():
+        return ()
+    pieces = []
     for n in orders:
-        if n == 1:
-            grams.extend(ch for ch in text if ch != " ")
-        else:
-            grams.extend(text[i : i + n] for i in range(len(text) - n + 1))
-    return grams
+        found = memo.get((text, n))
+        if found is None:
+            found = memo[(text, n)] = _order(normalised, n)
+        pieces.append(found)
+    return tuple(chain.from_iterable(pieces))
+
+
+def _order(normalised: str, n: int) -> tuple[str, ...]:
+    """The ``n``-grams of a normalised text (for n = 1 its characters but the spaces)."""
+    if n == 1:
+        return tuple(ch for ch in normalised if ch != " ")
+    return tuple([normalised[i : i + n] for i in range(len(normalised) - n + 1)])
+
+
+# Routing a sentence reads its n-grams twice (the detector, then the bundle's acceptance test),
+# and they are most of routing's cost: the router computes them once per call (``sharing_ngrams``),
+# and nothing outlives the call.
+# (text, n) -> the text's n-grams; (text, 0) -> the text normalised
+_SHARED_NGRAMS: ContextVar[dict[tuple[str, int], Any] | None] = ContextVar(
+    "modsenc_shared_ngrams", default=None
+)
+
+
+@contextlib.contextmanager
+def sharing_ngrams() -> Iterator[None]:
+    """Within the block, ``ngrams`` normalises each text, and cuts each of its orders, once."""
+    token = _SHARED_NGRAMS.set({})
+    try:
+        yield
+    finally:
+        _SHARED_NGRAMS.reset(token)
 
 
 class AcceptanceRecord(Protocol):
@@ -289,20 +322,18 @@ class ScoringTable:
     def scores_many(self, texts_grams: Sequence[Sequence[str]]) -> list[dict[str, tuple[float, float]]]:
         """For each text's n-grams, ``{lang: (log-likelihood, share of trigrams seen)}`` under each
         language's best script."""
-        columns, owners, weights = [], [], []
+        # One pass over every n-gram of every text (no per-text Counter): the sparse matrix sums a
+        # text's repeated n-grams itself, so the counts, and the products below, are as before.
+        lengths = np.fromiter(map(len, texts_grams), dtype=np.int64, count=len(texts_grams))
+        flat = list(chain.from_iterable(texts_grams))
+        owners = np.repeat(np.arange(len(texts_grams)), lengths)
+        found = np.fromiter(map(self.index.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
+        orders = np.fromiter(map(len, flat), dtype=np.int64, count=len(flat))
         per_order = np.zeros((self.max_order + 1, len(texts_grams)))
-        for j, grams in enumerate(texts_grams):
-            counted = Counter(grams)
-            found = np.fromiter(map(self.index.get, counted, repeat(-1)), dtype=np.int64, count=len(counted))
-            counts = np.fromiter(counted.values(), dtype=np.float64, count=len(counted))
-            orders = np.fromiter(map(len, counted), dtype=np.int64, count=len(counted))
-            per_order[:, j] = np.bincount(orders, weights=counts, minlength=self.max_order + 1)
-            kept = found >= 0
-            columns.append(found[kept])
-            weights.append(counts[kept])
-            owners.append(np.full(int(kept.sum()), j))
+        np.add.at(per_order, (orders, owners), 1.0)
+        kept = found >= 0
         counts = self._sparse.csr_matrix(
-            (np.concatenate(weights), (np.concatenate(columns), np.concatenate(owners))),
+            (np.ones(int(kept.sum())), (found[kept], owners[kept])),
             shape=(len(self.index), len(texts_grams)),
         )
         totals = self.unseen @ per_order + (self.delta @ counts).toarray()
@@ -367,7 +398,7 @@ class ProfileDetector:
         # Every profile is scored on the n-gram orders all of them model (a bundle written by an
         # older modsenc has 1-3-grams only), so their likelihoods stay comparable.
         orders = sorted(set.intersection(*(set(self.profiles[lang].orders) for lang in usable)))
-        grams = [list(ngrams(text, orders)) for text in texts]
+        grams = [ngrams(text, orders) for text in texts]
         key = tuple(usable)
         if key not in self._tables:
             self._tables[key] = ScoringTable(

@@ -35,7 +35,7 @@ from typing import Protocol
 
 from modsenc.data.scripts import detect_script
 from modsenc.modules.bundle import check_language_code
-from modsenc.routing.langid import Detector
+from modsenc.routing.langid import Detector, sharing_ngrams
 from modsenc.utils.errors import InputError
 
 # ``encode(lang=BACKBONE)``: the backbone alone, no modules (what text without a bundle gets)
@@ -170,7 +170,10 @@ class LanguageRouter:
         """Each text's route. A refused sentence raises ``UnsureLanguageError`` or
         ``OtherLanguageError`` naming it, unless ``raise_refused`` is False (then its detection
         says ``refused`` and why: what ``detect_languages`` reports)."""
-        texts = list(texts)
+        with sharing_ngrams():
+            return self._route(list(texts), raise_refused)
+
+    def _route(self, texts: list[str], raise_refused: bool) -> list[Detection]:
         views = self._views(texts)
         found = self.detector.detect(views, self.languages + self.known)
         codes = [code for code, _ in found]
