@@ -145,10 +145,17 @@ def speed(args: argparse.Namespace, texts: list[str]) -> None:
 
 
 # ---------------------------------------------------------------------------- 4. side by side
-# Every arm: (name, what it runs). modsenc-* go through ModularEncoder.encode (the language's
-# modules unmerged); st-*, onnx-*, openvino-* through SentenceTransformer on the export.
+# Every arm: (name, what it runs). modsenc-* go through ModularEncoder.encode (the torch runtime
+# with the modules merged per language unless the arm says live; the openvino runtime's graphs);
+# modsenc-default is ``from_pretrained(zoo)`` with every default (runtime and dtype auto), and
+# router-only times its router alone on the same sentences (what routing costs); st-*, onnx-*,
+# openvino-* run SentenceTransformer on the export.
 ARMS = (
+    "modsenc-default",
+    "router-only",
     "modsenc-fp32",
+    "modsenc-fp32-live",
+    "modsenc-bf16-live",
     "modsenc-bf16",
     "modsenc-int8",
     "modsenc-int8-bf16",
@@ -164,6 +171,9 @@ ARMS = (
     "openvino-bf16",
     "openvino-int8",
 )
+# The sentence-transformers arms every arm's speed is divided by: its torch backend in fp32 and in
+# bf16, and its OpenVINO backend in bf16 (the fastest of its arms at cosine >= 0.999 where measured).
+RATIO_BASES = ("st-fp32", "st-bf16", "openvino-bf16")
 RELEVANT_FLAGS = (
     "avx2",
     "avx512f",
@@ -179,8 +189,9 @@ RELEVANT_FLAGS = (
 @dataclass
 class Arm:
     name: str
-    encode: Callable[[list[str]], np.ndarray]
+    encode: Callable[[list[str]], object]
     note: str = ""
+    vectors: bool = True  # False: the arm gives no vectors (its cosine column is empty)
 
 
 def lscpu() -> tuple[str, list[str]]:
@@ -203,10 +214,35 @@ def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tuple[list[Arm], str]:
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
+    from modsenc.runtimes.torch import TorchRuntime  # noqa: PLC0415
 
     lang = args.lang if args.route == "given" else "auto"
-    settings = {  # name: (dtype, quantize, runtime)
+    arms, skipped = [], []
+    if {"modsenc-default", "router-only"} & set(wanted):
+        default = ModularEncoder.from_pretrained(args.zoo, languages=[args.lang])
+        default.encode(["warm-up"], lang=args.lang, mode=mode)  # compiles the language, if openvino
+        choice = f"runtime {default.runtime}, {default.precision}"
+        if "modsenc-default" in wanted:
+            arms.append(
+                Arm(
+                    "modsenc-default",
+                    lambda texts: default.encode(texts, lang=lang, batch_size=args.batch_size, mode=mode),
+                    f"from_pretrained(zoo) with every default ({choice}), lang={lang!r}, mode={mode}",
+                )
+            )
+        if "router-only" in wanted:
+            arms.append(
+                Arm(
+                    "router-only",
+                    lambda texts: default.router.route(texts),
+                    "the default encoder's router.route(texts) alone: what routing costs",
+                    vectors=False,
+                )
+            )
+    settings = {  # name: (dtype, quantize, runtime[, modules])
         "modsenc-fp32": ("fp32", None, "torch"),
+        "modsenc-fp32-live": ("fp32", None, "torch", "live"),
+        "modsenc-bf16-live": ("bf16", None, "torch", "live"),
         "modsenc-bf16": ("bf16", None, "torch"),
         "modsenc-int8": ("fp32", "int8", "torch"),
         "modsenc-int8-bf16": ("bf16", "int8", "torch"),
@@ -217,8 +253,7 @@ def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tup
         "modsenc-openvino-int8": ("fp32", "int8", "openvino"),
         "modsenc-openvino-int8-bf16": ("bf16", "int8", "openvino"),
     }
-    arms, skipped = [], []
-    for name, (dtype, quantize, runtime) in settings.items():
+    for name, (dtype, quantize, runtime, *live) in settings.items():
         if name not in wanted:
             continue
         try:
@@ -234,6 +269,14 @@ def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tup
         except ImportError as err:  # torchao, openvino
             skipped.append(f"{name} ({err})")
             continue
+        if live:  # the same encoder with the torch runtime's modules run live (unmerged)
+            encoder = ModularEncoder(
+                encoder.zoo,
+                encoder.modular,
+                encoder.router,
+                TorchRuntime(encoder.modular, encoder.precision, modules="live"),
+                verify=False,
+            )
 
         def run(texts: list[str], encoder: ModularEncoder = encoder) -> np.ndarray:
             return encoder.encode(texts, lang=lang, batch_size=args.batch_size, mode=mode)
@@ -241,6 +284,7 @@ def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tup
         run(["warm-up"])  # the openvino runtime compiles a language on its first use
         int8 = ", torchao int8 linears" if runtime == "torch" else ", NNCF static int8"
         what = f"lang={lang!r}, mode={mode}" + (int8 if quantize else "")
+        what += ", runtime=torch, modules live (unmerged)" if live else ""
         what += ", runtime=openvino (modules merged, compiled per language)" if runtime == "openvino" else ""
         arms.append(Arm(name, run, what))
     return arms, "; ".join(skipped)
@@ -449,7 +493,8 @@ def side_by_side(args: argparse.Namespace, texts: list[str], calib: list[str]) -
 
         cosines = {}
         for arm in arms:  # a warm-up pass, whose vectors are the ones compared
-            cosines[arm.name] = row_cosines(reference, arm.encode(texts))
+            found = arm.encode(texts)
+            cosines[arm.name] = row_cosines(reference, found) if arm.vectors else None
         times: dict[str, list[float]] = {arm.name: [] for arm in arms}
         for r in range(args.rounds):  # interleaved: a drift in load hits every arm alike
             order = arms[r % len(arms) :] + arms[: r % len(arms)]
@@ -466,19 +511,21 @@ def side_by_side(args: argparse.Namespace, texts: list[str], calib: list[str]) -
         f"CPU: {model}; flags of note: {' '.join(f for f in RELEVANT_FLAGS if f in flags) or 'none'}",
         f"zoo {args.zoo}; {versions()}",
         "",
-        "| arm | sentences/s | x st-fp32 | x onnx-int8 | cosine to modsenc fp32 mean / min | how |",
-        "| --- | ---: | ---: | ---: | --- | --- |",
+        "| arm | sentences/s | "
+        + " | ".join(f"x {base}" for base in RATIO_BASES)
+        + " | cosine to modsenc fp32 mean / min | how |",
+        "| --- | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for arm in arms:
-        ratio = {
-            base: f"{rate[arm.name] / rate[base]:.2f}" if base in rate else "-"
-            for base in ("st-fp32", "onnx-int8")
-        }
+        ratio = {base: f"{rate[arm.name] / rate[base]:.2f}" if base in rate else "-" for base in RATIO_BASES}
         c = cosines[arm.name]
+        closeness = "-" if c is None else f"{c.mean():.5f} / {c.min():.5f}"
         lines.append(
-            f"| {arm.name} | {rate[arm.name]:.1f} | {ratio['st-fp32']} | {ratio['onnx-int8']} | "
-            f"{c.mean():.5f} / {c.min():.5f} | {arm.note} |"
+            f"| {arm.name} | {rate[arm.name]:.1f} | {' | '.join(ratio.values())} | {closeness} | {arm.note} |"
         )
+    if "router-only" in rate and "modsenc-default" in rate:
+        share = rate["modsenc-default"] / rate["router-only"]
+        lines += ["", f"Routing is {100 * share:.1f}% of the default encoder's routed encode time."]
     if skipped:
         lines += ["", "Skipped: " + "; ".join(skipped)]
     lines += ["", f"All CPU flags: {' '.join(flags)}", ""]
