@@ -43,7 +43,7 @@ from common import lscpu, replace_section
 
 from modsenc.data.language_data import load_language_data
 from modsenc.data.orthography import orthography_for
-from modsenc.data.readers import load_parallel
+from modsenc.data.specs import load_parallel
 from modsenc.eval.sts import read_sts_tsv
 from modsenc.routing.acceptance import Acceptance
 from modsenc.routing.background import load_background

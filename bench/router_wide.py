@@ -70,7 +70,7 @@ def dev_lines(zoo: str, data: str) -> list[str]:
     """The same router on the dev sets of ../shared/data (NTREX, WMT19 kk, Kardeş STS dev): the
     installed languages' share to their bundle, the others' share to no module bundle."""
     from modsenc.data.orthography import get_orthography  # noqa: PLC0415
-    from modsenc.data.readers import load_parallel  # noqa: PLC0415
+    from modsenc.data.specs import load_parallel  # noqa: PLC0415
     from modsenc.eval.sts import read_sts_tsv  # noqa: PLC0415
 
     router = build_router(Zoo(zoo), None, None, 0.5, "fallback")

@@ -42,8 +42,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from helpers import MODSENC, kardes_sts_bitext, read_tsv, write_tsv  # noqa: E402
 
 from modsenc.backbone.encoder import Backbone  # noqa: E402
-from modsenc.data.readers import load_parallel  # noqa: E402
-from modsenc.data.specs import resolve_data_spec  # noqa: E402
+from modsenc.data.specs import load_parallel, resolve_data_spec  # noqa: E402
 from modsenc.training.configs import TrainBackboneRecipe  # noqa: E402
 from modsenc.training.recipe import recipe_mapping  # noqa: E402
 from modsenc.training.train_backbone import build_initial_backbone, run  # noqa: E402
