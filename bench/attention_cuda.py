@@ -20,7 +20,7 @@ Arms run interleaved step by step after warm-up steps; the figure is real tokens
 (padding not counted) and milliseconds per step (median). Before timing, the packed arms' states
 on one batch are compared with the padded reference (max abs difference over real tokens).
 
-    python bench/attention_cuda.py --data ../shared/data/parallel/kardes-xnli.tsv --json out.json
+    python -m bench.attention_cuda --data ../shared/data/parallel/kardes-xnli.tsv --json out.json
 """
 
 from __future__ import annotations

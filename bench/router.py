@@ -24,9 +24,9 @@ languages that have none (what a zoo meets in the wild beyond the 17 shipped). S
   ``--zoo`` (default the shipped one) over every UDHR translation, per language and script
   (``bench/router_wide.py``), written into its own block of ``--out``.
 
-    python bench/router.py --sections routing --unknown ky,ug,pt,pl --out docs/results/router.md
-    python bench/router.py --sections routing,mining,cost --zoo runs/demo/zoo --out docs/results/router.md
-    python bench/router.py --sections wide --udhr /work/wide-data/udhr/data/udhr --out docs/results/router.md
+    python -m bench.router --sections routing --unknown ky,ug,pt,pl --out docs/results/router.md
+    python -m bench.router --sections routing,mining,cost --zoo runs/demo/zoo --out docs/results/router.md
+    python -m bench.router --sections wide --udhr /work/wide-data/udhr/data/udhr --out docs/results/router.md
 """
 
 from __future__ import annotations
@@ -39,8 +39,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from common import lscpu, replace_section
-
+from bench.common import lscpu, replace_section
 from modsenc.data.language_data import load_language_data
 from modsenc.data.orthography import orthography_for
 from modsenc.data.specs import load_parallel
@@ -329,7 +328,7 @@ def main() -> None:
     unknown = {c for c in args.unknown.split(",") if c}
     sets = held_out(data, args.limit)
     gate = None if args.no_gate or lid176_path() is None else LanguageIdGate()
-    command = "python bench/router.py " + " ".join(sys.argv[1:])
+    command = "python -m bench.router " + " ".join(sys.argv[1:])
     out = [
         "# Routing in an open world",
         "",
@@ -379,13 +378,12 @@ def main() -> None:
 
 def wide(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """The ``wide`` section, into its own block of ``--out``."""
-    import router_wide  # noqa: PLC0415
-
+    from bench import router_wide  # noqa: PLC0415
     from modsenc.modules.defaults import shipped_zoo  # noqa: PLC0415
 
     if not args.udhr:
         parser.error("--sections wide needs --udhr")
-    command = "python bench/router.py " + " ".join(sys.argv[1:])
+    command = "python -m bench.router " + " ".join(sys.argv[1:])
     text = "\n".join(router_wide.wide_lines(args.zoo or str(shipped_zoo()), args.udhr, command, args.data))
     print(text)
     if args.out:

@@ -1,6 +1,6 @@
 """Corpus-scale encode and mine on Ray (`modsenc scale`): throughput, engine overhead, sharded IVF recall.
 
-    python bench/scale.py --zoo runs/zoo-e5b --rows 2000 --mine-n 100000 --sim-n 10000000
+    python -m bench.scale --zoo runs/zoo-e5b --rows 2000 --mine-n 100000 --sim-n 10000000
 
 1. Encode ``--rows`` sentences (the languages of ``--langs``, round robin, from ../shared/data's
    parallel TSV or the demo corpus) in one process (``ModularEncoder.encode``, ``--threads``

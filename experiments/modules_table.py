@@ -6,7 +6,7 @@ adapter plus a CLA distilled onto e5's English, early-stopped on a dev split car
 (en-en, xx-xx without the CLA, en-xx with it), the en/xx translations read off it, and NTREX-128.
 Wall time and steps per language come from each bundle's manifest.
 
-    python experiments/modules_table.py --data ../shared/data --work runs --out docs/results/modules.md
+    python -m experiments.modules_table --data ../shared/data --work runs --out docs/results/modules.md
 
 With ``--baselines`` it also trains and scores, on the same pairs and dev splits, the rows the
 modules must beat: the naive fine-tune a user would try first (one LoRA on the whole e5 over every
@@ -27,9 +27,17 @@ import itertools
 import json
 from pathlib import Path
 
-from helpers import Runner, kardes_sts_bitext, read_tsv, replace_section, sts_score, sts_subset, xsim_score
+from experiments.common import (
+    LANGS,
+    Runner,
+    heldout_files,
+    read_tsv,
+    replace_section,
+    sts_score,
+    train_zoo,
+    xsim_score,
+)
 
-LANGS = ("uz", "kk", "az")
 MARK_BEGIN = "<!-- modules table: written by experiments/modules_table.py -->"
 MARK_END = "<!-- end of modules table -->"
 E5, MOD = "e5 alone", "modules (add-language-e5 default)"
@@ -69,14 +77,6 @@ def english_identical(backbone: Path, zoo: Path, sts: Path) -> bool:
     return bool(np.array_equal(np.asarray(zoo_vectors), np.asarray(plain)))
 
 
-def train_zoo(run, work: Path, backbone: Path, zoo: Path) -> None:
-    """The default recipe's modules for en (none: English is the backbone's) and each language."""
-    for index, lang in enumerate(("en", *LANGS)):
-        cmd = ["add-language", lang, "--recipe", "add-language-e5", "--zoo", str(zoo)]
-        cmd += ["--work-dir", f"{zoo}-w-{lang}"] + (["--backbone", str(backbone)] if index == 0 else [])
-        run("train", cmd, zoo / lang, work / "logs" / f"{zoo.name}-{lang}.log")
-
-
 def train(args: argparse.Namespace, run) -> tuple[Path, Path]:
     work = Path(args.work)
     backbone = work / "e5" / "backbone"
@@ -103,20 +103,6 @@ def parse_bases(specs: list[str], work: Path, zoo: str) -> dict[str, tuple[Path,
 def base_rows(label: str) -> tuple[str, str]:
     """The table's names for a continued base alone and for the default modules on it."""
     return f"{label} base alone", f"modules on the {label} base"
-
-
-def heldout_files(work: Path, data: Path) -> tuple[Path, list[str]]:
-    """The held-out evaluation files: Kardeş STS dev's en/uz/kk/az rows, and the ``--bitext`` specs
-    of NTREX-128 and the Kardeş bitext read off the STS file (both en, uz, kk, az)."""
-    evaldata = work / "evaldata"
-    evaldata.mkdir(parents=True, exist_ok=True)
-    kardes = data / "eval-dev" / "sts" / "kardes-sts-dev.tsv"
-    kbitext = kardes_sts_bitext(kardes, evaldata / "kardes-bitext.tsv")
-    sts = sts_subset(kardes, evaldata / "kardes-sts-dev.en-uz-kk-az.tsv", ("en", *LANGS))
-    langs = ", ".join(("en", *LANGS))
-    bitexts = [f"{{path: {data / 'parallel' / 'ntrex.tsv'}, languages: [{langs}]}}"]
-    bitexts += [f"{{path: {kbitext}, languages: [{langs}]}}"]
-    return sts, bitexts
 
 
 def evaluate(

@@ -21,7 +21,7 @@ document. Evaluation data (eval-dev only, never trained on):
   rows are row-aligned translations of the same STS-B pairs, so every distinct English sentence
   there has its uz, kk and az translation (395 sentences; the alignment is checked, not assumed).
 
-    python experiments/paper_tables.py --data ../shared/data --work runs/paper \
+    python -m experiments.paper_tables --data ../shared/data --work runs/paper \
         --mexma-repeat runs/cpu-minilm --modular-backbone runs/cpu-minilm/backbone \
         --zoo-pattern 'runs/zoo-cpu-{variant}' \
         --language-work-pattern 'runs/add-language-cpu/{lang}' --out docs/results/papers.md
@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from helpers import Runner, kardes_sts_bitext, replace_section, sts_subset
+from experiments.common import Runner, kardes_sts_bitext, replace_section, sts_subset
 
 LANGS = ("en", "uz", "kk", "az")
 TARGETS = ("uz", "kk", "az")
@@ -332,7 +332,8 @@ def document(args: argparse.Namespace, run: Runner, results: dict[str, dict], mo
             "Produced by `experiments/paper_tables.py` (this block is its output; the prose around the",
             "numbers is generated from them). Machine: 2 CPU cores, fp32, no GPU. Command:",
             "",
-            "    " + " ".join(shlex.quote(a) for a in ["python", *sys.argv]),
+            "    "
+            + " ".join(shlex.quote(a) for a in ["python", "-m", "experiments.paper_tables", *sys.argv[1:]]),
             "",
             "The scale is tiny next to the papers': a 17M-parameter backbone (all-MiniLM-L6-v2 moved to a",
             "16K multilingual SentencePiece vocabulary with FOCUS), 400 MEXMA steps of 32 pairs, and",
