@@ -183,7 +183,6 @@ def mining_lines(zoo: str, data: Path, limit: int) -> list[str]:
     """xsim error (xx -> en) and STS of held-out text through the three routes."""
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
     from modsenc.eval.bitext import xsim_error  # noqa: PLC0415
-    from modsenc.eval.sts import spearman_x100  # noqa: PLC0415
 
     encoder = ModularEncoder.from_pretrained(zoo, device="cpu")
     r = encoder.router
@@ -226,7 +225,14 @@ def mining_lines(zoo: str, data: Path, limit: int) -> list[str]:
             f"| {100 * ways['to_backbone'] / len(pairs):.1f}% |"
         )
         print(lines[-1], flush=True)
-    lines += [
+    return lines + _sts_lines(encoder, best, data)
+
+
+def _sts_lines(encoder, best: LanguageRouter, data: Path) -> list[str]:
+    """The STS half of the mining section: Spearman x100 through the three routes."""
+    from modsenc.eval.sts import spearman_x100  # noqa: PLC0415
+
+    lines = [
         "",
         "## The effect on vectors: STS",
         "",
@@ -300,7 +306,7 @@ def machine() -> str:
     return f"{model}, {platform.machine()}, flags: {' '.join(have) or 'none of ' + ' '.join(wanted)}"
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -318,6 +324,38 @@ def main() -> None:
     parser.add_argument(
         "--out", help="write the markdown into this page's marked block (e.g. docs/results/router.md)"
     )
+    return parser
+
+
+def _routing_section(args: argparse.Namespace, sets: dict, unknown: set[str], gate) -> list[str]:
+    """Each zoo's routing table (and again without the ``--unknown`` profiles), and their summary."""
+    zoos = [z.split("+") for z in args.zoos.split(",")]
+    needed = sorted({lang for zoo in zoos for lang in zoo})
+    installed = installed_profiles(args.recipe, needed)
+    all_totals, tables = {}, []
+    for zoo in zoos:
+        for unknown_set in [set()] + ([unknown] if unknown else []):
+            router = make_router(installed, zoo, unknown_set, gate)
+            lines, totals = routing_table(router, zoo, sets, unknown_set)
+            label = " + ".join(zoo) + (
+                f" (no profile: {', '.join(sorted(unknown_set))})" if unknown_set else ""
+            )
+            all_totals[label] = totals
+            tables += lines + [""]
+            print("\n".join(lines), flush=True)
+    return [
+        "## Summary",
+        "",
+        *summary_lines(all_totals),
+        "",
+        "## Per language and held-out set",
+        "",
+        *tables,
+    ]
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     sections = set(args.sections.split(","))
     if "wide" in sections:
@@ -338,29 +376,7 @@ def main() -> None:
         "",
     ]
     if "routing" in sections:
-        zoos = [z.split("+") for z in args.zoos.split(",")]
-        needed = sorted({lang for zoo in zoos for lang in zoo})
-        installed = installed_profiles(args.recipe, needed)
-        all_totals, tables = {}, []
-        for zoo in zoos:
-            for unknown_set in [set()] + ([unknown] if unknown else []):
-                router = make_router(installed, zoo, unknown_set, gate)
-                lines, totals = routing_table(router, zoo, sets, unknown_set)
-                label = " + ".join(zoo) + (
-                    f" (no profile: {', '.join(sorted(unknown_set))})" if unknown_set else ""
-                )
-                all_totals[label] = totals
-                tables += lines + [""]
-                print("\n".join(lines), flush=True)
-        out += [
-            "## Summary",
-            "",
-            *summary_lines(all_totals),
-            "",
-            "## Per language and held-out set",
-            "",
-            *tables,
-        ]
+        out += _routing_section(args, sets, unknown, gate)
     if "mining" in sections or "cost" in sections:
         if not args.zoo:
             parser.error("--sections mining/cost need --zoo")

@@ -109,7 +109,7 @@ def bundle_facts(packed: Path, built: Path, lang: str) -> str:
     )
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -128,7 +128,11 @@ def main() -> None:
         help="which part of the dev files to score (modsenc/data/splits.py): report, which no training "
         "or choice reads (the default); selection; or the whole files, as tables before 2026-11-28",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = _parser().parse_args()
     args.split = None if args.split == "whole" else args.split
     langs = tuple(c.strip() for c in args.languages.split(",") if c.strip())
     run = Runner()

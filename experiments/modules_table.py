@@ -171,21 +171,18 @@ def module_cost(record: dict) -> tuple[str, str]:
     return steps, f"{minutes[0]:.1f} + {minutes[1]:.1f} = {sum(minutes):.1f} min"
 
 
-def table(
-    results: dict[str, dict],
-    zoo: Path,
-    baselines: dict[str, Path],
-    identical: bool | None,
-    bases: dict[str, tuple[Path, Path, bool | None]] | None = None,
-) -> str:
-    """The per-language tables, English and cost. ``bases``: {label: (backbone, zoo, whether the
-    zoo's English is bit-identical to that backbone's)}."""
-    bases = bases or {}
-    extra = [name for label in bases for name in base_rows(label)]
+def _cell(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
 
-    def cell(value: float | None) -> str:
-        return "–" if value is None else f"{value:.1f}"
 
+def _same(check: bool | None, base: str) -> str:
+    if check is None:
+        return "not checked"
+    return f"bit-identical to {base}'s" if check else f"NOT identical to {base}'s"
+
+
+def _language_tables(results: dict[str, dict], names: list[str]) -> list[str]:
+    """One table per language: STS and xsim of every model in ``names``."""
     lines = []
     for lang in LANGS:
         columns = [
@@ -199,34 +196,33 @@ def table(
                 )
         lines += [f"**{lang}**", "", "| model | " + " | ".join(c[0] for c in columns) + " |"]
         lines.append("|---" * (len(columns) + 1) + "|")
-        for name in (E5, MOD, *baselines, *extra):
+        for name in names:
             cells = []
             for _, mode, get in columns:
                 key = f"{name}|{mode}" if f"{name}|{mode}" in results else f"{name}|cross"
-                cells.append(cell(get(results[key])))
+                cells.append(_cell(get(results[key])))
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
+    return lines
 
-    def same(check: bool | None, base: str) -> str:
-        if check is None:
-            return "not checked"
-        return f"bit-identical to {base}'s" if check else f"NOT identical to {base}'s"
 
-    lines += [
-        "**English and cost**",
-        "",
-        "| model | STS en-en | training pairs | steps | training wall time |",
-        "|---|---|---|---|---|",
-    ]
-    lines.append(f"| {E5} | {cell(sts_score(results[f'{E5}|cross'], 'en-en'))} | – | – | – |")
+def _english_rows(
+    results: dict[str, dict],
+    baselines: dict[str, Path],
+    identical: bool | None,
+    bases: dict[str, tuple[Path, Path, bool | None]],
+) -> list[str]:
+    """The English and cost table's rows."""
+    lines = [f"| {E5} | {_cell(sts_score(results[f'{E5}|cross'], 'en-en'))} | – | – | – |"]
     lines.append(
-        f"| {MOD} | {cell(sts_score(results[f'{MOD}|cross'], 'en-en'))} (vectors {same(identical, 'e5')}) | "
-        "per language, below | per language, below | per language, below |"
+        f"| {MOD} | {_cell(sts_score(results[f'{MOD}|cross'], 'en-en'))} "
+        f"(vectors {_same(identical, 'e5')}) | per language, below | per language, below | "
+        "per language, below |"
     )
     for name, path in baselines.items():
         steps, minutes, pairs = _baseline_cost(path)
         lines.append(
-            f"| {name} | {cell(sts_score(results[f'{name}|cross'], 'en-en'))} | {pairs} | {steps} | "
+            f"| {name} | {_cell(sts_score(results[f'{name}|cross'], 'en-en'))} | {pairs} | {steps} | "
             f"{minutes:.1f} min |"
         )
     for label, (base, _, base_identical) in bases.items():
@@ -234,21 +230,21 @@ def table(
         record = json.loads((base / "modsenc_backbone.json").read_text())
         pairs = record.get("data", {}).get("pairs", "–")
         lines.append(
-            f"| {alone} | {cell(sts_score(results[f'{alone}|cross'], 'en-en'))} | {pairs} (parallel, "
+            f"| {alone} | {_cell(sts_score(results[f'{alone}|cross'], 'en-en'))} | {pairs} (parallel, "
             f"{record.get('objective', {}).get('name', '?')}) | {record.get('steps', '–')} | "
             f"{record.get('wall_seconds', 0) / 60:.1f} min |"
         )
         lines.append(
-            f"| {modules} | {cell(sts_score(results[f'{modules}|cross'], 'en-en'))} (vectors "
-            f"{same(base_identical, label)}) | per language, below | per language, below | "
+            f"| {modules} | {_cell(sts_score(results[f'{modules}|cross'], 'en-en'))} (vectors "
+            f"{_same(base_identical, label)}) | per language, below | per language, below | "
             "per language, below |"
         )
-    lines += [
-        "",
-        "| modules | language | stages | training pairs (SE / CLA) | steps (SE / CLA, CLA best at) "
-        "| training time (SE + CLA) |",
-        "|---|---|---|---|---|---|",
-    ]
+    return lines
+
+
+def _module_rows(zoo: Path, bases: dict[str, tuple[Path, Path, bool | None]]) -> list[str]:
+    """The modules' cost table's rows: each zoo's bundles, language by language."""
+    lines = []
     zoos = [("on e5", zoo)] + [(f"on the {label} base", z) for label, (_, z, _) in bases.items()]
     for (which, folder), lang in itertools.product(zoos, LANGS):
         manifest = json.loads((folder / lang / "modsenc_bundle.json").read_text())
@@ -259,6 +255,33 @@ def table(
             f"| {which} | {lang} | {'+'.join(manifest.get('stages', []))} | {se_pairs} / {cla_pairs} | "
             f"{steps} | {minutes} |"
         )
+    return lines
+
+
+def table(
+    results: dict[str, dict],
+    zoo: Path,
+    baselines: dict[str, Path],
+    identical: bool | None,
+    bases: dict[str, tuple[Path, Path, bool | None]] | None = None,
+) -> str:
+    """The per-language tables, English and cost. ``bases``: {label: (backbone, zoo, whether the
+    zoo's English is bit-identical to that backbone's)}."""
+    bases = bases or {}
+    extra = [name for label in bases for name in base_rows(label)]
+    lines = _language_tables(results, [E5, MOD, *baselines, *extra])
+    lines += [
+        "**English and cost**",
+        "",
+        "| model | STS en-en | training pairs | steps | training wall time |",
+        "|---|---|---|---|---|",
+        *_english_rows(results, baselines, identical, bases),
+        "",
+        "| modules | language | stages | training pairs (SE / CLA) | steps (SE / CLA, CLA best at) "
+        "| training time (SE + CLA) |",
+        "|---|---|---|---|---|---|",
+        *_module_rows(zoo, bases),
+    ]
     return "\n".join(lines)
 
 
