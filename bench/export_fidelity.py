@@ -8,7 +8,7 @@ columns of its xx-xx and en-xx rows, deduplicated, as many as there are), encode
 both fp32 and L2-normalised; reported: the lowest and mean cosine, and the largest absolute
 difference of one coordinate.
 
-    python bench/export_fidelity.py --languages uz,kk,az,ky,ug        # the shipped zoo
+    python -m bench.export_fidelity --languages uz,kk,az,ky,ug        # the shipped zoo
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from common import lscpu
 from sentence_transformers import SentenceTransformer
 
+from bench.common import lscpu
 from modsenc.encoder import ModularEncoder
 from modsenc.modules.defaults import shipped_zoo
 from modsenc.modules.export import export_sentence_transformer
@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--languages", default="uz,kk,az,ky,ug")
     args = parser.parse_args()
     zoo = ModularEncoder.from_pretrained(args.zoo, device="cpu", dtype="fp32")
-    print(f"Machine: {_cpu()}. `python bench/export_fidelity.py --languages {args.languages}`\n")
+    print(f"Machine: {_cpu()}. `python -m bench.export_fidelity --languages {args.languages}`\n")
     print("| language | sentences | lowest cosine | mean cosine | largest coordinate difference |")
     print("|---|---:|---:|---:|---:|")
     for lang in args.languages.split(","):

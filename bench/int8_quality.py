@@ -8,7 +8,7 @@ NNCF's static int8 graphs, calibrated as a user's would be: the bundle's own cal
 add-language wrote it, the demo corpus in the language, else in English
 (modsenc/runtimes/calibration.py). Writes the marked block of docs/results/int8.md.
 
-    python bench/int8_quality.py --languages uz,kk,az,ky,ug
+    python -m bench.int8_quality --languages uz,kk,az,ky,ug
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from common import Runner, replace_section
-from shipped_zoo import columns, heldout, machine
+from bench.common import Runner, columns, heldout, machine, replace_section
 
 MARK_BEGIN = "<!-- int8 quality: written by bench/int8_quality.py -->"
 MARK_END = "<!-- end of int8 quality -->"

@@ -1,6 +1,6 @@
 """Mining throughput and memory at scale: N x N embeddings, margin scoring, planted pairs.
 
-    python bench/mine.py --n 1000000 --dim 384
+    python -m bench.mine --n 1000000 --dim 384
 
 The embeddings are synthetic (random unit vectors; a share of the targets are noisy copies of
 sources, the "translations"), because encoding two million sentences would measure the encoder,

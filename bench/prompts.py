@@ -7,7 +7,7 @@ sentence (``encode_query``: ``"query: "``) must find its translation among the `
 ones by cosine. P@1 and MRR, through the zoo's modules (``--mode``) and through the backbone alone.
 Prints a Markdown table and the CPU (lscpu's model name and flags of note).
 
-    nice .venv/bin/python bench/prompts.py                  # the shipped zoo, en -> uz, 500 rows
+    nice .venv/bin/python -m bench.prompts                  # the shipped zoo, en -> uz, 500 rows
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import torch
-from common import RELEVANT_FLAGS, lscpu
 
+from bench.common import RELEVANT_FLAGS, lscpu
 from modsenc.data.readers import read_parallel_tsv
 from modsenc.encoder import ModularEncoder
 

@@ -1,6 +1,6 @@
 """What int8 quantisation (``--quantize int8``) costs and gains on a zoo, float32 and int8 side by side.
 
-    python bench/quantize.py --zoo runs/zoo-e5c --data ../shared/data --work runs/quantize
+    python -m bench.quantize --zoo runs/zoo-e5c --data ../shared/data --work runs/quantize
 
 For the zoo's backbone in float32 and with its linear layers in int8 (torchao, as ``modsenc serve
 --quantize int8`` runs it), on the eval-dev sets only:
@@ -21,8 +21,8 @@ import statistics
 from pathlib import Path
 
 import numpy as np
-from common import kardes_sts_bitext, write_tsv
 
+from bench.common import kardes_sts_bitext, write_tsv
 from modsenc.data.readers import read_parallel_tsv
 from modsenc.encoder import ModularEncoder
 from modsenc.eval.runner import evaluate

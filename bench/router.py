@@ -24,9 +24,9 @@ languages that have none (what a zoo meets in the wild beyond the 17 shipped). S
   ``--zoo`` (default the shipped one) over every UDHR translation, per language and script
   (``bench/router_wide.py``), written into its own block of ``--out``.
 
-    python bench/router.py --sections routing --unknown ky,ug,pt,pl --out docs/results/router.md
-    python bench/router.py --sections routing,mining,cost --zoo runs/demo/zoo --out docs/results/router.md
-    python bench/router.py --sections wide --udhr /work/wide-data/udhr/data/udhr --out docs/results/router.md
+    python -m bench.router --sections routing --unknown ky,ug,pt,pl --out docs/results/router.md
+    python -m bench.router --sections routing,mining,cost --zoo runs/demo/zoo --out docs/results/router.md
+    python -m bench.router --sections wide --udhr /work/wide-data/udhr/data/udhr --out docs/results/router.md
 """
 
 from __future__ import annotations
@@ -39,11 +39,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from common import lscpu, replace_section
-
+from bench.common import lscpu, replace_section
 from modsenc.data.language_data import load_language_data
 from modsenc.data.orthography import orthography_for
-from modsenc.data.readers import load_parallel
+from modsenc.data.specs import load_parallel
 from modsenc.eval.sts import read_sts_tsv
 from modsenc.routing.acceptance import Acceptance
 from modsenc.routing.background import load_background
@@ -184,7 +183,6 @@ def mining_lines(zoo: str, data: Path, limit: int) -> list[str]:
     """xsim error (xx -> en) and STS of held-out text through the three routes."""
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
     from modsenc.eval.bitext import xsim_error  # noqa: PLC0415
-    from modsenc.eval.sts import spearman_x100  # noqa: PLC0415
 
     encoder = ModularEncoder.from_pretrained(zoo, device="cpu")
     r = encoder.router
@@ -227,7 +225,14 @@ def mining_lines(zoo: str, data: Path, limit: int) -> list[str]:
             f"| {100 * ways['to_backbone'] / len(pairs):.1f}% |"
         )
         print(lines[-1], flush=True)
-    lines += [
+    return lines + _sts_lines(encoder, best, data)
+
+
+def _sts_lines(encoder, best: LanguageRouter, data: Path) -> list[str]:
+    """The STS half of the mining section: Spearman x100 through the three routes."""
+    from modsenc.eval.sts import spearman_x100  # noqa: PLC0415
+
+    lines = [
         "",
         "## The effect on vectors: STS",
         "",
@@ -301,7 +306,7 @@ def machine() -> str:
     return f"{model}, {platform.machine()}, flags: {' '.join(have) or 'none of ' + ' '.join(wanted)}"
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -319,6 +324,38 @@ def main() -> None:
     parser.add_argument(
         "--out", help="write the markdown into this page's marked block (e.g. docs/results/router.md)"
     )
+    return parser
+
+
+def _routing_section(args: argparse.Namespace, sets: dict, unknown: set[str], gate) -> list[str]:
+    """Each zoo's routing table (and again without the ``--unknown`` profiles), and their summary."""
+    zoos = [z.split("+") for z in args.zoos.split(",")]
+    needed = sorted({lang for zoo in zoos for lang in zoo})
+    installed = installed_profiles(args.recipe, needed)
+    all_totals, tables = {}, []
+    for zoo in zoos:
+        for unknown_set in [set()] + ([unknown] if unknown else []):
+            router = make_router(installed, zoo, unknown_set, gate)
+            lines, totals = routing_table(router, zoo, sets, unknown_set)
+            label = " + ".join(zoo) + (
+                f" (no profile: {', '.join(sorted(unknown_set))})" if unknown_set else ""
+            )
+            all_totals[label] = totals
+            tables += lines + [""]
+            print("\n".join(lines), flush=True)
+    return [
+        "## Summary",
+        "",
+        *summary_lines(all_totals),
+        "",
+        "## Per language and held-out set",
+        "",
+        *tables,
+    ]
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     sections = set(args.sections.split(","))
     if "wide" in sections:
@@ -329,7 +366,7 @@ def main() -> None:
     unknown = {c for c in args.unknown.split(",") if c}
     sets = held_out(data, args.limit)
     gate = None if args.no_gate or lid176_path() is None else LanguageIdGate()
-    command = "python bench/router.py " + " ".join(sys.argv[1:])
+    command = "python -m bench.router " + " ".join(sys.argv[1:])
     out = [
         "# Routing in an open world",
         "",
@@ -339,29 +376,7 @@ def main() -> None:
         "",
     ]
     if "routing" in sections:
-        zoos = [z.split("+") for z in args.zoos.split(",")]
-        needed = sorted({lang for zoo in zoos for lang in zoo})
-        installed = installed_profiles(args.recipe, needed)
-        all_totals, tables = {}, []
-        for zoo in zoos:
-            for unknown_set in [set()] + ([unknown] if unknown else []):
-                router = make_router(installed, zoo, unknown_set, gate)
-                lines, totals = routing_table(router, zoo, sets, unknown_set)
-                label = " + ".join(zoo) + (
-                    f" (no profile: {', '.join(sorted(unknown_set))})" if unknown_set else ""
-                )
-                all_totals[label] = totals
-                tables += lines + [""]
-                print("\n".join(lines), flush=True)
-        out += [
-            "## Summary",
-            "",
-            *summary_lines(all_totals),
-            "",
-            "## Per language and held-out set",
-            "",
-            *tables,
-        ]
+        out += _routing_section(args, sets, unknown, gate)
     if "mining" in sections or "cost" in sections:
         if not args.zoo:
             parser.error("--sections mining/cost need --zoo")
@@ -379,13 +394,12 @@ def main() -> None:
 
 def wide(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """The ``wide`` section, into its own block of ``--out``."""
-    import router_wide  # noqa: PLC0415
-
+    from bench import router_wide  # noqa: PLC0415
     from modsenc.modules.defaults import shipped_zoo  # noqa: PLC0415
 
     if not args.udhr:
         parser.error("--sections wide needs --udhr")
-    command = "python bench/router.py " + " ".join(sys.argv[1:])
+    command = "python -m bench.router " + " ".join(sys.argv[1:])
     text = "\n".join(router_wide.wide_lines(args.zoo or str(shipped_zoo()), args.udhr, command, args.data))
     print(text)
     if args.out:

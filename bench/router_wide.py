@@ -1,4 +1,4 @@
-"""The router over the world's languages (issue 48): ``bench/router.py --sections wide``.
+"""The router over the world's languages (issue 48): ``python -m bench.router --sections wide``.
 
 Routes every UDHR translation of unicode-org/udhr (``--udhr``: its ``data/udhr`` folder, fetched
 outside the project; ``bench/udhr.py`` reads it) through a zoo's router exactly as
@@ -16,17 +16,14 @@ about 450 translations, so the same sentences in every language.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from udhr import read_udhr  # noqa: E402
-
-from modsenc.encoder.loading import build_router  # noqa: E402
-from modsenc.modules.bundle import Zoo  # noqa: E402
+from bench.udhr import read_udhr
+from modsenc.encoder.loading import build_router
+from modsenc.modules.bundle import Zoo
 
 MARK_BEGIN = "<!-- wide router tables: written by bench/router.py --sections wide -->"
 MARK_END = "<!-- end of wide router tables -->"
@@ -70,7 +67,7 @@ def dev_lines(zoo: str, data: str) -> list[str]:
     """The same router on the dev sets of ../shared/data (NTREX, WMT19 kk, Kardeş STS dev): the
     installed languages' share to their bundle, the others' share to no module bundle."""
     from modsenc.data.orthography import get_orthography  # noqa: PLC0415
-    from modsenc.data.readers import load_parallel  # noqa: PLC0415
+    from modsenc.data.specs import load_parallel  # noqa: PLC0415
     from modsenc.eval.sts import read_sts_tsv  # noqa: PLC0415
 
     router = build_router(Zoo(zoo), None, None, 0.5, "fallback")

@@ -1,6 +1,6 @@
 """Corpus-scale encode and mine on Ray (`modsenc scale`): throughput, engine overhead, sharded IVF recall.
 
-    python bench/scale.py --zoo runs/zoo-e5b --rows 2000 --mine-n 100000 --sim-n 10000000
+    python -m bench.scale --zoo runs/zoo-e5b --rows 2000 --mine-n 100000 --sim-n 10000000
 
 1. Encode ``--rows`` sentences (the languages of ``--langs``, round robin, from ../shared/data's
    parallel TSV or the demo corpus) in one process (``ModularEncoder.encode``, ``--threads``
@@ -128,7 +128,7 @@ def bench_mine(n: int, dim: int, scratch: Path, name: str, part_rows: int, exact
     return out
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -147,7 +147,42 @@ def main() -> None:
         "--parts", nargs="+", choices=("encode", "mine", "sim"), default=["encode", "mine", "sim"],
         help="which parts to run (1, 2, 3 above)",
     )  # fmt: skip
-    args = parser.parse_args()
+    return parser
+
+
+def _mine_parts(args: argparse.Namespace, scratch: Path, results: dict) -> None:
+    """Parts 2 and 3 (exact against IVF mining, and the simulated corpus), on a local Ray."""
+    import ray  # noqa: PLC0415
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    try:
+        if "mine" in args.parts:
+            results["mine"] = m = bench_mine(args.mine_n, args.dim, scratch, "mine", args.part_rows, True)
+            print(
+                "\n| n x n | exact s | IVF s | IVF index | recall@1 of IVF vs exact, all rows "
+                "| planted pairs | recall@1 on them |\n|---|---|---|---|---|---|---|"
+            )
+            print(
+                f"| {m['n']:,} | {m['exact_s']:.1f} | {m['ivf_s']:.1f} | {m['ivf_index']} | "
+                f"{m['recall_at_1']:.4f} | {m['planted_rows']:,} | {m['recall_at_1_planted']:.4f} |"
+            )
+        if "sim" in args.parts:
+            results["simulated"] = s = bench_mine(args.sim_n, args.dim, scratch, "sim", args.part_rows, False)
+            print(
+                "\n| n x n | time s | index | rows per search actor | peak MB per search actor "
+                "| driver peak MB |"
+            )
+            print("|---|---|---|---|---|---|")
+            print(
+                f"| {s['n']:,} | {s['ivf_s']:.1f} | {s['ivf_index']} | {s['part_rows']:,} | "
+                f"{s['ivf_actor_peak_rss_mb']:.0f} | {s['driver_peak_rss_mb']:.0f} |"
+            )
+    finally:
+        ray.shutdown()
+
+
+def main() -> None:
+    args = _parser().parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     results: dict = {
         "machine": platform.processor() or platform.machine(),
@@ -166,37 +201,7 @@ def main() -> None:
                 f"{enc['ray_2_rows_per_s']:.1f} | {enc['ray_1_vs_single']:.2f} | {enc['ray_2_vs_1']:.2f} | "
                 f"{enc['overhead_ms_per_row']:.2f} |"
             )
-        import ray  # noqa: PLC0415
-
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
-        try:
-            if "mine" in args.parts:
-                results["mine"] = m = bench_mine(
-                    args.mine_n, args.dim, Path(scratch), "mine", args.part_rows, True
-                )
-                print(
-                    "\n| n x n | exact s | IVF s | IVF index | recall@1 of IVF vs exact, all rows "
-                    "| planted pairs | recall@1 on them |\n|---|---|---|---|---|---|---|"
-                )
-                print(
-                    f"| {m['n']:,} | {m['exact_s']:.1f} | {m['ivf_s']:.1f} | {m['ivf_index']} | "
-                    f"{m['recall_at_1']:.4f} | {m['planted_rows']:,} | {m['recall_at_1_planted']:.4f} |"
-                )
-            if "sim" in args.parts:
-                results["simulated"] = s = bench_mine(
-                    args.sim_n, args.dim, Path(scratch), "sim", args.part_rows, False
-                )
-                print(
-                    "\n| n x n | time s | index | rows per search actor | peak MB per search actor "
-                    "| driver peak MB |"
-                )
-                print("|---|---|---|---|---|---|")
-                print(
-                    f"| {s['n']:,} | {s['ivf_s']:.1f} | {s['ivf_index']} | {s['part_rows']:,} | "
-                    f"{s['ivf_actor_peak_rss_mb']:.0f} | {s['driver_peak_rss_mb']:.0f} |"
-                )
-        finally:
-            ray.shutdown()
+        _mine_parts(args, Path(scratch), results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))
 

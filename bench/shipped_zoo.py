@@ -10,7 +10,7 @@ recipe, with no entry of their own. Writes the marked block of docs/results/ship
 ``--split report`` (the default) scores the dev files' report part, which no recipe, stopping rule
 or release choice reads (modsenc/data/splits.py); ``--split whole`` the whole files, as before.
 
-    python bench/shipped_zoo.py --zoo runs/zoo-build/zoo --backbone runs/zoo-build/e5 \\
+    python -m bench.shipped_zoo --zoo runs/zoo-build/zoo --backbone runs/zoo-build/e5 \\
         --packed modsenc/adapters_zoo --languages ky,ug,uz,kk,az
 """
 
@@ -18,43 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 from pathlib import Path
 
-from common import (
-    Runner,
-    kardes_sts_bitext,
-    lscpu,
-    read_tsv,
-    replace_section,
-    sts_score,
-    sts_subset,
-    xsim_score,
-)
+from bench.common import Runner, columns, heldout, machine, read_tsv, replace_section, sts_score
 
-NTREX_LANGS = ("uz", "kk", "az", "tr")
 MARK_BEGIN = "<!-- shipped zoo: written by bench/shipped_zoo.py -->"
 MARK_END = "<!-- end of shipped zoo -->"
 E5, BUILT, SHIPPED = "e5 alone", "modules, fp32 (as trained)", "modules, fp16 (as shipped)"
-
-
-def heldout(work: Path, data: Path, langs: tuple[str, ...], part: str | None) -> tuple[Path, list[str]]:
-    """The STS rows of en and ``langs``, and the --bitext specs (Kardeş; NTREX where it has them),
-    of the dev files' ``part`` (report: what no training or choice reads; None: the whole files)."""
-    evaldata = work / "evaldata"
-    evaldata.mkdir(parents=True, exist_ok=True)
-    kardes = data / "eval-dev" / "sts" / "kardes-sts-dev.tsv"
-    tag = "-".join(langs) + (f".{part}" if part else "")
-    bitext = kardes_sts_bitext(kardes, evaldata / f"kardes-bitext.{tag}.tsv", langs, part=part)
-    sts = sts_subset(kardes, evaldata / f"kardes-sts-dev.en-{tag}.tsv", ("en", *langs), part=part)
-    specs = [f"{{path: {bitext}, languages: [en, {', '.join(langs)}]}}"]
-    ntrex = [lang for lang in langs if lang in NTREX_LANGS]
-    if ntrex:
-        split = f", split: {part}" if part else ""
-        specs.append(
-            f"{{path: {data / 'parallel' / 'ntrex.tsv'}, languages: [en, {', '.join(ntrex)}]{split}}}"
-        )
-    return sts, specs
 
 
 def evaluate(args: argparse.Namespace, run, langs: tuple[str, ...]) -> dict[str, dict]:
@@ -102,23 +72,6 @@ def fp16_cosines(built: Path, packed: Path, bitext: Path, langs: tuple[str, ...]
     return out
 
 
-def columns(lang: str) -> list[tuple[str, str, object, bool]]:
-    """(header, mode, getter, higher is better) of one language's table."""
-    out = [
-        (f"STS {lang}-{lang}", "mono", lambda r: sts_score(r, f"{lang}-{lang}"), True),
-        # the same pairs as a user gets them by default (cross: through the CLA)
-        (f"STS {lang}-{lang} default mode", "cross", lambda r: sts_score(r, f"{lang}-{lang}"), True),
-        (f"STS en-{lang}", "cross", lambda r: sts_score(r, f"en-{lang}"), True),
-    ]
-    files = [("kardes-bitext", "Kardeş")] + ([("ntrex", "NTREX")] if lang in NTREX_LANGS else [])
-    for file, label in files:
-        for pair in (f"en-{lang}", f"{lang}-en"):
-            out.append(
-                (f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: xsim_score(r, f, p), False)
-            )
-    return out
-
-
 def _value(results: dict, name: str, mode: str, get) -> float | None:
     key = f"{name}|{mode}" if f"{name}|{mode}" in results else f"{name}|cross"
     return get(results[key])
@@ -156,16 +109,7 @@ def bundle_facts(packed: Path, built: Path, lang: str) -> str:
     )
 
 
-def machine() -> str:
-    model, flags = lscpu()
-    wanted = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8")
-    present = [f for f in wanted if f in flags]
-    return (
-        f"{model} ({platform.machine()}), lscpu flags: {' '.join(present) or 'none of ' + ' '.join(wanted)}"
-    )
-
-
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -184,7 +128,11 @@ def main() -> None:
         help="which part of the dev files to score (modsenc/data/splits.py): report, which no training "
         "or choice reads (the default); selection; or the whole files, as tables before 2026-11-28",
     )
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = _parser().parse_args()
     args.split = None if args.split == "whole" else args.split
     langs = tuple(c.strip() for c in args.languages.split(",") if c.strip())
     run = Runner()
@@ -212,7 +160,7 @@ def main() -> None:
             "# The shipped zoo against e5 alone",
             "",
             f"Machine: {machine()}, 2 cores; fp32 (`--dtype auto` finds no native bf16 here). "
-            "`python bench/shipped_zoo.py --languages " + ",".join(langs) + "`. Files no recipe trains "
+            "`python -m bench.shipped_zoo --languages " + ",".join(langs) + "`. Files no recipe trains "
             "on: Kardeş STS dev (Spearman x100; xx-xx in `mono` mode, without the CLA, and in the default "
             "`cross` mode, through it), the Kardeş bitext "
             "read off it (395 translations, xsim error %, lower is better) and NTREX-128 for uz/kk/az. "

@@ -1,6 +1,6 @@
 """Start-up time of the command line: what a user waits for before anything happens.
 
-    python bench/startup.py [--runs 5] [--markdown]
+    python -m bench.startup [--runs 5] [--markdown]
 
 Times, each in a fresh subprocess, the median wall-clock time of ``--runs`` runs of:
 
@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import lscpu
+from bench.common import lscpu
 
 WANTED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 

@@ -1,5 +1,5 @@
 """Read the UDHR translations of unicode-org/udhr (its ``data/udhr`` folder, fetched outside the
-project) as sentences per language, for the router's wide benchmark (``bench/router.py
+project) as sentences per language, for the router's wide benchmark (``python -m bench.router
 --sections wide --udhr PATH``).
 
 One ``udhr_<key>.xml`` per translation, ``<udhr iso639-3=... key=... iso15924=...>``; every

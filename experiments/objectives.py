@@ -17,7 +17,7 @@ so every arm completes its learning-rate schedule. All arms are timed before any
 trained a second time with another seed (``--repeat``) so readers can tell noise from gaps. Every
 output directory is a cache: a second run only evaluates and formats what is missing.
 
-    python experiments/objectives.py --data ../shared/data --recipe cpu-e5 --work runs/objectives-e5 \\
+    python -m experiments.objectives --data ../shared/data --recipe cpu-e5 --work runs/objectives-e5 \\
         --budget-seconds 450 --repeat mexma --out docs/results/objectives.md
 """
 
@@ -39,11 +39,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from helpers import MODSENC, kardes_sts_bitext, read_tsv, write_tsv  # noqa: E402
 
+from experiments.common import MODSENC, kardes_sts_bitext, read_tsv, write_tsv  # noqa: E402
 from modsenc.backbone.encoder import Backbone  # noqa: E402
-from modsenc.data.readers import load_parallel  # noqa: E402
-from modsenc.data.specs import resolve_data_spec  # noqa: E402
+from modsenc.data.specs import load_parallel, resolve_data_spec  # noqa: E402
 from modsenc.training.configs import TrainBackboneRecipe  # noqa: E402
 from modsenc.training.recipe import recipe_mapping  # noqa: E402
 from modsenc.training.train_backbone import build_initial_backbone, run  # noqa: E402
@@ -241,7 +240,7 @@ def section(
     image: Path,
     out: Path,
 ) -> str:
-    command = shlex.join(sys.argv)
+    command = shlex.join(["-m", "experiments.objectives", *sys.argv[1:]])
     lines = [
         BEGIN,
         "## Objectives on one budget: MEXMA, EMS, EMMA-X, contrastive (LaBSE AMS)",

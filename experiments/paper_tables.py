@@ -21,7 +21,7 @@ document. Evaluation data (eval-dev only, never trained on):
   rows are row-aligned translations of the same STS-B pairs, so every distinct English sentence
   there has its uz, kk and az translation (395 sentences; the alignment is checked, not assumed).
 
-    python experiments/paper_tables.py --data ../shared/data --work runs/paper \
+    python -m experiments.paper_tables --data ../shared/data --work runs/paper \
         --mexma-repeat runs/cpu-minilm --modular-backbone runs/cpu-minilm/backbone \
         --zoo-pattern 'runs/zoo-cpu-{variant}' \
         --language-work-pattern 'runs/add-language-cpu/{lang}' --out docs/results/papers.md
@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from helpers import Runner, kardes_sts_bitext, replace_section, sts_subset
+from experiments.common import Runner, kardes_sts_bitext, replace_section, sts_subset
 
 LANGS = ("en", "uz", "kk", "az")
 TARGETS = ("uz", "kk", "az")
@@ -316,6 +316,105 @@ def modular_direction(n: dict[str, dict[str, float]]) -> tuple[str, str]:
     return sts, bitext
 
 
+def _ablation_section(ablation: str, ablation_numbers: Any, mexma_commands: str) -> list[str]:
+    """The heading, the command and section 1, the MEXMA ablation."""
+    return [
+        "# Results: the papers' comparisons at CPU scale",
+        "",
+        "Produced by `experiments/paper_tables.py` (this block is its output; the prose around the",
+        "numbers is generated from them). Machine: 2 CPU cores, fp32, no GPU. Command:",
+        "",
+        "    "
+        + " ".join(shlex.quote(a) for a in ["python", "-m", "experiments.paper_tables", *sys.argv[1:]]),
+        "",
+        "The scale is tiny next to the papers': a 17M-parameter backbone (all-MiniLM-L6-v2 moved to a",
+        "16K multilingual SentencePiece vocabulary with FOCUS), 400 MEXMA steps of 32 pairs, and",
+        "add-language / fine-tuning budgets of minutes (recipes `cpu-minilm`, `add-language-cpu`,",
+        "`full-finetune-cpu`). The numbers say which direction each comparison takes at this scale,",
+        "not what the methods reach. Evaluation files are the eval-dev sets only (see the module",
+        "docstring of the script for the uz/kk/az bitext read off Kardeş STS dev: 395 sentences).",
+        "",
+        "## 1. MEXMA ablation (MEXMA paper, Table 5 layout)",
+        "",
+        "Same recipe (`recipes/cpu-minilm.yaml`: 400 steps, batch 32, same data and seed); only the",
+        "objective switches differ. xsim error: LASER ratio margin, k=4, both directions averaged.",
+        "STS: Spearman x100 of cosine similarity. A row 'earlier run' is the same recipe trained",
+        "again (the issue-2 run, with an older dropout seeding): the gap between it and the full",
+        "arm is the run-to-run spread to read the other gaps against.",
+        "",
+        ablation,
+        "",
+        ablation_direction(ablation_numbers),
+        "",
+        "Commands:",
+        "",
+        mexma_commands,
+        "",
+    ]
+
+
+def _modular_section(
+    models: dict[str, Any], tables: tuple[str, str, str, str], modular_commands: str
+) -> list[str]:
+    """Section 2: full fine-tuning against modules; ``tables``: STS, bitext and their directions."""
+    sts, bitext, sts_direction, bitext_direction = tables
+    return [
+        "## 2. Full fine-tuning versus modules (Modular Sentence Encoders, Tables 1-2 layout)",
+        "",
+        f"Backbone: `{models['backbone']}` (recipe cpu-minilm, full MEXMA; the zoos were built on it).",
+        "Full_m: every parameter trained on the monolingual",
+        "paraphrases of en, uz, kk and az (4 epochs, the SE stage's budget); Full_c: on the en->XX",
+        "cross-lingual paraphrases (2 epochs, the CLA stage's budget); Full_mc: Full_m then the Full_c",
+        "phase. Mod_en: the English SE adapter for every language (backbone tokenizer);",
+        "Mod_m: each language's vocabulary + LA + SE; Mod_mc-*: plus its CLA trained on",
+        "cross-lingual paraphrases (pp), parallel sentences (pl) or both, alternating (jt). The",
+        "pairs are the same in both families (`modsenc finetune` reads them with add-language's",
+        "own reader, the same 100 dev pairs per language held out). Monolingual columns use no CLA,",
+        "so the Mod_mc rows repeat Mod_m there (the three zoos share vocabulary, LA and SE).",
+        "",
+        "### Table 1: STS (Kardeş STS dev, Spearman x100)",
+        "",
+        sts,
+        "",
+        "Language bias: the modular paper's definition (average bilingual Spearman minus Spearman",
+        "over the pooled bilingual pairs); closer to 0 is better.",
+        "",
+        sts_direction,
+        "",
+        "### Table 2: bitext mining (uz/kk/az <-> en, 395 sentences from Kardeş STS dev)",
+        "",
+        bitext,
+        "",
+        bitext_direction,
+        "",
+        "Commands:",
+        "",
+        modular_commands,
+        "",
+    ]
+
+
+def _compute_section(args: argparse.Namespace, run: Runner, compute: str, train_seconds: float) -> list[str]:
+    """The compute section: recorded training times and this invocation's evaluations."""
+    return [
+        "## Compute",
+        "",
+        "Training on the 2 CPU cores, as recorded by each command next to its output (a stage that",
+        "was reused is counted once; 'not recorded': trained before train-backbone wrote its wall",
+        "time into the manifest, see docs/benchmarks.md):",
+        "",
+        compute,
+        "",
+        f"Total recorded training time: {train_seconds / 3600:.2f} h. {args.compute_note}".rstrip(),
+        "",
+        "Wall times of the evaluations this invocation of the script ran itself (s):",
+        "",
+        "\n".join(f"    {s:>8.0f}  {c}" for c, s in run.seconds.items())
+        or "    (none: every output existed)",
+        "",
+    ]
+
+
 def document(args: argparse.Namespace, run: Runner, results: dict[str, dict], models: dict[str, Any]) -> str:
     ablation, ablation_numbers = ablation_table(results)
     compute, train_seconds = compute_table(models)
@@ -327,83 +426,13 @@ def document(args: argparse.Namespace, run: Runner, results: dict[str, dict], mo
 
     return "\n".join(
         [
-            "# Results: the papers' comparisons at CPU scale",
-            "",
-            "Produced by `experiments/paper_tables.py` (this block is its output; the prose around the",
-            "numbers is generated from them). Machine: 2 CPU cores, fp32, no GPU. Command:",
-            "",
-            "    " + " ".join(shlex.quote(a) for a in ["python", *sys.argv]),
-            "",
-            "The scale is tiny next to the papers': a 17M-parameter backbone (all-MiniLM-L6-v2 moved to a",
-            "16K multilingual SentencePiece vocabulary with FOCUS), 400 MEXMA steps of 32 pairs, and",
-            "add-language / fine-tuning budgets of minutes (recipes `cpu-minilm`, `add-language-cpu`,",
-            "`full-finetune-cpu`). The numbers say which direction each comparison takes at this scale,",
-            "not what the methods reach. Evaluation files are the eval-dev sets only (see the module",
-            "docstring of the script for the uz/kk/az bitext read off Kardeş STS dev: 395 sentences).",
-            "",
-            "## 1. MEXMA ablation (MEXMA paper, Table 5 layout)",
-            "",
-            "Same recipe (`recipes/cpu-minilm.yaml`: 400 steps, batch 32, same data and seed); only the",
-            "objective switches differ. xsim error: LASER ratio margin, k=4, both directions averaged.",
-            "STS: Spearman x100 of cosine similarity. A row 'earlier run' is the same recipe trained",
-            "again (the issue-2 run, with an older dropout seeding): the gap between it and the full",
-            "arm is the run-to-run spread to read the other gaps against.",
-            "",
-            ablation,
-            "",
-            ablation_direction(ablation_numbers),
-            "",
-            "Commands:",
-            "",
-            commands("mexma", "eval-mexma"),
-            "",
-            "## 2. Full fine-tuning versus modules (Modular Sentence Encoders, Tables 1-2 layout)",
-            "",
-            f"Backbone: `{models['backbone']}` (recipe cpu-minilm, full MEXMA; the zoos were built on it).",
-            "Full_m: every parameter trained on the monolingual",
-            "paraphrases of en, uz, kk and az (4 epochs, the SE stage's budget); Full_c: on the en->XX",
-            "cross-lingual paraphrases (2 epochs, the CLA stage's budget); Full_mc: Full_m then the Full_c",
-            "phase. Mod_en: the English SE adapter for every language (backbone tokenizer);",
-            "Mod_m: each language's vocabulary + LA + SE; Mod_mc-*: plus its CLA trained on",
-            "cross-lingual paraphrases (pp), parallel sentences (pl) or both, alternating (jt). The",
-            "pairs are the same in both families (`modsenc finetune` reads them with add-language's",
-            "own reader, the same 100 dev pairs per language held out). Monolingual columns use no CLA,",
-            "so the Mod_mc rows repeat Mod_m there (the three zoos share vocabulary, LA and SE).",
-            "",
-            "### Table 1: STS (Kardeş STS dev, Spearman x100)",
-            "",
-            sts,
-            "",
-            "Language bias: the modular paper's definition (average bilingual Spearman minus Spearman",
-            "over the pooled bilingual pairs); closer to 0 is better.",
-            "",
-            sts_direction,
-            "",
-            "### Table 2: bitext mining (uz/kk/az <-> en, 395 sentences from Kardeş STS dev)",
-            "",
-            bitext,
-            "",
-            bitext_direction,
-            "",
-            "Commands:",
-            "",
-            commands("full", "modular", "eval-modular"),
-            "",
-            "## Compute",
-            "",
-            "Training on the 2 CPU cores, as recorded by each command next to its output (a stage that",
-            "was reused is counted once; 'not recorded': trained before train-backbone wrote its wall",
-            "time into the manifest, see docs/benchmarks.md):",
-            "",
-            compute,
-            "",
-            f"Total recorded training time: {train_seconds / 3600:.2f} h. {args.compute_note}".rstrip(),
-            "",
-            "Wall times of the evaluations this invocation of the script ran itself (s):",
-            "",
-            "\n".join(f"    {s:>8.0f}  {c}" for c, s in run.seconds.items())
-            or "    (none: every output existed)",
-            "",
+            *_ablation_section(ablation, ablation_numbers, commands("mexma", "eval-mexma")),
+            *_modular_section(
+                models,
+                (sts, bitext, sts_direction, bitext_direction),
+                commands("full", "modular", "eval-modular"),
+            ),
+            *_compute_section(args, run, compute, train_seconds),
         ]
     )
 

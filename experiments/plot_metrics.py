@@ -1,6 +1,6 @@
 """Plot a training run's metrics.jsonl (loss terms per step) to a PNG.
 
-python experiments/plot_metrics.py runs/cpu-small/run/metrics.jsonl -o docs/img/cpu-small-loss.png
+python -m experiments.plot_metrics runs/cpu-small/run/metrics.jsonl -o docs/img/cpu-small-loss.png
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 each trained twice from the same start with the same data, seed and steps, once in fp32 and once in
 bf16 (``--set training.precision=...``), and scored on the same held-out dev files.
 
-    python experiments/precision_quality.py --data ../shared/data --work runs/precision \\
+    python -m experiments.precision_quality --data ../shared/data --work runs/precision \\
         --out docs/results/precision.md
 
 * add-language: ``add-language-e5`` as shipped for ``--lang`` (SE + CLA, early stopping on dev pairs
@@ -26,11 +26,10 @@ import argparse
 import json
 from pathlib import Path
 
-import modules_table
-from helpers import Runner, replace_section, sts_score, xsim_score
+from experiments.common import LANGS, Runner, heldout_files, replace_section, sts_score, xsim_score
 
 PRECISIONS = ("fp32", "bf16")
-TARGETS = modules_table.LANGS  # uz, kk, az
+TARGETS = LANGS  # uz, kk, az
 MARK_BEGIN = "<!-- precision table: written by experiments/precision_quality.py -->"
 MARK_END = "<!-- end of precision table -->"
 
@@ -66,7 +65,7 @@ def train(args: argparse.Namespace, run) -> tuple[Path, dict[str, Path], dict[st
 
 def evaluate(args: argparse.Namespace, run, zoos: dict[str, Path], backbones: dict[str, Path]) -> dict:
     work = Path(args.work)
-    sts, bitexts = modules_table.heldout_files(work, Path(args.data))
+    sts, bitexts = heldout_files(work, Path(args.data))
     jobs = [(f"zoo-{p}", zoos[p], mode) for p in PRECISIONS for mode in ("mono", "cross")]
     jobs += [(f"backbone-{p}", backbones[p], "cross") for p in PRECISIONS]
     results = {}

@@ -11,7 +11,7 @@ same held-out files per item and says, for every column, how far the difference 
   sentences, scipy.stats.binomtest): the chance of a split at least that uneven if neither model
   were better.
 
-    python experiments/significance.py --model runs/x/zoo-c5 \
+    python -m experiments.significance --model runs/x/zoo-c5 \
         --baseline "naive LoRA=runs/lora-e5/m/backbone" --baseline Full_m=runs/full-e5/m/backbone \
         --out docs/results/significance.md
 
@@ -23,91 +23,25 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
-import modules_table
 import numpy as np
-from helpers import replace_section
-from scipy.stats import binomtest, bootstrap, spearmanr
 
+from experiments.common import (
+    LANGS,
+    Scored,
+    bitext_columns,
+    heldout_files,
+    mcnemar,
+    replace_section,
+    scored,
+    spearman_gap,
+)
 from modsenc.data.readers import ParallelCorpus, read_parallel_tsv
-from modsenc.eval.bitext import xsim_correct
-from modsenc.eval.runner import EncoderSet
-from modsenc.eval.sts import STSPair, read_sts_tsv, row_cosines
+from modsenc.eval.sts import STSPair, read_sts_tsv
 
 MARK_BEGIN = "<!-- significance: written by experiments/significance.py -->"
 MARK_END = "<!-- end of significance -->"
-Encode = Callable[[list[str]], np.ndarray]
-
-
-def spearman_gap(
-    model: np.ndarray, baseline: np.ndarray, gold: np.ndarray, resamples: int = 2000, seed: int = 0
-) -> tuple[float, float, float]:
-    """(difference, low, high): Spearman x100 of the model's cosines against gold minus the
-    baseline's, with a 95% percentile bootstrap interval resampling the pairs for both at once."""
-
-    def gap(a: np.ndarray, b: np.ndarray, g: np.ndarray) -> float:
-        return 100 * (spearmanr(a, g).statistic - spearmanr(b, g).statistic)
-
-    interval = bootstrap(
-        (model, baseline, gold),
-        gap,
-        paired=True,
-        vectorized=False,
-        n_resamples=resamples,
-        method="percentile",
-        random_state=np.random.default_rng(seed),
-    ).confidence_interval
-    return gap(model, baseline, gold), float(interval.low), float(interval.high)
-
-
-def mcnemar(model_correct: np.ndarray, baseline_correct: np.ndarray) -> tuple[int, int, float]:
-    """(only the model right, only the baseline right, exact two-sided McNemar p-value)."""
-    only_model = int((model_correct & ~baseline_correct).sum())
-    only_baseline = int((~model_correct & baseline_correct).sum())
-    discordant = only_model + only_baseline
-    p = binomtest(only_model, discordant, 0.5).pvalue if discordant else 1.0
-    return only_model, only_baseline, float(p)
-
-
-class Scored:
-    """One model's per-item outcomes on the held-out files: STS cosines and mining correctness.
-    Each (mode, language, sentences) is encoded once: the same English side serves every
-    language and baseline."""
-
-    def __init__(self, encode_mono: Callable[[str], Encode], encode_cross: Callable[[str], Encode]) -> None:
-        self.encoders = {"mono": encode_mono, "cross": encode_cross}
-        self._vectors: dict[tuple[str, str, tuple[str, ...]], np.ndarray] = {}
-
-    def encode(self, mode: str, lang: str, texts: list[str]) -> np.ndarray:
-        key = (mode, lang, tuple(texts))
-        if key not in self._vectors:
-            self._vectors[key] = np.asarray(self.encoders[mode](lang)(texts))
-        return self._vectors[key]
-
-    def sts_cosines(self, pairs: list, lang1: str, lang2: str) -> np.ndarray:
-        mode = "mono" if lang1 == lang2 else "cross"
-        left = self.encode(mode, lang1, [p.sentence1 for p in pairs])
-        right = self.encode(mode, lang2, [p.sentence2 for p in pairs])
-        return row_cosines(left, right)
-
-    def mining(self, columns: dict[str, list[str]], src: str, tgt: str) -> np.ndarray:
-        vectors = {lang: self.encode("cross", lang, columns[lang]) for lang in (src, tgt)}
-        return xsim_correct(vectors[src], vectors[tgt], columns[tgt])
-
-
-def scored(model: str) -> Scored:
-    """A zoo (monolingual STS without its CLA) or a backbone folder, encoded in bf16 where native."""
-    cross = EncoderSet(model)
-    mono = EncoderSet(model, mode="mono") if cross.kind == "zoo" else cross
-    return Scored(mono.for_language, cross.for_language)
-
-
-def bitext_columns(corpus: ParallelCorpus, lang: str) -> dict[str, list[str]]:
-    """The English and ``lang`` columns of the rows that have both."""
-    rows = [i for i, (a, b) in enumerate(zip(corpus.columns["en"], corpus.columns[lang])) if a and b]
-    return {code: [corpus.columns[code][i] for i in rows] for code in ("en", lang)}
 
 
 def _p(p: float) -> str:
@@ -179,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--baseline", action="append", required=True, metavar="NAME=PATH", help="a backbone to compare with"
     )
-    parser.add_argument("--langs", default=",".join(modules_table.LANGS))
+    parser.add_argument("--langs", default=",".join(LANGS))
     parser.add_argument("--data", default="../shared/data", help="the shared data folder (eval-dev, NTREX)")
     parser.add_argument("--work", default="runs", help="where the held-out files are written (evaldata/)")
     parser.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples per STS column")
@@ -191,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
         if not sep or not name or not path:
             parser.error(f"--baseline {item!r}: expected NAME=PATH")
         baselines[name] = path
-    sts_file, _ = modules_table.heldout_files(Path(args.work), Path(args.data))
+    sts_file, _ = heldout_files(Path(args.work), Path(args.data))
     bitexts = {
         "NTREX": Path(args.data) / "parallel" / "ntrex.tsv",
         "Kardeş": Path(args.work) / "evaldata" / "kardes-bitext.tsv",

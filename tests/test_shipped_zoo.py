@@ -17,17 +17,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from experiments import significance  # its exact McNemar test
 from modsenc.backbone.manifest import read_backbone_manifest, verify_backbone
 from modsenc.data.demo import demo_path
 from modsenc.data.readers import read_parallel_tsv
 from modsenc.encoder import ModularEncoder
 from modsenc.modules.bundle import Zoo, verify_bundle
 from modsenc.modules.defaults import ZOO_ENV, default_zoo, shipped_zoo
-from tests.experiments.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_LANGUAGES = {"uz", "kk", "az", "ky", "ug"}  # at least these (docs/results/shipped-zoo.md)
-significance = load_script("significance.py", "significance")  # its exact McNemar test
 
 
 @pytest.fixture(scope="module")

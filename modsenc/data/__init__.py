@@ -16,14 +16,17 @@ from modsenc.data.readers import (
     TranslationPair,
     english_centric_pairs,
     is_language_code,
-    load_monolingual,
-    load_parallel,
-    load_paraphrases,
     read_monolingual,
     read_parallel_tsv,
     read_paraphrase_tsv,
 )
-from modsenc.data.specs import file_record, resolve_data_spec
+from modsenc.data.specs import (
+    file_record,
+    load_monolingual,
+    load_parallel,
+    load_paraphrases,
+    resolve_data_spec,
+)
 
 __all__ = [
     "DEMO_PARALLEL",

@@ -21,8 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from modsenc.data.readers import ParaphrasePair, load_monolingual, load_parallel, load_paraphrases
-from modsenc.data.specs import file_record, resolve_data_spec
+from modsenc.data.readers import ParaphrasePair
+from modsenc.data.specs import (
+    file_record,
+    load_monolingual,
+    load_parallel,
+    load_paraphrases,
+    resolve_data_spec,
+)
 from modsenc.utils.config import Section
 
 

@@ -3,17 +3,16 @@
 Every reader validates as it goes and raises :class:`DataFormatError` naming the file and line,
 because a silently skipped or misaligned row in a parallel corpus corrupts training without any
 visible symptom. The line and table reading they share is ``modsenc.data.lines`` (its public
-helpers are importable from here too); Hugging Face datasets are ``modsenc.data.hf_parallel``.
+helpers are importable from here too); Hugging Face datasets are ``modsenc.data.hf_parallel``, and
+a recipe's data entries (a path or a dict) are dispatched to these readers by ``modsenc.data.specs``.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from modsenc.data.errors import DataFormatError
 from modsenc.data.lines import check_file, count_lines, decode_line, iter_lines, no_rows_error, read_table
@@ -31,9 +30,6 @@ __all__ = [
     "base_language",
     "is_language_code",
     "iter_lines",
-    "load_monolingual",
-    "load_parallel",
-    "load_paraphrases",
     "no_rows_error",
     "read_monolingual",
     "read_parallel_tsv",
@@ -296,65 +292,6 @@ def english_centric_pairs(
     return pairs
 
 
-# --------------------------------------------------------------------------------------------------
-# config-level loaders: a path, or a dict from a recipe YAML
-
-
-def spec_dict(spec: Mapping[str, Any], allowed: set[str], what: str) -> dict[str, Any]:
-    unknown = set(spec) - allowed
-    if unknown:
-        raise ValueError(
-            f"{what} spec has unknown key(s) {', '.join(sorted(unknown))}; "
-            f"allowed: {', '.join(sorted(allowed))}"
-        )
-    if "path" not in spec:
-        raise ValueError(f"{what} spec needs a 'path' key, got {dict(spec)!r}")
-    return dict(spec)
-
-
-def _spec_type_error(spec: Any, what: str, example: str) -> TypeError:
-    return TypeError(f"{what} spec must be a path or a dict such as {example}, not {type(spec).__name__}")
-
-
-def load_parallel(spec: PathLike | Mapping[str, Any]) -> ParallelCorpus:
-    """Resolve a recipe's parallel-data entry.
-
-    Accepted: a path to a parallel TSV; ``{"path": p, "languages": [...], "rows": [start, stop],
-    "split": "selection" | "report"}`` (a dev file's part: ``modsenc.data.splits``); or
-    ``{"hf": name, "config": ..., "split": ..., "languages": [...], **load_dataset_kwargs}``
-    (e.g. ``data_files``, ``revision``), passed to :func:`load_hf_parallel`.
-    """
-    if isinstance(spec, (str, os.PathLike)):
-        return read_parallel_tsv(spec)
-    if not isinstance(spec, Mapping):
-        raise _spec_type_error(
-            spec, "parallel data", "{'path': 'x.tsv'} or {'hf': 'wmt19', 'config': 'de-en'}"
-        )
-    if "hf" in spec:
-        if "path" in spec:
-            raise ValueError(f"parallel data spec has both 'hf' and 'path'; give one: {dict(spec)!r}")
-        # Deferred: hf_parallel builds on this module's ParallelCorpus.
-        from modsenc.data.hf_parallel import load_hf_parallel  # noqa: PLC0415
-
-        kwargs = dict(spec)
-        name = kwargs.pop("hf")
-        return load_hf_parallel(
-            name,
-            config=kwargs.pop("config", None),
-            split=kwargs.pop("split", "train"),
-            languages=kwargs.pop("languages", None),
-            **kwargs,
-        )
-    d = spec_dict(spec, {"path", "languages", "rows", "split"}, "parallel data")
-    if d.get("split") is not None:  # its groups are the whole file's rows, whichever languages
-        corpus = select_split(read_parallel_tsv(d["path"]), d["split"], d.get("languages"))
-    else:
-        corpus = read_parallel_tsv(d["path"], languages=d.get("languages"))
-    if d.get("rows") is None:
-        return corpus
-    return select_rows(corpus, d["rows"])
-
-
 def select_split(corpus: ParallelCorpus, part: str, languages: Sequence[str] | None = None) -> ParallelCorpus:
     """The rows of ``corpus`` in ``part`` (``selection`` or ``report``: modsenc.data.splits), grouped
     over all its columns so that no translation crosses the split; then ``languages``' columns."""
@@ -397,53 +334,3 @@ def select_rows(corpus: ParallelCorpus, rows: Sequence[int | None]) -> ParallelC
     if not next(iter(columns.values()), []):
         raise ValueError(f"{corpus.path}: rows {list(rows)} select none of its {len(corpus)} rows")
     return ParallelCorpus(f"{corpus.path}[{rows[0]}:{rows[1]}]", columns)
-
-
-def load_paraphrases(spec: PathLike | Mapping[str, Any]) -> list[ParaphrasePair]:
-    """Resolve a recipe's paraphrase entry: a path or ``{"path": p, "languages": [...]}``."""
-    if isinstance(spec, (str, os.PathLike)):
-        return read_paraphrase_tsv(spec)
-    if not isinstance(spec, Mapping):
-        raise _spec_type_error(spec, "paraphrase data", "{'path': 'x.tsv', 'languages': ['en']}")
-    d = spec_dict(spec, {"path", "languages"}, "paraphrase data")
-    return read_paraphrase_tsv(d["path"], languages=d.get("languages"))
-
-
-def _tsv_header_hint(path: PathLike) -> str:
-    try:
-        _header_line, header, _rows = read_table(path)
-    except (OSError, DataFormatError):
-        return ""
-    return f" (its columns: {' '.join(header)})"
-
-
-def load_monolingual(spec: PathLike | Mapping[str, Any]) -> list[str]:
-    """Resolve a recipe's monolingual entry: a text file, or one column of a parallel TSV.
-
-    ``{"path": "parallel.tsv", "column": "uz"}`` reuses the target side of a parallel file as
-    monolingual text (empty cells skipped). A ``.tsv`` path without a column is refused: reading
-    it line by line would train on tab-joined rows of several languages.
-    """
-    if isinstance(spec, (str, os.PathLike)):
-        spec = {"path": spec}
-    if not isinstance(spec, Mapping):
-        raise _spec_type_error(
-            spec, "monolingual data", "{'path': 'uz.txt'} or {'path': 'x.tsv', 'column': 'uz'}"
-        )
-    d = spec_dict(spec, {"path", "column"}, "monolingual data")
-    path, column = d["path"], d.get("column")
-    if column is None:
-        if Path(path).suffix.lower() == ".tsv":
-            check_file(path)
-            raise DataFormatError(
-                path,
-                None,
-                f"is a TSV file{_tsv_header_hint(path)}; to use one of its columns as monolingual text, "
-                f"pass {{'path': {os.fspath(path)!r}, 'column': '<lang>'}}",
-            )
-        return read_monolingual(path)
-    corpus = read_parallel_tsv(path, languages=[column])
-    sentences = [text for text in corpus.columns[column] if text]
-    if not sentences:
-        raise DataFormatError(path, None, f"column {column!r} has no non-empty cells")
-    return sentences

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from modsenc.data.readers import ParallelCorpus, load_parallel
-from modsenc.data.specs import resolve_data_spec
+from modsenc.data.readers import ParallelCorpus
+from modsenc.data.specs import load_parallel, resolve_data_spec
 from modsenc.eval.bitext import bitext_mining, l2_normalise
 from modsenc.eval.runner import EncoderSet
 

@@ -19,7 +19,7 @@ import torch
 from modsenc.backbone.precision import autocast, check_precision, resolve_precision
 from modsenc.backbone.quantization import check_quantization, quantize_linears
 from modsenc.data.errors import DataFormatError
-from modsenc.data.readers import load_parallel
+from modsenc.data.specs import load_parallel
 from modsenc.eval.bitext import bitext_mining
 from modsenc.eval.similarity import language_bias
 from modsenc.eval.sts import load_sts, row_cosines, spearman_x100

@@ -15,7 +15,8 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from modsenc.data.errors import DataFormatError
-from modsenc.data.readers import check_file, is_language_code, no_rows_error, read_table, spec_dict
+from modsenc.data.readers import check_file, is_language_code, no_rows_error, read_table
+from modsenc.data.specs import spec_dict
 from modsenc.data.splits import rows_in
 from modsenc.eval.bitext import l2_normalise
 

@@ -24,58 +24,22 @@ import argparse
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from modsenc.modules.bundle import Zoo, verify_bundle_file
+from modsenc.routing.acceptance_record import ORDERS, AcceptanceTest
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, ScoringTable, ngrams
 
 log = logging.getLogger(__name__)
 
-FORMAT = "modsenc-acceptance/1"
 # The share of a language's own held-out sentences the test may turn away, and the margin on top
 # (in the same standardised units), measured on the shipped zoo: docs/results/router.md.
 PERCENTILE = 0.5
 MARGIN = 0.0
-# Only the 3- to 5-grams are scored: letters and pairs are shared by most languages of a script
-# and only dilute the difference (Tagalog kept 15% of its sentences under Uzbek's test with all
-# orders, 4% with these; Tuvan 27% and 2% under Kyrgyz's).
-ORDERS = (3, 4, 5)
 CONFIRMED_SLACK = 2.0
 MIN_SENTENCES = 30  # fewer held-out sentences calibrate nothing: such a bundle accepts all
-
-
-@dataclass(frozen=True)
-class AcceptanceTest:
-    """Accept a text whose mean log-probability per n-gram ``m`` over ``n`` n-grams has
-    ``(m - centre) * sqrt(n) >= -slack``."""
-
-    centre: float
-    slack: float
-    percentile: float
-    margin: float
-    sentences: int
-    orders: tuple[int, ...] = ORDERS
-    format: str = FORMAT
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, object]) -> AcceptanceTest:
-        if raw.get("format") != FORMAT:
-            raise ValueError(f"acceptance test of format {raw.get('format')!r} (this modsenc reads {FORMAT})")
-        fields = ("centre", "slack", "percentile", "margin")
-        orders = tuple(int(n) for n in raw["orders"])  # type: ignore[attr-defined]
-        return cls(*(float(raw[k]) for k in fields), int(raw["sentences"]), orders)  # type: ignore[arg-type]
-
-    def standardised(self, mean: np.ndarray, count: np.ndarray) -> np.ndarray:
-        return (mean - self.centre) * np.sqrt(np.maximum(count, 1))
-
-    def accepts(self, mean: np.ndarray, count: np.ndarray) -> np.ndarray:
-        return (count == 0) | (self.standardised(mean, count) >= -self.slack)
 
 
 class ProfileScorer:

@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 from modsenc.data.orthography import orthography_for
-from modsenc.data.readers import iter_lines, load_parallel
+from modsenc.data.readers import iter_lines
+from modsenc.data.specs import load_parallel
 from modsenc.routing.langid import CharNgramProfile, build_profile
 from modsenc.utils.io import atomic_write_bytes, atomic_write_json
 

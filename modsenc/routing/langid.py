@@ -32,6 +32,7 @@ import numpy as np
 
 from modsenc.data.orthography import APOSTROPHES
 from modsenc.data.scripts import detect_script, script_label
+from modsenc.routing.acceptance_record import AcceptanceTest
 from modsenc.utils.io import atomic_write_json
 
 LANGID_FILE = "langid.json"
@@ -95,10 +96,6 @@ def sharing_ngrams() -> Iterator[None]:
         _SHARED_NGRAMS.reset(token)
 
 
-class AcceptanceRecord(Protocol):
-    def to_dict(self) -> dict[str, object]: ...
-
-
 class Detector(Protocol):
     def detect(self, texts: Sequence[str], candidates: Sequence[str]) -> list[tuple[str | None, float]]:
         """For each text, (language code or None, confidence in [0, 1]): one of ``candidates``, or
@@ -144,7 +141,7 @@ class CharNgramProfile:
         scripts: dict[str, tuple[dict[str, float], dict[int, float]]],
         sample: list[str] | None = None,
         orders: Sequence[int] = ORDERS,
-        acceptance: AcceptanceRecord | None = None,
+        acceptance: AcceptanceTest | None = None,
     ) -> None:
         if not scripts:
             raise ValueError(f"a language profile for {lang!r} needs at least one script")
@@ -221,8 +218,6 @@ class CharNgramProfile:
             }
             profile = cls(data["language"], parsed, data.get("sample"), data.get("orders", (1, 2, 3)))
             if data.get("acceptance") is not None:  # absent from a profile written before issue 48
-                from modsenc.routing.acceptance import AcceptanceTest  # noqa: PLC0415
-
                 profile.acceptance = AcceptanceTest.from_dict(data["acceptance"])
             return profile
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:

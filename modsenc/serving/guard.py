@@ -15,7 +15,7 @@ from modsenc.serving.requests import POLLED, PUBLIC, endpoint_label
 from modsenc.utils.errors import ModsencError
 
 if TYPE_CHECKING:
-    from modsenc.serving.app import ServerState
+    from modsenc.serving.state import ServerState
 
 log = logging.getLogger("modsenc.serving")
 # One line per request; a logger of its own, so it can be silenced or routed apart from the rest.

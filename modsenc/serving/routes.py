@@ -24,7 +24,7 @@ from modsenc.serving.service import (
 from modsenc.serving.token_ids import texts_of_token_ids
 
 if TYPE_CHECKING:
-    from modsenc.serving.app import ServerState
+    from modsenc.serving.state import ServerState
 
 log = logging.getLogger("modsenc.serving")
 

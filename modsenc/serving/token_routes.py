@@ -23,7 +23,7 @@ from modsenc.serving.service import InputTooLong, UnknownLanguage
 from modsenc.utils.errors import InputError
 
 if TYPE_CHECKING:
-    from modsenc.serving.app import ServerState
+    from modsenc.serving.state import ServerState
 
 
 def add_token_endpoints(app: FastAPI, state: ServerState) -> None:

@@ -26,15 +26,14 @@ from modsenc.backbone.importer import load_source
 from modsenc.backbone.manifest import MANIFEST_NAME
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.data.batching import BatchStream, LengthBucketBatchSampler
-from modsenc.data.readers import (
-    ParallelCorpus,
-    TranslationPair,
-    english_centric_pairs,
+from modsenc.data.readers import ParallelCorpus, TranslationPair, english_centric_pairs
+from modsenc.data.specs import (
+    file_record,
     load_monolingual,
     load_parallel,
     load_paraphrases,
+    resolve_data_spec,
 )
-from modsenc.data.specs import file_record, resolve_data_spec
 from modsenc.objectives.base import Objective, ObjectiveData
 from modsenc.objectives.registry import NON_PARALLEL_OBJECTIVES, build_objective
 from modsenc.training.checkpoint import latest_checkpoint

@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
 
+from bench import backbone_throughput as bench
 from modsenc.backbone import Backbone
 from modsenc.data.batching import LengthBucketBatchSampler
 from modsenc.data.demo import demo_path
 from modsenc.data.readers import english_centric_pairs, read_parallel_tsv
 from modsenc.objectives.mexma import MEXMAConfig, MEXMAObjective
-
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "backbone_throughput.py"
-_spec = importlib.util.spec_from_file_location("bench_backbone_throughput", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "common.py"
-_spec = importlib.util.spec_from_file_location("bench_common", _PATH)
-common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(common)
+from bench import common
 
 BEGIN, END = "<!-- x: begin -->", "<!-- x: end -->"
 

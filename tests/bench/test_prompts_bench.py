@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "prompts.py"
-_spec = importlib.util.spec_from_file_location("prompts_bench", _PATH)
-prompts_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(prompts_bench)
+from bench import prompts as prompts_bench
 
 
 def test_retrieval_scores_by_hand() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from modsenc.data.language_data import crosslingual_pairs, load_language_data
-from modsenc.data.readers import load_paraphrases
+from modsenc.data.specs import load_paraphrases
 
 # Two pair ids in en, uz and kk; p2 has no kk row; p3 exists in uz only.
 PARAPHRASES = """pair_id\tlang\tanchor\tpositive\tnegative

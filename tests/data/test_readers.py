@@ -371,7 +371,7 @@ def test_parallel_spec_rows_select_a_slice(tmp_path: Path) -> None:
 
 def test_rows_are_row_numbers_of_the_file_not_python_slices(tmp_path: Path) -> None:
     """rows: [-5, 1000] would count -5 from the end and cut 1000 to the end without a word."""
-    from modsenc.data.readers import load_parallel  # noqa: PLC0415
+    from modsenc.data.specs import load_parallel  # noqa: PLC0415
 
     tsv = tmp_path / "p.tsv"
     tsv.write_text("en\tuz\n" + "".join(f"e{i}\tu{i}\n" for i in range(10)), encoding="utf-8")

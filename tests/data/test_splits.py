@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from modsenc.data import splits
-from modsenc.data.readers import load_parallel
+from modsenc.data.specs import load_parallel
 from modsenc.eval.sts import load_sts
 from tests._zoo import fast_recipe, write_sts
 

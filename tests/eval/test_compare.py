@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from modsenc.backbone import Backbone
 from modsenc.cli import main
 from modsenc.data.demo import demo_path
-from modsenc.data.readers import load_parallel
+from modsenc.data.specs import load_parallel
 from modsenc.eval.bitext import l2_normalise, precision_at_1, xsim_error
 from modsenc.eval.compare import compare_on_bitext, format_report
 from modsenc.modules.bundle import Zoo

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.experiments.scripts import load_script
-
-default_mode = load_script("default_mode.py", "default_mode_script")
+from experiments import default_mode
 
 
 def test_table_shows_spearman_and_xsim_error_and_leaves_mono_rows_to_their_column() -> None:

@@ -6,9 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.experiments.scripts import load_script
-
-modules_table = load_script("modules_table.py", "modules_table")
+from experiments import modules_table
 
 
 def test_a_base_is_a_label_and_a_backbone_folder_whose_zoo_sits_beside_the_default_one(tmp_path) -> None:

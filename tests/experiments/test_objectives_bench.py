@@ -6,9 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.experiments.scripts import load_script
-
-bench = load_script("objectives.py", "bench_objectives")
+from experiments import objectives as bench
 
 
 def _base() -> dict:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.experiments.scripts import load_script
-
-paper_tables = load_script("paper_tables.py", "paper_tables")
+from experiments import paper_tables
 
 HEADER = "lang1\tlang2\tsentence1\tsentence2\tscore\n"
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from experiments import significance
 from modsenc.eval.sts import STSPair
-from tests.experiments.scripts import load_script
-
-significance = load_script("significance.py", "significance")
 
 
 def test_mcnemar_counts_the_discordant_sentences_and_gives_the_exact_p_value() -> None:
