@@ -175,12 +175,12 @@ def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
 
 
-def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tuple[list[Arm], str]:
+def _default_arms(args: argparse.Namespace, mode: str, lang: str, wanted: list[str]) -> list[Arm]:
+    """modsenc-default (``from_pretrained(zoo)`` with every default) and router-only (its router
+    alone on the same sentences)."""
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
-    from modsenc.runtimes.torch import TorchRuntime  # noqa: PLC0415
 
-    lang = args.lang if args.route == "given" else "auto"
-    arms, skipped = [], []
+    arms: list[Arm] = []
     if {"modsenc-default", "router-only"} & set(wanted):
         default = ModularEncoder.from_pretrained(args.zoo, languages=[args.lang])
         default.encode(["warm-up"], lang=args.lang, mode=mode)  # compiles the language, if openvino
@@ -202,6 +202,15 @@ def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tup
                     vectors=False,
                 )
             )
+    return arms
+
+
+def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tuple[list[Arm], str]:
+    from modsenc.encoder import ModularEncoder  # noqa: PLC0415
+    from modsenc.runtimes.torch import TorchRuntime  # noqa: PLC0415
+
+    lang = args.lang if args.route == "given" else "auto"
+    arms, skipped = _default_arms(args, mode, lang, wanted), []
     settings = {  # name: (dtype, quantize, runtime[, modules])
         "modsenc-fp32": ("fp32", None, "torch"),
         "modsenc-fp32-live": ("fp32", None, "torch", "live"),
