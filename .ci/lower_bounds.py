@@ -3,7 +3,9 @@ constraints .ci/lowest_bounds.sh installs modsenc with (issue 51). Read from [pr
 not copied, so a bound moved there is the one tested; a core dependency without a ``>=`` bound is an
 error (there is nothing to test it at).
 
-    python .ci/lower_bounds.py [--except NAME ...] > lower.txt
+    python .ci/lower_bounds.py [--except NAME ...] [--extra EXTRA ...] > lower.txt
+
+``--extra focus`` adds that extra's requirements ([project.optional-dependencies]) at their bounds.
 """
 
 from __future__ import annotations
@@ -23,9 +25,13 @@ PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*([^;]*)")
 
 
-def lower_bounds(pyproject: Path = PYPROJECT) -> dict[str, str]:
-    """{name: lower bound} for every core dependency, in pyproject.toml's order."""
-    requirements = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
+def lower_bounds(pyproject: Path = PYPROJECT, extras: tuple[str, ...] = ()) -> dict[str, str]:
+    """{name: lower bound} for every core dependency (and each of ``extras``' requirements), in
+    pyproject.toml's order."""
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    requirements = list(project["dependencies"])
+    for extra in extras:
+        requirements += project["optional-dependencies"][extra]
     bounds: dict[str, str] = {}
     for requirement in requirements:
         name, specifiers = REQUIREMENT.match(requirement).groups()
@@ -39,8 +45,9 @@ def lower_bounds(pyproject: Path = PYPROJECT) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--except", dest="skip", nargs="*", default=[], metavar="NAME")
+    parser.add_argument("--extra", dest="extras", nargs="*", default=[], metavar="EXTRA")
     args = parser.parse_args(argv)
-    bounds = lower_bounds()
+    bounds = lower_bounds(extras=tuple(args.extras))
     unknown = set(args.skip) - set(bounds)
     if unknown:
         parser.error(f"not a core dependency: {', '.join(sorted(unknown))}")

@@ -15,6 +15,11 @@ EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
 
 def load_script(filename: str, name: str) -> ModuleType:
+    # The scripts import their siblings (helpers, modules_table) by name, as `python experiments/x.py`
+    # lets them: a test module outside tests/experiments (whose conftest.py adds the path) run alone
+    # needs it too.
+    if str(EXPERIMENTS) not in sys.path:
+        sys.path.append(str(EXPERIMENTS))
     spec = importlib.util.spec_from_file_location(name, EXPERIMENTS / filename)
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault(name, module)
