@@ -69,7 +69,7 @@ off = [f"{name} {version(name)} (bound {bound})" for name, bound in pins if Vers
 assert not off, f"not at the lower bound: {off}"
 print("  " + ", ".join(f"{name} {version(name)}" for name, _ in pins) + f"; torch {version('torch')}")
 pulled = ["pyarrow", "pandas", "fsspec", "huggingface-hub", "tokenizers", "accelerate", "scikit-learn"]
-print("  pulled in at their newest: " + ", ".join(f"{name} {version(name)}" for name in pulled))
+print("  pulled in (the newest the pins allow): " + ", ".join(f"{name} {version(name)}" for name in pulled))
 EOF
 
 step "README.md's quickstart"
