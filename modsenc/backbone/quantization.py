@@ -18,10 +18,15 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from torch import nn
+if TYPE_CHECKING:  # the CLI's options read QUANTIZATIONS without importing torch
+    from torch import nn
 
-QUANTIZATIONS = ("none", "int8")
+# int8: the torch runtime's torchao linears, or the openvino runtime's NNCF graph; int8-mixed and
+# int8-weights are NNCF schemes of the openvino runtime only (modsenc/runtimes/int8.py).
+QUANTIZATIONS = ("none", "int8", "int8-mixed", "int8-weights")
+TORCH_QUANTIZATIONS = ("int8",)
 
 
 def check_quantization(name: str | None) -> str | None:
@@ -46,7 +51,8 @@ def require_torchao(scheme: str = "int8") -> None:
 def quantize_linears(model: nn.Module, scheme: str = "int8") -> nn.Module:
     """Quantise every ``nn.Linear`` of ``model`` in place (dynamic int8 activations per token, int8
     weights per output channel) and return it."""
-    check_quantization(scheme)
+    if check_quantization(scheme) not in TORCH_QUANTIZATIONS:
+        raise ValueError(f"quantize={scheme!r} is the openvino runtime's; the torch runtime has int8 only")
     require_torchao(scheme)
     from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_  # noqa: PLC0415
 

@@ -6,6 +6,7 @@ import math
 
 import click
 
+from modsenc.backbone.quantization import QUANTIZATIONS
 from modsenc.modules.defaults import DEFAULT_ZOO, ZOO_ENV, default_zoo
 
 
@@ -72,12 +73,14 @@ def finite(ctx: click.Context, param: click.Parameter, value: float | None) -> f
 def quantize_option(what: str):
     return click.option(
         "--quantize",
-        type=click.Choice(["none", "int8"]),
+        type=click.Choice(list(QUANTIZATIONS)),
         default="none",
         show_default=True,
-        help=f"int8: run {what} linear layers in int8 (torch runtime: torchao, cosine ~0.999 to float32; "
+        help=f"int8: run {what} linear layers in int8 (torch runtime: torchao, cosine ~0.996 to float32; "
         "openvino runtime: each language's graph quantised by NNCF, calibrated on the bundle's own "
-        "sentences or --calibration).",
+        "sentences or --calibration). openvino only: int8-mixed keeps each FFN's output projection "
+        "float (cosine ~0.999); int8-weights quantises the weights alone (no calibration). "
+        "docs/results/int8.md measures each.",
     )
 
 

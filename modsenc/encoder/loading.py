@@ -100,10 +100,11 @@ def check_options(
         dtype = choice.dtype if dtype == AUTO else dtype
     check_runtime(runtime, quantize, checked)
     check_device(checked)
-    if calibration is not None and (runtime != "openvino" or quantize != "int8"):
-        # only the openvino runtime's int8 graphs are calibrated: anywhere else it would be ignored
+    if calibration is not None and (runtime != "openvino" or quantize not in ("int8", "int8-mixed")):
+        # only the openvino runtime's static int8 graphs are calibrated: elsewhere it is unread
         raise InputError(
-            f"calibration sentences are read only by runtime='openvino' with quantize='int8'; here "
+            "calibration sentences are read only by runtime='openvino' with quantize='int8' or "
+            f"'int8-mixed'; here "
             f"runtime is {runtime!r} and quantize {quantize!r}: pass both, or leave calibration out"
         )
     return runtime, dtype, quantize, checked

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from modsenc.backbone.quantization import TORCH_QUANTIZATIONS
 from modsenc.runtimes.auto import AUTO
 from modsenc.runtimes.base import RUNTIMES, Runtime
 
@@ -25,6 +26,11 @@ def check_runtime(runtime: str, quantize: str | None, device: torch.device) -> N
     NNCF's static int8, which needs nncf."""
     if runtime not in RUNTIME_CHOICES:
         raise ValueError(f"runtime must be one of {', '.join(RUNTIME_CHOICES)}, got {runtime!r}")
+    if runtime == "torch" and quantize not in (None, *TORCH_QUANTIZATIONS):
+        raise ValueError(
+            f"quantize={quantize!r} is an NNCF scheme of runtime='openvino'; the torch runtime "
+            "quantises with int8 only (torchao)"
+        )
     if runtime == "openvino":
         if device.type != "cpu":
             raise ValueError(

@@ -312,8 +312,13 @@ class OpenVINORuntime(Runtime):
         """``quantize="int8"``: each graph quantised by NNCF (``runtimes/int8.py``), calibrated on
         ``calibration`` or the language's own sentences (``runtimes/calibration.py``); what stays
         float runs in ``precision``. ``verify``: the bundle's calibration file is hash-checked."""
-        if quantize not in (None, "int8"):
-            raise ValueError(f"quantize must be None or 'int8' on runtime='openvino', got {quantize!r}")
+        from modsenc.runtimes.int8 import INT8_SCHEMES  # noqa: PLC0415 - nncf is imported only when used
+
+        if quantize is not None and quantize not in INT8_SCHEMES:
+            raise ValueError(
+                f"quantize must be None or one of {', '.join(INT8_SCHEMES)} on runtime='openvino', "
+                f"got {quantize!r}"
+            )
         self.modular, self.zoo, self.precision = modular, zoo, precision
         self.quantize, self.calibration, self.verify = quantize, calibration, verify
         self._compiled: dict[tuple[str | None, frozenset[str]], CompiledLanguage] = {}
@@ -337,7 +342,7 @@ class OpenVINORuntime(Runtime):
             lang,
             ", ".join(sorted(kinds)) or "backbone",
             self.precision,
-            " with int8 matrix products" if self.quantize else "",
+            f" in {self.quantize}" if self.quantize else "",
         )
         offset = self.modular.backbone.position_offset
         cache = openvino_cache()
@@ -347,7 +352,7 @@ class OpenVINORuntime(Runtime):
             lambda: language_encoder(self.modular, lang, set(kinds)), offset, graphs, parts or {}
         )
         words = self.modular.embeddings_of(lang, kinds)
-        if self.quantize == "int8":
+        if self.quantize is not None:
             graph, parts = self._int8_graph(graph, lang, kinds, words, graphs, parts or {})
         self._compiled[key] = CompiledLanguage(
             None,
@@ -370,13 +375,22 @@ class OpenVINORuntime(Runtime):
         graphs: Path | None,
         parts: dict[str, Any],
     ) -> tuple[Any, dict[str, Any]]:
-        """``graph`` quantised to int8 on ``lang``'s calibration sentences, cached beside it (its
-        key adds the NNCF release and the sentences' sha256), and that key's parts."""
+        """``graph`` quantised in ``self.quantize`` (``runtimes/int8.py``), on ``lang``'s calibration
+        sentences where the scheme reads any, cached beside it (its key adds the scheme, the NNCF
+        release and the sentences' sha256), and that key's parts."""
         from modsenc.runtimes.calibration import calibration_sentences, sentences_digest  # noqa: PLC0415
-        from modsenc.runtimes.int8 import CALIBRATION_BATCH, quantize_graph, require_nncf  # noqa: PLC0415
+        from modsenc.runtimes.int8 import (  # noqa: PLC0415
+            CALIBRATED_SCHEMES,
+            CALIBRATION_BATCH,
+            quantize_graph,
+            require_nncf,
+        )
 
-        texts, source = calibration_sentences(self.zoo, lang, bool(kinds), self.calibration, self.verify)
-        log.info("calibrating %s's int8 graph on %d sentences (%s)", lang, len(texts), source)
+        scheme = self.quantize
+        texts: list[str] = []
+        if scheme in CALIBRATED_SCHEMES:
+            texts, source = calibration_sentences(self.zoo, lang, bool(kinds), self.calibration, self.verify)
+            log.info("calibrating %s's %s graph on %d sentences (%s)", lang, scheme, len(texts), source)
 
         def quantized() -> Any:  # only when the cache has no such graph: a restart skips this
             ids = sorted(self.modular.tokenize(lang, texts, kinds), key=len)  # batches as encode's
@@ -385,13 +399,13 @@ class OpenVINORuntime(Runtime):
                 graph_inputs(ids[start : start + CALIBRATION_BATCH], words, offset, row_tokens)[0]
                 for start in range(0, len(ids), CALIBRATION_BATCH)
             ]
-            return quantize_graph(graph, batches)
+            return quantize_graph(graph, batches, scheme)
 
         int8_parts = {
             **parts,
-            "quantize": "int8",
+            "quantize": scheme,  # "int8" as before the other schemes: those graphs stay valid
             "nncf": require_nncf().__version__,
-            "calibration": sentences_digest(texts),
+            "calibration": sentences_digest(texts) if texts else None,
         }
         return cached_graph(quantized, graphs, int8_parts, require_openvino()), int8_parts
 

@@ -61,10 +61,10 @@ def test_the_calibration_sentences_come_from_the_bundle(zoo_dir, tmp_path, monke
     seen: list[int] = []
     real = int8_module.quantize_graph
 
-    def counting(graph, inputs):
+    def counting(graph, inputs, scheme):
         # real tokens: padding slots get zero word vectors
         seen.append(sum(int((np.abs(batch["inputs_embeds"]).sum(-1) > 0).sum()) for batch in inputs))
-        return real(graph, inputs)
+        return real(graph, inputs, scheme)
 
     monkeypatch.setattr(int8_module, "quantize_graph", counting)
     monkeypatch.setenv("MODSENC_CACHE", str(tmp_path / "cache"))  # quantised here, not read back
@@ -84,3 +84,51 @@ def test_a_damaged_calibration_file_is_refused(zoo_dir, tmp_path) -> None:
     path.write_text("something else\n", encoding="utf-8")
     with pytest.raises(BundleIntegrityError, match="calibration.txt is damaged"):
         calibration_sentences(Zoo(copy), "uz", True, None)
+
+
+def _matmul_precisions(encoder: ModularEncoder, lang: str, mode: str) -> list[str]:
+    """The runtime precision of each FullyConnected (MatMul) of ``lang``'s compiled graph, in order."""
+    compiled = encoder._runtime._compiled[(lang, frozenset(encoder._kinds(lang, mode)))]
+    return [
+        op.get_rt_info()["runtimePrecision"].astype(str)
+        for op in compiled.model.get_runtime_model().get_ops()
+        if op.get_rt_info()["layerType"].astype(str) == "FullyConnected"
+    ]
+
+
+def test_int8_mixed_keeps_the_ffn_outputs_float_and_int8_weights_reads_no_calibration(
+    zoo_dir, monkeypatch
+) -> None:
+    pytest.importorskip("openvino")
+    pytest.importorskip("nncf")
+    import modsenc.runtimes.calibration as calibration_module
+
+    texts = TEXTS["uz"]
+    fp32 = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", verify=False, runtime="torch")
+    expected = fp32.encode(texts, lang="uz", mode="mono")
+    mixed = ModularEncoder.from_pretrained(zoo_dir, dtype="fp32", runtime="openvino", quantize="int8-mixed")
+    got = mixed.encode(texts, lang="uz", mode="mono")
+    assert _cosines(got, expected).min() >= 0.99
+    precisions = _matmul_precisions(mixed, "uz", "mono")
+    layers = fp32.modular.backbone.config.num_hidden_layers
+    # six MatMuls a layer (q, k, v, attention output, FFN in, FFN out): the FFN outputs stay f32
+    assert len(precisions) == 6 * layers
+    assert precisions.count("f32") == layers and {"u8", "i8"} & set(precisions)
+
+    def no_calibration(*args, **kwargs):
+        raise AssertionError("int8-weights read calibration sentences")
+
+    monkeypatch.setattr(calibration_module, "calibration_sentences", no_calibration)
+    weights = ModularEncoder.from_pretrained(
+        zoo_dir, dtype="fp32", runtime="openvino", quantize="int8-weights"
+    )
+    assert _cosines(weights.encode(texts, lang="uz", mode="mono"), expected).min() >= 0.99
+
+
+def test_the_nncf_schemes_are_refused_on_the_torch_runtime_and_calibration_where_unread(zoo_dir) -> None:
+    with pytest.raises(ValueError, match="quantize='int8-mixed' is an NNCF scheme of runtime='openvino'"):
+        ModularEncoder.from_pretrained(zoo_dir, runtime="torch", quantize="int8-mixed")
+    with pytest.raises(ValueError, match="calibration sentences are read only by runtime='openvino' with"):
+        ModularEncoder.from_pretrained(
+            zoo_dir, runtime="openvino", quantize="int8-weights", calibration=["one sentence"]
+        )
