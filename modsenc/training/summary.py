@@ -19,8 +19,8 @@ import torch
 from modsenc.backbone.truncation import counting_truncations
 
 if TYPE_CHECKING:
-    from modsenc.training.add_language import AddLanguage
     from modsenc.training.configs import Schedule
+    from modsenc.training.context import StageContext
 
 BACKWARD_FACTOR = 3.0  # a training step (forward, backward, update) as forward passes, roughly
 
@@ -52,10 +52,10 @@ def _steps(cfg: Schedule, examples: int, drop_last: bool) -> int:
     return cfg.steps(batches or math.ceil(examples / cfg.batch_size))
 
 
-def stage_plans(job: AddLanguage) -> list[StagePlan]:
-    """The training set and step count of each of the job's stages, as the stages will see them."""
+def stage_plans(job: StageContext, stages: list[str]) -> list[StagePlan]:
+    """The training set and step count of each of ``stages``, as the stages will see them."""
     data, plans = job.data, []
-    for stage in job.stages:
+    for stage in stages:
         if stage in ("vocab", "la"):
             examples, what, drop = len(data.mono), "sentences", False
         elif stage == "se":
@@ -65,7 +65,9 @@ def stage_plans(job: AddLanguage) -> list[StagePlan]:
         else:  # cla
             variant = job.config.cla.variant
             crosslingual = len(data.crosslingual) if variant in ("pp", "jt") else 0
-            parallel = len(data.parallel) + len(job.transfer_parallel) if variant in ("pl", "jt") else 0
+            parallel = (
+                len(data.parallel) + len(job.prepared["cla"].parallel) if variant in ("pl", "jt") else 0
+            )
             examples, what, drop = crosslingual + parallel, f"{job.pivot}-{job.lang} pairs", True
         cfg = getattr(job.config, stage)
         steps = 0 if stage == "vocab" else _steps(cfg, examples, drop)
@@ -74,7 +76,7 @@ def stage_plans(job: AddLanguage) -> list[StagePlan]:
     return plans
 
 
-def step_seconds(job: AddLanguage, batch_size: int) -> float | None:
+def step_seconds(job: StageContext, batch_size: int) -> float | None:
     """One training step's time on this machine, roughly: a forward pass of ``batch_size`` of the
     language's sentences through the backbone (the second of two, timed) times BACKWARD_FACTOR."""
     texts = job.data.texts()[:batch_size]
@@ -87,7 +89,7 @@ def step_seconds(job: AddLanguage, batch_size: int) -> float | None:
     return (time.perf_counter() - start) * BACKWARD_FACTOR
 
 
-def _file_lines(job: AddLanguage) -> list[str]:
+def _file_lines(job: StageContext) -> list[str]:
     lines = []
     for kind, records in job.data.files.items():
         for record in records:
@@ -97,11 +99,11 @@ def _file_lines(job: AddLanguage) -> list[str]:
     return lines
 
 
-def data_summary(job: AddLanguage) -> list[str]:
+def data_summary(job: StageContext, stages: list[str]) -> list[str]:
     """The lines printed before training (files, rows per file, pairs and steps per stage, ETA)."""
     recipe = Path(job.recipe_path).name if job.recipe_path else "the recipe"
     lines = [f"data ({recipe}{f', --data {job.data_dir}' if job.data_dir else ''}):", *_file_lines(job)]
-    plans = stage_plans(job)
+    plans = stage_plans(job, stages)
     lines += [f"  {plan.line()}" for plan in plans]
     steps = sum(p.steps for p in plans)
     if steps:
