@@ -1,7 +1,7 @@
 """Recipe entry point for ``modsenc add-language LANG``: specialise the frozen backbone for one language.
 
 Stages (Huang et al., 2025), one per module kind (``modsenc.modules.kinds``), each trained with
-everything else frozen; what each does is its recipe in ``modsenc.training.stages``.
+everything else frozen; what each does is its stage, ``modsenc/modules/kinds/KIND/stage.py``.
 
 Work happens in ``--work-dir`` (default ``runs/add-language/LANG``): every stage writes its
 module to ``WORK/STAGE/module`` when it finishes, with a key that hashes its configuration, the
@@ -39,7 +39,7 @@ from modsenc.modules.modular import ModularBackbone
 from modsenc.routing.acceptance import calibrate as calibrate_acceptance
 from modsenc.routing.langid import LANGID_FILE, build_profile
 from modsenc.runtimes.calibration import even_sample
-from modsenc.training.configs import STAGES, AddLanguageRecipe
+from modsenc.training.configs import AddLanguageRecipe, stage_names
 from modsenc.training.context import StageContext
 from modsenc.training.stage_cache import KEY_FILE, StageDir
 from modsenc.training.stages import PIVOT_STAGES, stage_recipe
@@ -64,7 +64,8 @@ def _owns_work_dir(work: Path) -> bool:
     if (work / WORK_MARKER).is_file():
         return True
     names = {p.name for p in work.iterdir()}
-    return names <= {*STAGES, LANGID_FILE} and any((work / s / KEY_FILE).is_file() for s in STAGES)
+    stages = stage_names()
+    return names <= {*stages, LANGID_FILE} and any((work / s / KEY_FILE).is_file() for s in stages)
 
 
 def _check_work_dir(work: Path, zoo: Zoo) -> None:
@@ -82,7 +83,7 @@ def _clear_work_dir(work: Path) -> None:
     """``--overwrite``: remove this command's own stage folders and files, nothing else."""
     if not work.is_dir():
         return
-    for name in (*STAGES, LANGID_FILE, CALIBRATION_FILE):
+    for name in (*stage_names(), LANGID_FILE, CALIBRATION_FILE):
         path = work / name
         if path.is_dir():
             shutil.rmtree(path)
@@ -100,7 +101,7 @@ def _stage_key(
         {
             "previous": previous,
             "stage": stage,
-            "config": getattr(config, stage).to_dict(),
+            "config": config.stage_settings(stage).to_dict(),
             "training": config.training.to_dict(),
             "seed": config.seed,
             "max_length": config.max_length,
@@ -237,17 +238,18 @@ class AddLanguage:
                     stages = stages[self.lang]
                 else:  # the shared default: the pivot has no cla
                     stages = [s for s in stages.get("default") or [] if not self._pivots_crosslingual(s)]
-            stages = stages or (list(PIVOT_STAGES) if self.lang == self.pivot else list(STAGES))
+            stages = stages or (list(PIVOT_STAGES) if self.lang == self.pivot else list(stage_names()))
         if list(stages) == ["none"]:
             # A strong multilingual backbone may need nothing for the pivot: its bundle then holds
             # only what the router needs, and the other languages align to the bare backbone.
             if self.lang != self.pivot:
                 raise ValueError(f"stages 'none' is for the pivot ({self.pivot}) only, not {self.lang}")
             return []
-        unknown = [s for s in stages if s not in STAGES]
+        known = stage_names()
+        unknown = [s for s in stages if s not in known]
         if unknown:
             raise ValueError(
-                f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)} (or none, for the pivot)"
+                f"unknown stage(s) {unknown}; stages are {', '.join(known)} (or none, for the pivot)"
             )
         aligning = [s for s in stages if self._pivots_crosslingual(s)]
         if aligning:
@@ -256,7 +258,7 @@ class AddLanguage:
             )
         if not stages:
             raise ValueError("no stages to run")
-        return [s for s in STAGES if s in stages]  # always in pipeline order
+        return [s for s in known if s in stages]  # always in pipeline order
 
     def _pivots_crosslingual(self, stage: str) -> bool:
         """True for a cross-lingual stage (the CLA) of the pivot, which is aligned to nothing."""

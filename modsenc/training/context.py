@@ -2,11 +2,13 @@
 needs (``fit``, ``sampler``, ``pair_examples``, ``encode``) as its methods.
 
 The job (``modsenc.training.add_language.AddLanguage``) builds one context and passes it down to
-each stage's ``prepare``, ``train``, ``key_parts`` and ``manifest_fields``; a stage reads the
-context and returns what it made (its metrics, what it loaded), and never reaches back into the
-job: the stage modules import this module, never the job's (an import-linter contract in
-pyproject.toml). ``prepare`` runs before the backbone is loaded (``modular`` is None then); what
-it returns is in ``prepared`` of the context the other hooks get.
+each stage's ``prepare``, ``train``, ``key_parts``, ``manifest_fields`` and ``plan``; a stage reads
+the context and returns what it made (its metrics, what it loaded), and never reaches back into
+the job. The stages live with their kinds (``modsenc/modules/kinds/KIND/stage.py``), a layer
+below, written against this class's protocol (``modsenc.modules.kinds.stage.StageContext``): they
+import neither this module nor the job's (import-linter contracts in pyproject.toml). ``prepare``
+runs before the backbone is loaded (``modular`` is None then); what it returns is in ``prepared``
+of the context the other hooks get.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from modsenc.data.batching import LengthBucketBatchSampler
+from modsenc.modules.kinds import monolingual
 from modsenc.objectives.sentence_pairs import SentencePairExample, pair_examples
 from modsenc.training.loop import fit_stage
 from modsenc.utils.errors import InputError
@@ -53,6 +56,14 @@ class StageContext:
     @property
     def seed(self) -> int:
         return self.config.seed
+
+    def settings(self, stage: str) -> Any:
+        """``stage``'s recipe section (its kind's ``config.py``), ``per_language`` merged in."""
+        return self.config.stage_settings(stage)
+
+    def monolingual(self, kinds: set[str]) -> set[str]:
+        """``kinds`` without the cross-lingual ones (the CLA): what ``mode="mono"`` encodes with."""
+        return monolingual(kinds)
 
     # ----------------------------------------------------------------------------------------- data
     def searched(self, what: str) -> str:

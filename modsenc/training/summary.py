@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from modsenc.backbone.truncation import counting_truncations
+from modsenc.training.stages import stage_recipe
 
 if TYPE_CHECKING:
     from modsenc.training.configs import Schedule
@@ -35,10 +36,11 @@ class StagePlan:
     steps: int
     batch_size: int
     early_stopping: bool
+    note: str = ""  # a stage without training steps: what it makes (the vocabulary's)
 
     def line(self) -> str:
-        if self.stage == "vocab":
-            return f"vocab: a tokenizer and embeddings from {self.examples:,} {self.what}"
+        if self.note:
+            return f"{self.stage}: {self.note} {self.examples:,} {self.what}"
         bound = "at most " if self.early_stopping else ""
         return (
             f"{self.stage}: {self.examples:,} {self.what}, {bound}{self.steps:,} steps of {self.batch_size}"
@@ -53,26 +55,18 @@ def _steps(cfg: Schedule, examples: int, drop_last: bool) -> int:
 
 
 def stage_plans(job: StageContext, stages: list[str]) -> list[StagePlan]:
-    """The training set and step count of each of ``stages``, as the stages will see them."""
-    data, plans = job.data, []
+    """The training set and step count of each of ``stages``, as the stages will see them (each
+    stage's ``plan``; a stage without one has no line)."""
+    plans = []
     for stage in stages:
-        if stage in ("vocab", "la"):
-            examples, what, drop = len(data.mono), "sentences", False
-        elif stage == "se":
-            wanted = job.config.se.transfer_languages or []
-            others = [p for p in data.other_paraphrases if wanted and ("*" in wanted or p.lang in wanted)]
-            examples, what, drop = len(data.paraphrases) + len(others), "paraphrase pairs", True
-        else:  # cla
-            variant = job.config.cla.variant
-            crosslingual = len(data.crosslingual) if variant in ("pp", "jt") else 0
-            parallel = (
-                len(data.parallel) + len(job.prepared["cla"].parallel) if variant in ("pl", "jt") else 0
-            )
-            examples, what, drop = crosslingual + parallel, f"{job.pivot}-{job.lang} pairs", True
-        cfg = getattr(job.config, stage)
-        steps = 0 if stage == "vocab" else _steps(cfg, examples, drop)
+        plan = stage_recipe(stage).plan(job)
+        if plan is None:
+            continue
+        cfg = job.settings(stage)
+        steps = _steps(cfg, plan.examples, plan.drop_last) if plan.trains else 0
         early = bool(getattr(cfg, "eval_every", None) and getattr(cfg, "patience", None))
-        plans.append(StagePlan(stage, examples, what, steps, getattr(cfg, "batch_size", 0), early))
+        batch = getattr(cfg, "batch_size", 0)
+        plans.append(StagePlan(stage, plan.examples, plan.what, steps, batch, early, plan.note))
     return plans
 
 

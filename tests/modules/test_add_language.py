@@ -19,12 +19,13 @@ from modsenc.backbone import Backbone
 from modsenc.backbone.precision import resolve_precision
 from modsenc.data.language_data import load_language_data
 from modsenc.modules.bundle import Zoo
+from modsenc.modules.kinds.cla.stage import cla_examples, transfer_parallel
+from modsenc.modules.kinds.se.stage import transfer_paraphrases
 from modsenc.modules.licences import data_file_names
 from modsenc.modules.modular import ModularBackbone
 from modsenc.training.add_language import AddLanguage, run
 from modsenc.training.configs import AddLanguageRecipe
 from modsenc.training.recipe import load_recipe
-from modsenc.training.stages import cla_examples, transfer_parallel, transfer_paraphrases
 from modsenc.utils.config import RecipeError
 from tests._zoo import fast_recipe
 

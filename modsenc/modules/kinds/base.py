@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
     from modsenc.backbone.encoder import Backbone
+    from modsenc.modules.kinds.stage import StageRecipe
 
 
 class ModuleHost(Protocol):
@@ -74,6 +75,13 @@ class ModuleKind(ABC):
     monolingual encoding (``mode="mono"``, the trainer's monolingual dev metrics) leaves it out."""
     export_note: ClassVar[str] = ""
     """What ``modsenc export``'s model card says about how the kind was merged (empty: nothing)."""
+
+    # ----------------------------------------------------------------- training
+    def stage(self) -> StageRecipe | None:
+        """How ``add-language`` trains this kind: its folder's ``stage.py``'s ``STAGE``, imported
+        here when asked (it imports torch and the objectives; the registry must not). None: a kind
+        add-language does not train."""
+        return None
 
     # ----------------------------------------------------------------- files
     def saved_in(self, folder: str | Path) -> bool:
