@@ -6,7 +6,9 @@ languages have which modules, the peft wrapper, the embedding matrices) and asks
 the registry in ``modsenc.modules.kinds``, how to create, load, save, remove, switch, count and
 merge its modules.
 The bundle format (``module_files``), the trainer's stages, export and both runtimes read the same
-registry, so a kind's name, files and behaviour are written once, in its own file.
+registry, so a kind's name, files and behaviour are written once, in its own folder
+(``KIND/kind.py``; its settings and add-language stage beside it, ``KIND/config.py`` and
+``KIND/stage.py``, reached through ``stage()``).
 
 Kind files import torch, peft and adapters inside their methods: the registry is imported by
 ``modsenc zoo list``, which must not pay for them.
