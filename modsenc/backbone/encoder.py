@@ -107,8 +107,9 @@ class Backbone(nn.Module):
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         self.pooling = pooling
         self.prefix = prefix
-        # A language's orthography (e.g. Uzbek apostrophes and Cyrillic), set by ModularBackbone
-        # when it activates a language; applied to every text before the prefix and the tokenizer.
+        # An orthography (e.g. Uzbek apostrophes and Cyrillic) applied to every text before the
+        # prefix and the tokenizer by ``tokenize``; a language's modules name theirs instead
+        # (``ModularBackbone.tokenize(lang, ...)``), so ModularBackbone never sets this.
         self.normalize_text: Callable[[str], str] | None = None
         config = model.config
         if config.model_type not in SUPPORTED_MODEL_TYPES:

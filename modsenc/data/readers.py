@@ -56,6 +56,17 @@ def is_language_code(code: str) -> bool:
     return isinstance(code, str) and _CODE.fullmatch(code) is not None
 
 
+def check_language_code(code: str) -> str:
+    """Codes name folders in the zoo, so only ISO 639-1/639-3 codes with an optional script subtag
+    pass (``uz``, ``kaa``, ``uz-Cyrl``; nothing path-like)."""
+    if not is_language_code(code):
+        raise ValueError(
+            f"invalid language code {code!r}: expected an ISO 639-1 or 639-3 code such as 'uz' or "
+            "'kaa', optionally with a script subtag such as 'uz-Cyrl'"
+        )
+    return code
+
+
 def base_language(code: str) -> str:
     """The language of a code without its script subtag: ``uz-Cyrl`` -> ``uz``."""
     return code.split("-", 1)[0]

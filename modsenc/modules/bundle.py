@@ -45,7 +45,7 @@ from typing import Any
 
 from modsenc.backbone.cache import REBUILDABLE_SOURCES, rebuilt_backbone, source_version
 from modsenc.backbone.manifest import MANIFEST_NAME, fingerprint, read_backbone_manifest
-from modsenc.data.readers import is_language_code
+from modsenc.data.readers import check_language_code
 from modsenc.modules.kinds import EMBEDDINGS_FILE as EMBEDDINGS_FILE  # re-exported: the bundle format's
 from modsenc.modules.kinds import MODULE_KINDS, kinds_in, module_kind
 from modsenc.modules.kinds import TOKENIZER_DIR as TOKENIZER_DIR
@@ -133,17 +133,6 @@ def _listed_hashes(root: Path, manifest: BundleManifest) -> dict[str, str]:
                 f"rebuild it with `modsenc add-language {manifest.language}`"
             )
     return hashes
-
-
-def check_language_code(code: str) -> str:
-    """Codes name folders in the zoo, so only ISO 639-1/639-3 codes with an optional script subtag
-    pass (``uz``, ``kaa``, ``uz-Cyrl``; nothing path-like)."""
-    if not isinstance(code, str) or not is_language_code(code):
-        raise ValueError(
-            f"invalid language code {code!r}: expected an ISO 639-1 or 639-3 code such as 'uz' or "
-            "'kaa', optionally with a script subtag such as 'uz-Cyrl'"
-        )
-    return code
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -336,17 +336,15 @@ class ModularBackbone(nn.Module):
 
         ``lang=None`` (or no modules) runs the bare backbone. This switches weights: the input
         embeddings, the LoRAs and the CLA: each library's kinds through their first kind's
-        ``activate``, in registry order. Text goes through ``tokenize(lang, texts, kinds)``,
-        which names its language; only training code that hands ``self.backbone`` to an objective
-        (``add-language``'s stages) relies on the backbone's ``tokenizer`` and ``normalize_text``
-        following the active language, and they are set here for it. Private: callers say how
-        long a state holds, with ``active`` (a block) or ``select`` (until the next one)."""
+        ``activate``, in registry order. It switches weights only: text goes through
+        ``tokenize(lang, texts, kinds)``, which names its language, so the backbone's own
+        ``tokenizer`` and ``normalize_text`` stay the base model's whatever is active. Private:
+        callers say how long a state holds, with ``active`` (a block) or ``select`` (until the next
+        one)."""
         wanted = self._wanted(lang, kinds)
         key = (lang or "", tuple(sorted(wanted)))
         if key == self._in_force:
             return
-        self.backbone.tokenizer = self.tokenizer_of(lang, wanted)
-        self.backbone.normalize_text = self.normalizer_of(lang)
         for kinds_of_library in kinds_by_library().values():
             active = [kind.name for kind in kinds_of_library if kind.name in wanted]
             kinds_of_library[0].activate(self, lang, active)

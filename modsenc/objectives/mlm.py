@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -71,11 +72,14 @@ class MaskedLMHead(nn.Module):
 class MaskedLanguageModeling(Objective):
     name = "mlm"
 
-    def __init__(self, backbone: Backbone, config: MLMConfig | None = None) -> None:
+    def __init__(self, backbone: Backbone, config: MLMConfig | None = None, tokenizer: Any = None) -> None:
+        """``tokenizer``: the one the text is tokenised with (its mask and special tokens; default
+        the backbone's). A language with its own vocabulary passes its own: nothing here depends
+        on which language's modules are switched in."""
         super().__init__()
         self.config = config or MLMConfig()
         self.head = MaskedLMHead(backbone)
-        tokenizer = backbone.tokenizer
+        tokenizer = backbone.tokenizer if tokenizer is None else tokenizer
         if tokenizer.mask_token_id is None:
             raise ValueError("masked language modelling needs a tokenizer with a mask token")
         self.mask_token_id = tokenizer.mask_token_id

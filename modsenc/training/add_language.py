@@ -1,7 +1,7 @@
 """Recipe entry point for ``modsenc add-language LANG``: specialise the frozen backbone for one language.
 
 Stages (Huang et al., 2025), one per module kind (``modsenc.modules.kinds``), each trained with
-everything else frozen; what each does is its recipe in ``modsenc.training.stages``.
+everything else frozen; what each does is its stage, ``modsenc/modules/kinds/KIND/stage.py``.
 
 Work happens in ``--work-dir`` (default ``runs/add-language/LANG``): every stage writes its
 module to ``WORK/STAGE/module`` when it finishes, with a key that hashes its configuration, the
@@ -13,6 +13,7 @@ the backbone or to another language's bundle.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -25,7 +26,6 @@ import torch
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.truncation import TruncationCount, counting_truncations
-from modsenc.data.batching import LengthBucketBatchSampler
 from modsenc.data.language_data import LanguageData, load_language_data
 from modsenc.data.orthography import get_orthography, orthography_for
 from modsenc.data.scripts import detect_script
@@ -36,12 +36,11 @@ from modsenc.modules.bundle import CALIBRATION_FILE, Zoo, check_language_code, c
 from modsenc.modules.kinds import MODULE_KINDS, kinds_in, monolingual
 from modsenc.modules.manifest import stages_precision
 from modsenc.modules.modular import ModularBackbone
-from modsenc.objectives.sentence_pairs import SentencePairExample, pair_examples
 from modsenc.routing.acceptance import calibrate as calibrate_acceptance
 from modsenc.routing.langid import LANGID_FILE, build_profile
 from modsenc.runtimes.calibration import even_sample
-from modsenc.training.configs import STAGES, AddLanguageRecipe, Schedule
-from modsenc.training.loop import fit_stage
+from modsenc.training.configs import AddLanguageRecipe, stage_names
+from modsenc.training.context import StageContext
 from modsenc.training.stage_cache import KEY_FILE, StageDir
 from modsenc.training.stages import PIVOT_STAGES, stage_recipe
 from modsenc.training.summary import data_summary
@@ -65,7 +64,8 @@ def _owns_work_dir(work: Path) -> bool:
     if (work / WORK_MARKER).is_file():
         return True
     names = {p.name for p in work.iterdir()}
-    return names <= {*STAGES, LANGID_FILE} and any((work / s / KEY_FILE).is_file() for s in STAGES)
+    stages = stage_names()
+    return names <= {*stages, LANGID_FILE} and any((work / s / KEY_FILE).is_file() for s in stages)
 
 
 def _check_work_dir(work: Path, zoo: Zoo) -> None:
@@ -83,7 +83,7 @@ def _clear_work_dir(work: Path) -> None:
     """``--overwrite``: remove this command's own stage folders and files, nothing else."""
     if not work.is_dir():
         return
-    for name in (*STAGES, LANGID_FILE, CALIBRATION_FILE):
+    for name in (*stage_names(), LANGID_FILE, CALIBRATION_FILE):
         path = work / name
         if path.is_dir():
             shutil.rmtree(path)
@@ -101,7 +101,7 @@ def _stage_key(
         {
             "previous": previous,
             "stage": stage,
-            "config": getattr(config, stage).to_dict(),
+            "config": config.stage_settings(stage).to_dict(),
             "training": config.training.to_dict(),
             "seed": config.seed,
             "max_length": config.max_length,
@@ -143,16 +143,24 @@ class AddLanguage:
         self.resume = resume
         # Every input is validated before any output is touched, and only folders this command
         # created (WORK_MARKER) are ever cleared.
-        self._check_inputs(resume or overwrite)
+        inputs = self._check_inputs(resume or overwrite)
         self.backbone_dir = self.zoo.install_backbone(backbone_dir)
         if overwrite:
             _clear_work_dir(self.work)
         self.work.mkdir(parents=True, exist_ok=True)
         atomic_write_json(self.work / WORK_MARKER, {"command": "add-language", "language": self.lang})
         self._build_modular()
+        # What every stage is handed (and all it is handed): the stages never read this job.
+        self.context = dataclasses.replace(
+            inputs,
+            modular=self.modular,
+            pivot_kinds=frozenset(self.pivot_kinds),
+            pivot_manifest_digest=self.pivot_manifest_digest,
+        )
 
-    def _check_inputs(self, reuse_work: bool) -> None:
-        """The work dir, the pivot, the data (the stages' and the dev STS files), before any output."""
+    def _check_inputs(self, reuse_work: bool) -> StageContext:
+        """The work dir, the pivot, the data (the stages' and the dev STS files), before any output;
+        returns the stages' context without the backbone, with what their ``prepare`` loaded."""
         _check_work_dir(self.work, self.zoo)
         if _has_files(self.work) and not reuse_work:
             raise FileExistsError(
@@ -171,11 +179,20 @@ class AddLanguage:
         self.data = load_language_data(
             self.lang, self.pivot, self.config.data, self.recipe_path, self.data_dir
         )
-        self.transfer_parallel: list[tuple[str, str]] = []  # other languages' pairs (cla.transfer_languages)
-        self.transfer_files: dict[str, list[dict[str, Any]]] = {}
-        for stage in self.stages:
-            stage_recipe(stage).prepare(self)
+        inputs = StageContext(
+            lang=self.lang,
+            pivot=self.pivot,
+            config=self.config,
+            data=self.data,
+            work=self.work,
+            recipe_path=self.recipe_path,
+            data_dir=self.data_dir,
+            resume=self.resume,
+            callbacks=tuple(self.callbacks),
+        )
+        prepared = {stage: stage_recipe(stage).prepare(inputs) for stage in self.stages}
         self.sts = [load_sts(p) for p in self._dev_sts_files()]
+        return dataclasses.replace(inputs, prepared=prepared)
 
     def _dev_sts_files(self) -> list[Any]:
         """The recipe's dev STS files; one of ``../shared/data`` that is not there (an installed
@@ -221,17 +238,18 @@ class AddLanguage:
                     stages = stages[self.lang]
                 else:  # the shared default: the pivot has no cla
                     stages = [s for s in stages.get("default") or [] if not self._pivots_crosslingual(s)]
-            stages = stages or (list(PIVOT_STAGES) if self.lang == self.pivot else list(STAGES))
+            stages = stages or (list(PIVOT_STAGES) if self.lang == self.pivot else list(stage_names()))
         if list(stages) == ["none"]:
             # A strong multilingual backbone may need nothing for the pivot: its bundle then holds
             # only what the router needs, and the other languages align to the bare backbone.
             if self.lang != self.pivot:
                 raise ValueError(f"stages 'none' is for the pivot ({self.pivot}) only, not {self.lang}")
             return []
-        unknown = [s for s in stages if s not in STAGES]
+        known = stage_names()
+        unknown = [s for s in stages if s not in known]
         if unknown:
             raise ValueError(
-                f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)} (or none, for the pivot)"
+                f"unknown stage(s) {unknown}; stages are {', '.join(known)} (or none, for the pivot)"
             )
         aligning = [s for s in stages if self._pivots_crosslingual(s)]
         if aligning:
@@ -240,31 +258,16 @@ class AddLanguage:
             )
         if not stages:
             raise ValueError("no stages to run")
-        return [s for s in STAGES if s in stages]  # always in pipeline order
+        return [s for s in known if s in stages]  # always in pipeline order
 
     def _pivots_crosslingual(self, stage: str) -> bool:
         """True for a cross-lingual stage (the CLA) of the pivot, which is aligned to nothing."""
         return self.lang == self.pivot and stage in MODULE_KINDS and MODULE_KINDS[stage].crosslingual
 
-    def searched(self, what: str) -> str:
-        """Which files of the recipe were read for ``what`` data, for an error that says so."""
-        names = [Path(r.get("path") or r.get("spec", "?")).name for r in self.data.files.get(what, [])]
-        if not names:
-            return "the recipe lists no such file"
-        return f"none of {', '.join(names)} has any"
-
-    def no_data_at_all(self) -> str:
-        """For a data error: that the recipe's files hold nothing at all for LANG (a language the
-        recipe does not cover), else nothing."""
-        if any(self.data.counts().values()):
-            return ""
-        name = Path(self.recipe_path).stem if self.recipe_path else "the recipe"
-        return f" ({name}'s data has no {self.lang} rows at all: {self.lang} needs files of its own)"
-
     # ----------------------------------------------------------------------------------------- evaluation
-    def encoder(self, lang: str, kinds: set[str]):
-        # No modules: the bare backbone, without the language's orthography either (the baseline).
-        return lambda texts: self.modular.encode(list(texts), lang if kinds else None, kinds, batch_size=64)
+    def encoder(self, lang: str, kinds: set[str] | frozenset[str]):
+        """``texts -> vectors`` through ``lang``'s ``kinds`` (``StageContext.encode``)."""
+        return lambda texts: self.context.encode(lang, kinds, texts)
 
     def evaluate(self, kinds: set[str]) -> dict[str, Any]:
         """Dev metrics with LANG's ``kinds`` loaded.
@@ -297,55 +300,6 @@ class AddLanguage:
         return metrics
 
     # ----------------------------------------------------------------------------------------- stages
-    def fit(
-        self,
-        objective: torch.nn.Module,
-        examples: list,
-        sampler: Any,
-        cfg: Schedule,
-        run_dir: Path,
-        dev_examples: list | None = None,
-    ) -> dict:
-        callbacks = self._callbacks(run_dir)
-        return fit_stage(
-            self.modular.backbone,
-            objective,
-            examples,
-            sampler,
-            cfg,
-            self.config.training,
-            run_dir,
-            self.resume,
-            self.seed,
-            callbacks,
-            dev_examples=dev_examples or (),
-        )
-
-    def sampler(self, examples: list, batch_size: int, drop_last: bool = True) -> LengthBucketBatchSampler:
-        # drop_last keeps in-batch negatives at full strength, unless the data is a single batch.
-        drop = drop_last and len(examples) > batch_size
-        return LengthBucketBatchSampler(
-            [e.length for e in examples], batch_size, seed=self.seed, drop_last=drop
-        )
-
-    def pair_examples(
-        self,
-        kind: str,
-        positives: list[str],
-        negatives: list[str | None],
-        anchors: list[Any],
-        targets: list[torch.Tensor] | None = None,
-        structure: list[torch.Tensor] | None = None,
-    ) -> list[SentencePairExample]:
-        def tokenize(texts: list[str]) -> list[list[int]]:  # cut sentences counted (run())
-            return self.modular.backbone.tokenize(texts, warn_truncated=True)
-
-        return pair_examples(tokenize, kind, positives, negatives, anchors, targets, structure)
-
-    def _callbacks(self, run_dir: Path) -> tuple:
-        stage = run_dir.parent.name
-        return tuple(lambda step, metrics, cb=cb: cb(stage, step, metrics) for cb in self.callbacks)
-
     def _load_stage(self, out: Path) -> None:
         """Bring a finished stage's modules back (``--resume``) instead of training them again."""
         for kind in kinds_in(out):  # the la stage's folder also holds the embeddings it trained
@@ -356,7 +310,7 @@ class AddLanguage:
         started = time.time()
         seconds: dict[str, float] = {}
         stage_metrics: dict[str, Any] = {}
-        for line in data_summary(self):
+        for line in data_summary(self.context, self.stages):
             log.info("[%s] %s", self.lang, line)
         with counting_truncations() as cut:
             dev: dict[str, Any] = {"backbone": self.evaluate(set())}
@@ -365,7 +319,7 @@ class AddLanguage:
         key = self.zoo.backbone_fingerprint()
         for index, stage in enumerate(self.stages):
             key = _stage_key(key, stage, self.config, self.data, self.orthography.name)
-            for part in stage_recipe(stage).key_parts(self):
+            for part in stage_recipe(stage).key_parts(self.context):
                 key = json_digest([key, part])
             with counting_truncations() as cut:  # one counted line a stage, not a warning a batch
                 self._run_stage(index, stage, key, stage_metrics, seconds, dev)
@@ -396,7 +350,7 @@ class AddLanguage:
             t0 = time.time()
             seed_everything(self.seed + index)
             with atomic_directory(cache.output) as tmp:
-                metrics = stage_recipe(stage).train(self, tmp, cache.run_dir)
+                metrics = stage_recipe(stage).train(self.context, tmp, cache.run_dir)
             seconds[stage] = round(time.time() - t0, 1)
             stage_metrics[stage] = metrics
             cache.finish(key, {"metrics": metrics, "seconds": seconds[stage]})
@@ -424,7 +378,9 @@ class AddLanguage:
         langid_path = self.work / LANGID_FILE
         profile.save(langid_path)
         langid_sentences = len(langid_texts)
-        stage_fields = {k: v for s in self.stages for k, v in stage_recipe(s).manifest_fields(self).items()}
+        stage_fields = {
+            k: v for s in self.stages for k, v in stage_recipe(s).manifest_fields(self.context).items()
+        }
         # what an int8 graph of this language is calibrated on (runtimes/calibration.py)
         calibration_path = self.work / CALIBRATION_FILE
         atomic_write_text(calibration_path, "".join(f"{text}\n" for text in even_sample(langid_texts)))

@@ -16,24 +16,36 @@ key and ``--resume`` trains the stage again rather than reusing one trained unde
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
 from modsenc.backbone.attention import ATTENTION_CHOICES
 from modsenc.backbone.focus import FocusConfig
 from modsenc.backbone.precision import PRECISIONS
 from modsenc.data.language_data import DataConfig
-from modsenc.modules.kinds import MODULE_KINDS
+from modsenc.modules.kinds import MODULE_KINDS, module_kind
+from modsenc.modules.kinds.stage import LoRASettings, Schedule  # noqa: F401 - the stage settings bases, for finetune, train-backbone and tests
 from modsenc.objectives.mexma import MEXMAConfig
 from modsenc.objectives.registry import CONFIGS, objective_config
 from modsenc.utils.config import RecipeError, Section, coerce, unknown_key
 from modsenc.utils.devices import check_device
 
-STAGES = tuple(MODULE_KINDS)  # add-language trains one stage per module kind, in the registry's order
-CLA_VARIANTS = ("pp", "pl", "jt")
-PARALLEL_LOSSES = ("cosine", "distill")
-OWN_SOURCES = ("backbone", "modules")  # whose vector of the sentence a distilled CLA also targets
-STRUCTURE_SOURCES = ("modules", "pivot")  # whose in-batch similarities a distilled CLA keeps
+
+def stage_sections() -> dict[str, type[Section]]:
+    """The recipe section of each kind add-language trains, by name, in the registry's order: the
+    ``settings`` of the kind's stage (``KIND/config.py``, through ``ModuleKind.stage``)."""
+    return {name: recipe.settings for name, kind in MODULE_KINDS.items() if (recipe := kind.stage())}
+
+
+def stage_names() -> tuple[str, ...]:
+    """add-language's stages: one per module kind it trains, in the registry's order, now."""
+    return tuple(stage_sections())
+
+
+_SECTIONS = stage_sections()  # the kinds registered when recipes are first read: their sections
+STAGES = tuple(_SECTIONS)  # add-language trains one stage per module kind, in the registry's order
+# The built-in kinds' sections, under the names the rest of modsenc and the tests know them by.
+VocabConfig, LAConfig, SEConfig, CLAConfig = (_SECTIONS[name] for name in ("vocab", "la", "se", "cla"))
 
 
 # ------------------------------------------------------------------------------------------ shared
@@ -58,132 +70,7 @@ class TrainingConfig(Section):
     num_threads: int | None = None  # torch threads (null: torch's default)
 
 
-@dataclass
-class Schedule(Section):
-    """A stage's budget and optimiser: ``epochs`` (passes over the data, may be fractional) or
-    ``max_steps``, not both (``utils.config``); a linear schedule, ``warmup_ratio`` of it warming up."""
-
-    epochs: float | None = None
-    max_steps: int | None = None
-    batch_size: int = 32
-    lr: float = 1.0e-3
-    warmup_ratio: float = 0.1
-    scheduler: str = "linear"
-    # Model selection on dev pairs held out of the training files (data.dev_pairs, dev_parallel):
-    # every eval_every steps the stage's loss on them is measured and the best weights are kept;
-    # after `patience` evaluations without improvement the stage stops. null: no selection.
-    eval_every: int | None = None
-    patience: int | None = None
-
-    def steps(self, batches_per_epoch: int) -> int:
-        if self.epochs is not None:
-            return max(1, round(self.epochs * batches_per_epoch))
-        if self.max_steps is None:
-            raise RecipeError("a stage needs epochs or max_steps; both are null")
-        return self.max_steps
-
-
-@dataclass
-class LoRASettings(Section):
-    """peft LoRA: rank, alpha (the update is scaled by alpha / r) and dropout."""
-
-    r: int = 8
-    alpha: int = 16
-    dropout: float = 0.1
-
-
 # ------------------------------------------------------------------------------------ add-language
-@dataclass
-class VocabConfig(FocusConfig):
-    """``vocab``: a SentencePiece vocabulary for the language, FOCUS-initialised embeddings (the
-    fastText keys: ``FocusConfig``, trained on the mono text)."""
-
-    vocab_size: int = 8000
-
-
-@dataclass
-class LAConfig(Schedule, LoRASettings):
-    """``la``: the language adapter, LoRA on query/key/value (+ the new embeddings), masked LM."""
-
-    mask_ratio: float = 0.15
-    max_steps: int | None = 300
-
-
-@dataclass
-class SEConfig(Schedule, LoRASettings):
-    """``se``: the sentence-encoding adapter, LoRA on every linear layer, MNRL on paraphrases."""
-
-    scale: float = 20.0  # the similarity scale of the MNRL loss
-    epochs: float | None = 5.0
-    batch_size: int = 16
-    # Paraphrase pairs of these other languages (from the same data.paraphrase files) are added to
-    # the language's own: the adapter learns sentence similarity from related languages and the
-    # pivot too, and is still applied to this language's text only. "*": every language there.
-    transfer_languages: list[str] = field(default_factory=list)
-
-
-@dataclass
-class CLAConfig(Schedule):
-    """``cla``: the cross-lingual alignment adapter (adapters' ParBnConfig), aligned to the pivot."""
-
-    variant: str = "jt"  # pp: cross-lingual paraphrases | pl: parallel pairs | jt: both, alternating batches
-    # The loss of the parallel batches: cosine (the paper: CosineSimilarityLoss onto the pivot's
-    # vector) or distill (DistillationLoss: the unit vector regressed onto the pivot's).
-    parallel_loss: str = "cosine"
-    # distill only: weight λ of the sentence's own vector (own_source, below) in the target
-    # (t_pivot + λ t_own) / (1 + λ), which keeps the language's monolingual neighbourhood.
-    own_weight: float = 0.0
-    # distill only: whose vector of the sentence itself that target holds. backbone: the bare
-    # backbone's; modules: the language's modules before the CLA (what mode "mono" gives), so
-    # that the CLA keeps what the SE learnt about the language when both are applied.
-    own_source: str = "backbone"
-    # distill only: weight of an in-batch ranking loss (MNRL both ways) between the sentences and
-    # their translations' pivot vectors, added to the regression: it asks that each sentence land
-    # nearer its own translation than the batch's other ones, which is what mining measures.
-    ranking_weight: float = 0.0
-    # distill only: weight of the similarity-preserving term (SimilarityPreservingLoss): each
-    # batch's sentences keep, with the CLA on, the ordering of their similarities to each other
-    # that the teacher named by structure_source gives them, so the shared space (mode "cross")
-    # does not flatten the language's own neighbourhoods.
-    structure_weight: float = 0.0
-    # Whose similarities that term keeps. modules: the language's own sentences through its
-    # modules without the CLA (the SE's geometry); pivot: their translations' pivot vectors (the
-    # geometry the alignment aims at, e5's English for the shipped recipe).
-    structure_source: str = "modules"
-    # Parallel pairs of these other languages with the pivot (their data.per_language files) are
-    # added to the language's own: the alignment learns from related languages' translations too,
-    # and is still applied to this language's text only. LANG and the pivot are skipped, so one
-    # list can serve every language.
-    transfer_languages: list[str] = field(default_factory=list)
-    adapter: dict[str, Any] = field(default_factory=dict)  # ParBnConfig arguments, e.g. reduction_factor
-    scale: float = 20.0
-    epochs: float | None = 3.0
-    batch_size: int = 16
-
-    def validate(self, where: str) -> None:
-        if self.variant not in CLA_VARIANTS:
-            raise RecipeError(f"{where}.variant must be one of {CLA_VARIANTS}, got {self.variant!r}")
-        if self.parallel_loss not in PARALLEL_LOSSES:
-            raise RecipeError(
-                f"{where}.parallel_loss must be one of {PARALLEL_LOSSES}, got {self.parallel_loss!r}"
-            )
-        if self.own_source not in OWN_SOURCES:
-            raise RecipeError(f"{where}.own_source must be one of {OWN_SOURCES}, got {self.own_source!r}")
-        if self.structure_source not in STRUCTURE_SOURCES:
-            raise RecipeError(
-                f"{where}.structure_source must be one of {STRUCTURE_SOURCES}, got {self.structure_source!r}"
-            )
-        if self.own_weight < 0:
-            raise RecipeError(f"{where}.own_weight must be >= 0, got {self.own_weight}")
-        for name in ("ranking_weight", "structure_weight"):
-            if getattr(self, name) < 0:
-                raise RecipeError(f"{where}.{name} must be >= 0, got {getattr(self, name)}")
-            if getattr(self, name) > 0 and self.parallel_loss != "distill":
-                raise RecipeError(
-                    f"{where}.{name} applies to parallel_loss: distill only, got {self.parallel_loss!r}"
-                )
-
-
 @dataclass
 class DevConfig(Section):
     """``dev``: what is scored after the stages (besides the held-out paraphrase pairs)."""
@@ -191,20 +78,21 @@ class DevConfig(Section):
     sts: list[Any] = field(default_factory=list)  # STS TSVs: lang1 lang2 sentence1 sentence2 score
 
 
+LanguageOverrides = make_dataclass(
+    "LanguageOverrides",
+    [(name, section | None, field(default=None)) for name, section in _SECTIONS.items()],
+    bases=(Section,),
+    namespace={
+        "__module__": __name__,
+        "__doc__": "``per_language.LANG``: stage settings for one language, merged over the shared "
+        "sections (``AddLanguageRecipe.for_language``); one key per trained module kind.",
+    },
+)
+
+
 @dataclass
-class LanguageOverrides(Section):
-    """``per_language.LANG``: stage settings for one language, merged over the shared sections
-    (``AddLanguageRecipe.for_language``)."""
-
-    vocab: VocabConfig | None = None
-    la: LAConfig | None = None
-    se: SEConfig | None = None
-    cla: CLAConfig | None = None
-
-
-@dataclass
-class AddLanguageRecipe(Section):
-    """A recipe for ``modsenc add-language``."""
+class _AddLanguageSettings(Section):
+    """add-language's keys other than the stages' sections (``AddLanguageRecipe`` adds those)."""
 
     seed: int = 0
     pivot: str = "en"  # the language every other one is aligned to (it gets no CLA)
@@ -216,11 +104,6 @@ class AddLanguageRecipe(Section):
     orthography: str | None = "auto"  # auto: the language's own (modsenc.data.orthography), or a name
     data: DataConfig = field(default_factory=DataConfig)
     dev: DevConfig = field(default_factory=DevConfig)
-    vocab: VocabConfig = field(default_factory=VocabConfig)
-    la: LAConfig = field(default_factory=LAConfig)
-    se: SEConfig = field(default_factory=SEConfig)
-    cla: CLAConfig = field(default_factory=CLAConfig)
-    training: TrainingConfig = field(default_factory=TrainingConfig)
 
     def for_language(self, lang: str) -> AddLanguageRecipe:
         """This recipe with ``per_language.LANG``'s stage keys merged over the shared sections'.
@@ -241,6 +124,27 @@ class AddLanguageRecipe(Section):
                     {**section.as_written(), **override.as_written()}, stage
                 )
         return self.replace(**merged)
+
+    def stage_settings(self, stage: str) -> Section:
+        """The recipe section of ``stage``; for a kind registered after recipes were first read
+        (a test's own kind), which has no key here, its section's defaults."""
+        section = getattr(self, stage, None)
+        if section is None:
+            section = module_kind(stage).stage().settings.from_dict(None, stage)
+        return section
+
+
+# A recipe for ``modsenc add-language``: the keys above, one section per trained module kind (its
+# ``KIND/config.py``, in the registry's order: vocab, la, se, cla), then ``training``.
+AddLanguageRecipe = make_dataclass(
+    "AddLanguageRecipe",
+    [
+        *((name, section, field(default_factory=section)) for name, section in _SECTIONS.items()),
+        ("training", TrainingConfig, field(default_factory=TrainingConfig)),
+    ],
+    bases=(_AddLanguageSettings,),
+    namespace={"__module__": __name__, "__doc__": "A recipe for ``modsenc add-language``."},
+)
 
 
 # ---------------------------------------------------------------------------------------- finetune

@@ -1,10 +1,12 @@
-"""add-language's stage recipes: how each module kind is trained, looked up by the kind's name.
+"""add-language's stages, looked up through the module-kind registry.
 
 A stage is named after the module kind it trains (``modsenc.modules.kinds``: the registry gives
-the stages and their order); ``STAGE_RECIPES`` gives, per kind, what the stage checks and loads
-before any output is touched (``prepare``), how it trains and saves its module (``train``), what
-beyond the recipe and data enters its cache key (``key_parts``), whether dev metrics are taken
-after it (``evaluate_after``) and what it records in the bundle manifest (``manifest_fields``).
+the stages and their order). Each kind's folder holds its stage (``KIND/stage.py``: a
+``StageRecipe``, ``modsenc.modules.kinds.stage``): what it checks and loads before any output is
+touched (``prepare``), how it trains and saves its module (``train``), what beyond the recipe and
+data enters its cache key (``key_parts``), whether dev metrics are taken after it
+(``evaluate_after``), what it records in the bundle manifest (``manifest_fields``) and what it
+trains on, for the summary (``plan``).
 
     vocab  a SentencePiece tokenizer for LANG + FOCUS-initialised embeddings (deepfocus)
     la     language adapter: LoRA on q/k/v + the embeddings, masked language modelling
@@ -15,273 +17,35 @@ after it (``evaluate_after``) and what it records in the bundle manifest (``mani
 
 from __future__ import annotations
 
-import logging
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping
 
-import torch
+from modsenc.modules.kinds import MODULE_KINDS, module_kind
+from modsenc.modules.kinds.stage import StageRecipe
 
-from modsenc.backbone.focus import focus_from_texts
-from modsenc.backbone.tokenizer import train_sentencepiece
-from modsenc.data.batching import AlternatingBatchSampler, LengthBucketBatchSampler
-from modsenc.data.language_data import load_language_data
-from modsenc.modules.bundle import TOKENIZER_DIR, check_language_code
-from modsenc.modules.configs import alignment_adapter_config, language_adapter_config, sentence_adapter_config
-from modsenc.modules.kinds import monolingual
-from modsenc.objectives.losses.distillation import distillation_targets
-from modsenc.objectives.mlm import MaskedLanguageModeling, MLMConfig
-from modsenc.objectives.sentence_pairs import SentencePairExample, SentencePairObjective
-from modsenc.utils.errors import InputError
-
-if TYPE_CHECKING:
-    from modsenc.training.add_language import AddLanguage
-
-log = logging.getLogger(__name__)
-
-Metrics = dict[str, float]
-
-
-def _nothing(job: AddLanguage) -> list[Any]:
-    return []
-
-
-@dataclass(frozen=True)
-class StageRecipe:
-    """How add-language trains one module kind (the stage of the same name)."""
-
-    train: Callable[[AddLanguage, Path, Path], Metrics]
-    """(job, module folder, checkpoint folder) -> metrics: create the module, train it, save it."""
-    prepare: Callable[[AddLanguage], None]
-    """Check the data it needs and load what it takes beyond LANG's own, before any output."""
-    key_parts: Callable[[AddLanguage], list[Any]] = _nothing
-    """What its cache key hashes beyond the recipe, the data and the stages before it."""
-    evaluate_after: bool = False
-    """Dev metrics after it even when it is not the last stage."""
-    manifest_fields: Callable[[AddLanguage], dict[str, Any]] = lambda job: {}
-    """``BundleManifest`` fields it fills in."""
-
-
-# ------------------------------------------------------------------------------------------- data
-def _needs(job: AddLanguage, stage: str, what: str, items: list) -> None:
-    if not items:
-        raise InputError(
-            f"stage {stage} needs {job.lang} {what} data and {job.searched(what)}{job.no_data_at_all()}: "
-            f"pass --{what} FILE, --data DIR (a data folder whose files have {job.lang} rows), leave "
-            "the stage out (--stages), or make data with `modsenc synthesize`"
-        )
-
-
-def _prepare_cla(job: AddLanguage) -> None:
-    variant = job.config.cla.variant  # one of CLA_VARIANTS (checked by CLAConfig)
-    if variant in ("pp", "jt") and not job.data.crosslingual:
-        raise InputError(
-            f"cla variant {variant} needs {job.pivot}-{job.lang} paraphrase pairs (rows of both "
-            f"languages sharing a pair_id) and {job.searched('paraphrase')}{job.no_data_at_all()}: "
-            "pass --paraphrase FILE, --data DIR (a data folder whose files have them), --set "
-            "cla.variant=pl with parallel data, or make them with `modsenc synthesize`"
-        )
-    if variant in ("pl", "jt") and not job.data.parallel:
-        raise InputError(
-            f"cla variant {variant} needs {job.pivot}-{job.lang} parallel pairs and "
-            f"{job.searched('parallel')}{job.no_data_at_all()}: pass --parallel FILE (a TSV with "
-            f"{job.pivot} and {job.lang} columns), --data DIR (a data folder whose files have "
-            f"them), or translate {job.pivot} text with `modsenc synthesize`"
-        )
-    # Other languages' parallel pairs (cla.transfer_languages), and their file records, which
-    # enter the CLA's cache key only.
-    job.transfer_parallel, job.transfer_files = transfer_parallel(job, job.config.cla.transfer_languages)
-
-
-def transfer_paraphrases(job: AddLanguage, languages: list[str]) -> list:
-    """Other languages' paraphrase pairs the SE stage adds to LANG's own (``se.transfer_languages``)."""
-    if not languages:
-        return []
-    wanted = None if "*" in languages else set(languages)
-    pairs = [p for p in job.data.other_paraphrases if wanted is None or p.lang in wanted]
-    counts = Counter(p.lang for p in pairs)
-    log.info("[%s] se: adding other languages' pairs %s", job.lang, dict(sorted(counts.items())))
-    return pairs
-
-
-def transfer_parallel(
-    job: AddLanguage, languages: list[str]
-) -> tuple[list[tuple[str, str]], dict[str, list[dict[str, Any]]]]:
-    """Other languages' (pivot, translation) pairs the CLA stage adds to LANG's own
-    (``cla.transfer_languages``: codes, or "*" for every language in ``data.per_language``),
-    and their file records by language. LANG and the pivot are skipped; so is any pair whose
-    pivot sentence LANG holds out for dev, since multi-parallel files translate the same
-    sentence into every language."""
-    if not languages:
-        return [], {}
-    names = sorted(job.config.data.per_language) if "*" in languages else languages
-    held = {a for a, _ in job.data.dev_parallel} | {a for a, _ in job.data.dev_crosslingual}
-    pairs: list[tuple[str, str]] = []
-    files: dict[str, list[dict[str, Any]]] = {}
-    counts: dict[str, int] = {}
-    for other in (check_language_code(n) for n in names):
-        if other in (job.lang, job.pivot):
-            continue
-        try:
-            data = load_language_data(other, job.pivot, job.config.data, job.recipe_path, job.data_dir)
-        except ValueError as err:  # e.g. a shared parallel file without this language's column
-            raise ValueError(f"cla.transfer_languages: {other}'s data: {err}") from err
-        if not data.parallel and "*" not in languages:
-            raise ValueError(
-                f"cla.transfer_languages names {other}, which has no parallel data with "
-                f"{job.pivot}: add files under data.per_language.{other}.parallel or remove it"
-            )
-        kept = [p for p in data.parallel if p[0] not in held]
-        pairs.extend(kept)
-        files[other], counts[other] = data.files["parallel"], len(kept)
-    log.info("[%s] cla: adding other languages' parallel pairs %s", job.lang, counts)
-    return pairs, files
-
-
-# ----------------------------------------------------------------------------------------- training
-def train_vocab(job: AddLanguage, out: Path, run_dir: Path) -> Metrics:
-    cfg = job.config.vocab
-    tokenizer = train_sentencepiece(job.data.mono, out / TOKENIZER_DIR, vocab_size=cfg.vocab_size)
-    weight = focus_from_texts(
-        job.modular.base_tokenizer,
-        job.modular.base_embeddings.weight,
-        tokenizer,
-        job.data.mono,
-        job.work / "vocab" / "focus",
-        fasttext=cfg,
-        seed=job.seed,
-    )
-    job.modular.add_vocabulary(job.lang, tokenizer, weight)
-    job.modular.save_module(job.lang, "vocab", out)
-    return {"vocab_size": float(len(tokenizer))}
-
-
-def train_la(job: AddLanguage, out: Path, run_dir: Path) -> Metrics:
-    cfg, modular = job.config.la, job.modular
-    modular.add_lora(job.lang, "la", language_adapter_config(cfg.r, cfg.alpha, cfg.dropout))
-    kinds = {"la"} | ({"vocab"} & modular.modules_of(job.lang))  # the LA trains the embeddings too
-    modular.select(job.lang, kinds)
-    modular.set_trainable(job.lang, sorted(kinds))
-    objective = MaskedLanguageModeling(modular.backbone, MLMConfig(mask_ratio=cfg.mask_ratio))
-    examples = objective.prepare_texts(job.data.mono, modular.backbone, modular.backbone.max_length)
-    sampler = LengthBucketBatchSampler([e.length for e in examples], cfg.batch_size, seed=job.seed)
-    metrics = job.fit(objective, examples, sampler, cfg, run_dir)
-    for kind in sorted(kinds):  # la, and the embeddings it trained
-        modular.save_module(job.lang, kind, out)
-    return metrics
-
-
-def train_se(job: AddLanguage, out: Path, run_dir: Path) -> Metrics:
-    cfg = job.config.se
-    job.modular.add_lora(job.lang, "se", sentence_adapter_config(cfg.r, cfg.alpha, cfg.dropout))
-    job.modular.select(job.lang, job.modular.modules_of(job.lang))
-    job.modular.set_trainable(job.lang, ["se"])
-
-    def examples_of(pairs: list) -> list[SentencePairExample]:
-        positives, negatives = [p.positive for p in pairs], [p.negative for p in pairs]
-        return job.pair_examples("paraphrase", positives, negatives, [p.anchor for p in pairs])
-
-    examples = examples_of(job.data.paraphrases + transfer_paraphrases(job, cfg.transfer_languages))
-    dev = examples_of(job.data.dev_paraphrases) if cfg.eval_every else []
-    objective = SentencePairObjective(scale=cfg.scale)
-    sampler = job.sampler(examples, cfg.batch_size)
-    metrics = job.fit(objective, examples, sampler, cfg, run_dir, dev)
-    job.modular.save_module(job.lang, "se", out)
-    return metrics
-
-
-def cla_examples(
-    job: AddLanguage, crosslingual: list[tuple[str, str, str | None]], parallel: list[tuple[str, str]]
-) -> tuple[list[SentencePairExample], list[SentencePairExample]]:
-    """(cross-lingual paraphrase examples, parallel examples): LANG's side as text, the pivot's
-    as fixed vectors computed once through the pivot's own modules (its side is frozen)."""
-    cfg = job.config.cla
-    encode_pivot = job.encoder(job.pivot, job.pivot_kinds)
-    paraphrase: list[SentencePairExample] = []
-    translations: list[SentencePairExample] = []
-    if crosslingual:
-        targets = list(torch.as_tensor(encode_pivot([a for a, _, _ in crosslingual])))
-        texts, negatives = [b for _, b, _ in crosslingual], [n for _, _, n in crosslingual]
-        with job.modular.active(job.lang):  # LANG's tokenizer, whatever encoding the pivot did
-            paraphrase = job.pair_examples("paraphrase", texts, negatives, targets)
-    if parallel:
-        vectors = torch.as_tensor(encode_pivot([a for a, _ in parallel]))
-        kind, targets = "parallel", None
-        texts = [b for _, b in parallel]
-        structure = None
-        if cfg.parallel_loss == "distill":
-            kind = "distill"
-            own, without_cla = None, None
-            before_cla = monolingual(job.modular.modules_of(job.lang))
-            from_modules = cfg.structure_weight > 0 and cfg.structure_source == "modules"
-            if from_modules or (cfg.own_weight > 0 and cfg.own_source == "modules"):  # the SE's vectors
-                without_cla = torch.as_tensor(job.encoder(job.lang, before_cla)(texts))
-            if cfg.own_weight > 0:  # the vector of the sentence itself: bare, or through the SE
-                bare = cfg.own_source == "backbone"
-                own = torch.as_tensor(job.encoder(job.lang, set())(texts)) if bare else without_cla
-            targets = list(distillation_targets(vectors, own, cfg.own_weight))
-            if cfg.structure_weight > 0:
-                structure = list(without_cla) if from_modules else list(vectors)
-        with job.modular.active(job.lang):  # LANG's tokenizer
-            translations = job.pair_examples(
-                kind, texts, [None] * len(texts), list(vectors), targets, structure
-            )
-    return paraphrase, translations
-
-
-def train_cla(job: AddLanguage, out: Path, run_dir: Path) -> Metrics:
-    cfg, data = job.config.cla, job.data
-    job.modular.add_alignment(job.lang, alignment_adapter_config(**cfg.adapter))
-    use_paraphrases, use_parallel = cfg.variant in ("pp", "jt"), cfg.variant in ("pl", "jt")
-    paraphrase, parallel = cla_examples(
-        job,
-        data.crosslingual if use_paraphrases else [],
-        data.parallel + job.transfer_parallel if use_parallel else [],
-    )
-    dev: list[SentencePairExample] = []
-    if cfg.eval_every:
-        dev_cross = [(a, b, None) for a, b in data.dev_crosslingual] if use_paraphrases else []
-        dev = sum(cla_examples(job, dev_cross, data.dev_parallel if use_parallel else []), [])
-    job.modular.select(job.lang, job.modular.modules_of(job.lang))
-    job.modular.set_trainable(job.lang, ["cla"])
-    if cfg.variant == "jt":
-        first, second = job.sampler(paraphrase, cfg.batch_size), job.sampler(parallel, cfg.batch_size)
-        sampler = AlternatingBatchSampler(first, second, offset=len(paraphrase))
-    else:
-        sampler = job.sampler(paraphrase or parallel, cfg.batch_size)
-    objective = SentencePairObjective(
-        scale=cfg.scale, ranking_weight=cfg.ranking_weight, structure_weight=cfg.structure_weight
-    )
-    metrics = job.fit(objective, paraphrase + parallel, sampler, cfg, run_dir, dev)
-    job.modular.save_module(job.lang, "cla", out)
-    return metrics
-
-
-def _cla_key_parts(job: AddLanguage) -> list[Any]:
-    # The CLA fits the pivot's vectors: another pivot bundle retrains it. Transfer files are
-    # absent when unset, so earlier keys hold.
-    return [job.pivot_manifest_digest] + ([job.transfer_files] if job.transfer_files else [])
-
-
-STAGE_RECIPES: dict[str, StageRecipe] = {
-    "vocab": StageRecipe(train_vocab, lambda job: _needs(job, "vocab", "mono", job.data.mono)),
-    "la": StageRecipe(train_la, lambda job: _needs(job, "la", "mono", job.data.mono)),
-    "se": StageRecipe(
-        train_se, lambda job: _needs(job, "se", "paraphrase", job.data.paraphrases), evaluate_after=True
-    ),
-    "cla": StageRecipe(
-        train_cla,
-        _prepare_cla,
-        key_parts=_cla_key_parts,
-        evaluate_after=True,
-        manifest_fields=lambda job: {"cla_variant": job.config.cla.variant},
-    ),
-}
 PIVOT_STAGES = ["se"]  # the pivot's stages when the recipe names none (it has no cla either)
 
 
 def stage_recipe(stage: str) -> StageRecipe:
     """The recipe of the stage that trains the module kind ``stage``."""
-    return STAGE_RECIPES[stage]
+    recipe = module_kind(stage).stage()
+    if recipe is None:
+        raise ValueError(f"module kind {stage!r} is not trained by add-language (it has no stage)")
+    return recipe
+
+
+class _StageRecipes(Mapping[str, StageRecipe]):
+    """Every registered kind's stage recipe, by name, in the registry's order (read when asked)."""
+
+    def __getitem__(self, stage: str) -> StageRecipe:
+        if stage not in MODULE_KINDS or MODULE_KINDS[stage].stage() is None:
+            raise KeyError(stage)
+        return stage_recipe(stage)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([name for name, kind in MODULE_KINDS.items() if kind.stage() is not None])
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+
+STAGE_RECIPES: Mapping[str, StageRecipe] = _StageRecipes()

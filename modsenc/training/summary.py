@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 import torch
 
 from modsenc.backbone.truncation import counting_truncations
+from modsenc.training.stages import stage_recipe
 
 if TYPE_CHECKING:
-    from modsenc.training.add_language import AddLanguage
     from modsenc.training.configs import Schedule
+    from modsenc.training.context import StageContext
 
 BACKWARD_FACTOR = 3.0  # a training step (forward, backward, update) as forward passes, roughly
 
@@ -35,10 +36,11 @@ class StagePlan:
     steps: int
     batch_size: int
     early_stopping: bool
+    note: str = ""  # a stage without training steps: what it makes (the vocabulary's)
 
     def line(self) -> str:
-        if self.stage == "vocab":
-            return f"vocab: a tokenizer and embeddings from {self.examples:,} {self.what}"
+        if self.note:
+            return f"{self.stage}: {self.note} {self.examples:,} {self.what}"
         bound = "at most " if self.early_stopping else ""
         return (
             f"{self.stage}: {self.examples:,} {self.what}, {bound}{self.steps:,} steps of {self.batch_size}"
@@ -52,29 +54,23 @@ def _steps(cfg: Schedule, examples: int, drop_last: bool) -> int:
     return cfg.steps(batches or math.ceil(examples / cfg.batch_size))
 
 
-def stage_plans(job: AddLanguage) -> list[StagePlan]:
-    """The training set and step count of each of the job's stages, as the stages will see them."""
-    data, plans = job.data, []
-    for stage in job.stages:
-        if stage in ("vocab", "la"):
-            examples, what, drop = len(data.mono), "sentences", False
-        elif stage == "se":
-            wanted = job.config.se.transfer_languages or []
-            others = [p for p in data.other_paraphrases if wanted and ("*" in wanted or p.lang in wanted)]
-            examples, what, drop = len(data.paraphrases) + len(others), "paraphrase pairs", True
-        else:  # cla
-            variant = job.config.cla.variant
-            crosslingual = len(data.crosslingual) if variant in ("pp", "jt") else 0
-            parallel = len(data.parallel) + len(job.transfer_parallel) if variant in ("pl", "jt") else 0
-            examples, what, drop = crosslingual + parallel, f"{job.pivot}-{job.lang} pairs", True
-        cfg = getattr(job.config, stage)
-        steps = 0 if stage == "vocab" else _steps(cfg, examples, drop)
+def stage_plans(job: StageContext, stages: list[str]) -> list[StagePlan]:
+    """The training set and step count of each of ``stages``, as the stages will see them (each
+    stage's ``plan``; a stage without one has no line)."""
+    plans = []
+    for stage in stages:
+        plan = stage_recipe(stage).plan(job)
+        if plan is None:
+            continue
+        cfg = job.settings(stage)
+        steps = _steps(cfg, plan.examples, plan.drop_last) if plan.trains else 0
         early = bool(getattr(cfg, "eval_every", None) and getattr(cfg, "patience", None))
-        plans.append(StagePlan(stage, examples, what, steps, getattr(cfg, "batch_size", 0), early))
+        batch = getattr(cfg, "batch_size", 0)
+        plans.append(StagePlan(stage, plan.examples, plan.what, steps, batch, early, plan.note))
     return plans
 
 
-def step_seconds(job: AddLanguage, batch_size: int) -> float | None:
+def step_seconds(job: StageContext, batch_size: int) -> float | None:
     """One training step's time on this machine, roughly: a forward pass of ``batch_size`` of the
     language's sentences through the backbone (the second of two, timed) times BACKWARD_FACTOR."""
     texts = job.data.texts()[:batch_size]
@@ -87,7 +83,7 @@ def step_seconds(job: AddLanguage, batch_size: int) -> float | None:
     return (time.perf_counter() - start) * BACKWARD_FACTOR
 
 
-def _file_lines(job: AddLanguage) -> list[str]:
+def _file_lines(job: StageContext) -> list[str]:
     lines = []
     for kind, records in job.data.files.items():
         for record in records:
@@ -97,11 +93,11 @@ def _file_lines(job: AddLanguage) -> list[str]:
     return lines
 
 
-def data_summary(job: AddLanguage) -> list[str]:
+def data_summary(job: StageContext, stages: list[str]) -> list[str]:
     """The lines printed before training (files, rows per file, pairs and steps per stage, ETA)."""
     recipe = Path(job.recipe_path).name if job.recipe_path else "the recipe"
     lines = [f"data ({recipe}{f', --data {job.data_dir}' if job.data_dir else ''}):", *_file_lines(job)]
-    plans = stage_plans(job)
+    plans = stage_plans(job, stages)
     lines += [f"  {plan.line()}" for plan in plans]
     steps = sum(p.steps for p in plans)
     if steps:

@@ -19,12 +19,13 @@ from modsenc.backbone import Backbone
 from modsenc.backbone.precision import resolve_precision
 from modsenc.data.language_data import load_language_data
 from modsenc.modules.bundle import Zoo
+from modsenc.modules.kinds.cla.stage import cla_examples, transfer_parallel
+from modsenc.modules.kinds.se.stage import transfer_paraphrases
 from modsenc.modules.licences import data_file_names
 from modsenc.modules.modular import ModularBackbone
 from modsenc.training.add_language import AddLanguage, run
 from modsenc.training.configs import AddLanguageRecipe
 from modsenc.training.recipe import load_recipe
-from modsenc.training.stages import cla_examples, transfer_parallel, transfer_paraphrases
 from modsenc.utils.config import RecipeError
 from tests._zoo import fast_recipe
 
@@ -428,19 +429,19 @@ def test_the_backbone_stays_frozen_in_memory_at_every_training_step(tiny_backbon
 def test_se_transfer_languages_pick_other_languages_pairs(zoo_with_en_uz) -> None:
     zoo_dir, root = zoo_with_en_uz
     job = AddLanguage("uz", fast_recipe(), zoo_dir, work_dir=root / "work-uz-transfer")
-    english = transfer_paraphrases(job, ["en"])
+    english = transfer_paraphrases(job.context, ["en"])
     # demo: 150 en pair ids; uz's 15 dev ids (data.dev_pairs) leave English too
     assert len(english) == 135 and {p.lang for p in english} == {"en"}
     assert not {p.pair_id for p in english} & {p.pair_id for p in job.data.dev_paraphrases}
-    assert transfer_paraphrases(job, ["*"]) == job.data.other_paraphrases == english
-    assert transfer_paraphrases(job, ["kk"]) == [] and transfer_paraphrases(job, []) == []
+    assert transfer_paraphrases(job.context, ["*"]) == job.data.other_paraphrases == english
+    assert transfer_paraphrases(job.context, ["kk"]) == [] and transfer_paraphrases(job.context, []) == []
 
 
 def test_cla_transfer_languages_add_other_languages_translations(zoo_with_en_uz) -> None:
     zoo_dir, root = zoo_with_en_uz
     job = AddLanguage("uz", fast_recipe(), zoo_dir, work_dir=root / "work-uz-cla-transfer")
     # LANG and the pivot are skipped, so one list can serve every language
-    pairs, files = transfer_parallel(job, ["kk", "uz", "en", "tr"])
+    pairs, files = transfer_parallel(job.context, ["kk", "uz", "en", "tr"])
     assert list(files) == ["kk", "tr"] and [r["count"] for r in files["kk"] + files["tr"]] == [320, 320]
     # demo:parallel.tsv translates the same 320 English sentences into every language
     assert len(pairs) == 640 and job.data.dev_parallel == []
@@ -448,14 +449,15 @@ def test_cla_transfer_languages_add_other_languages_translations(zoo_with_en_uz)
     assert pairs[320] == ("My mother works at a hospital.", "Annem bir hastanede çalışıyor.")
     assert not {b for _, b in pairs} & {b for _, b in job.data.parallel}  # none of them is uz's own
     # "*" means the languages of data.per_language: none in the demo recipe
-    assert transfer_parallel(job, ["*"]) == ([], {}) and transfer_parallel(job, []) == ([], {})
+    ctx = job.context
+    assert transfer_parallel(ctx, ["*"]) == ([], {}) and transfer_parallel(ctx, []) == ([], {})
     # the demo file has no Kyrgyz column: the shared list gives ky nothing
     missing = (
         r"cla.transfer_languages names ky, which has no parallel data with en: add files under "
         r"data.per_language.ky.parallel"
     )
     with pytest.raises(ValueError, match=missing):
-        transfer_parallel(job, ["ky"])
+        transfer_parallel(job.context, ["ky"])
 
 
 def test_cla_transfer_pairs_hold_out_what_lang_holds_out(zoo_with_en_uz) -> None:
@@ -470,7 +472,7 @@ def test_cla_transfer_pairs_hold_out_what_lang_holds_out(zoo_with_en_uz) -> None
         **{"data.parallel": "[]", "data.dev_parallel": "20", "data.per_language": per_language}
     )
     job = AddLanguage("uz", recipe, zoo_dir, work_dir=root / "work-uz-cla-transfer-dev")
-    pairs, files = transfer_parallel(job, ["kk"])
+    pairs, files = transfer_parallel(job.context, ["kk"])
     held = {a for a, _ in job.data.dev_parallel}
     kk_own = load_language_data("kk", "en", job.config.data, job.recipe_path).parallel
     leaking = held & {a for a, _ in kk_own}
@@ -490,7 +492,7 @@ def test_distilled_cla_targets_hold_the_own_vector_of_the_chosen_source(zoo_with
     job = AddLanguage("uz", recipe, zoo_dir, work_dir=root / f"work-uz-own-{source}", stages=["se", "cla"])
     job.modular.load_module("uz", "se", zoo_dir / "uz")  # the SE the cla stage would sit on
     pairs = job.data.parallel[:4]
-    _, examples = cla_examples(job, [], pairs)
+    _, examples = cla_examples(job.context, [], pairs)
     english = torch.as_tensor(job.encoder("en", job.pivot_kinds)([a for a, _ in pairs]))
     bare = torch.as_tensor(job.encoder("uz", set())([b for _, b in pairs]))
     through_se = torch.as_tensor(job.encoder("uz", {"se"})([b for _, b in pairs]))
@@ -516,6 +518,6 @@ def test_structure_term_of_the_pivot_source_keeps_the_translations_similarities(
     )
     job.modular.load_module("uz", "se", zoo_dir / "uz")
     pairs = job.data.parallel[:4]
-    _, examples = cla_examples(job, [], pairs)
+    _, examples = cla_examples(job.context, [], pairs)
     english = torch.as_tensor(job.encoder("en", job.pivot_kinds)([a for a, _ in pairs]))
     torch.testing.assert_close(torch.stack([e.structure_vector for e in examples]), english)

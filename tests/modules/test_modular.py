@@ -72,7 +72,7 @@ def test_an_active_block_puts_the_selected_language_back(tiny_backbone_dir) -> N
     backbone = modular.backbone
     uz, base = modular.language_embeddings["uz"], modular.base_embeddings
     with torch.no_grad():
-        batch = backbone.pack(backbone.tokenize(TEXTS))
+        batch = backbone.pack(modular.tokenize("uz", TEXTS, ["vocab", "la"]))
         selected = backbone(batch)
         bare = modular.encode(TEXTS, None, convert_to_tensor=True)  # an active block of its own
         with modular.active("uz", ["vocab"]):
@@ -88,9 +88,9 @@ def test_packed_forward_with_modules_matches_hugging_face(tiny_backbone_dir) -> 
     modular.select("uz")
     backbone = modular.backbone
     with torch.no_grad():
-        batch = backbone.pack(backbone.tokenize(TEXTS))
+        batch = backbone.pack(modular.tokenize("uz", TEXTS))
         packed = backbone(batch).split(batch.seqlens)
-        enc = backbone.tokenizer(TEXTS, padding=True, return_tensors="pt")
+        enc = modular.tokenizer_of("uz")(TEXTS, padding=True, return_tensors="pt")
         reference = backbone.model(
             input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]
         ).last_hidden_state

@@ -1,11 +1,13 @@
 """The per-language module kinds, in one ordered registry.
 
 ``MODULE_KINDS`` maps each kind's name to its ``ModuleKind`` (``base.py``), in the order the kinds
-are trained and loaded: ``vocab`` (``vocab.py``), ``la`` (``language.py``), ``se``
-(``sentence.py``), ``cla`` (``alignment.py``). The bundle format (``module_files``), the
-``ModularBackbone``'s create/load/save/switch, export's merge, both runtimes and add-language's
-stages all read it; a new kind is one file plus one ``register_kind`` line here (docs/design.md,
-"Module kinds"). The kind files import torch, peft and adapters lazily: this is imported by
+are trained and loaded: ``vocab``, ``la``, ``se``, ``cla``, one folder each, as peft's tuners:
+``KIND/kind.py`` (the module: create, load, save, switch, merge), ``KIND/config.py`` (its recipe
+section and library config) and ``KIND/stage.py`` (how add-language trains it, ``ModuleKind.stage``).
+The bundle format (``module_files``), the ``ModularBackbone``'s create/load/save/switch, export's
+merge, both runtimes, add-language's recipe sections and stages all read it; a new kind is one
+folder plus one ``register_kind`` line here (docs/design.md, "Module kinds"). The kind files
+import torch, peft and adapters lazily, and their stages only when asked: this is imported by
 ``modsenc zoo list``.
 """
 
@@ -15,11 +17,11 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from modsenc.modules.kinds.alignment import AlignmentKind
 from modsenc.modules.kinds.base import ModuleKind, module_name
-from modsenc.modules.kinds.language import LanguageAdapterKind
-from modsenc.modules.kinds.sentence import SentenceAdapterKind
-from modsenc.modules.kinds.vocab import EMBEDDINGS_FILE, TOKENIZER_DIR, Vocabulary, VocabularyKind
+from modsenc.modules.kinds.cla.kind import AlignmentKind
+from modsenc.modules.kinds.la.kind import LanguageAdapterKind
+from modsenc.modules.kinds.se.kind import SentenceAdapterKind
+from modsenc.modules.kinds.vocab.kind import EMBEDDINGS_FILE, TOKENIZER_DIR, Vocabulary, VocabularyKind
 
 __all__ = [
     "EMBEDDINGS_FILE",
@@ -34,6 +36,7 @@ __all__ = [
     "monolingual",
     "ordered",
     "register_kind",
+    "unregister_kind",
 ]
 
 MODULE_KINDS: dict[str, ModuleKind] = {}  # name -> kind, in the order they are trained and loaded
@@ -45,6 +48,11 @@ def register_kind(kind: ModuleKind) -> ModuleKind:
         raise ValueError(f"module kind {kind.name!r} is registered already")
     MODULE_KINDS[kind.name] = kind
     return kind
+
+
+def unregister_kind(name: str) -> None:
+    """Drop a registered kind (a test's own kind, after the test)."""
+    MODULE_KINDS.pop(name, None)
 
 
 register_kind(VocabularyKind())

@@ -6,7 +6,9 @@ languages have which modules, the peft wrapper, the embedding matrices) and asks
 the registry in ``modsenc.modules.kinds``, how to create, load, save, remove, switch, count and
 merge its modules.
 The bundle format (``module_files``), the trainer's stages, export and both runtimes read the same
-registry, so a kind's name, files and behaviour are written once, in its own file.
+registry, so a kind's name, files and behaviour are written once, in its own folder
+(``KIND/kind.py``; its settings and add-language stage beside it, ``KIND/config.py`` and
+``KIND/stage.py``, reached through ``stage()``).
 
 Kind files import torch, peft and adapters inside their methods: the registry is imported by
 ``modsenc zoo list``, which must not pay for them.
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
     from modsenc.backbone.encoder import Backbone
+    from modsenc.modules.kinds.stage import StageRecipe
 
 
 class ModuleHost(Protocol):
@@ -74,6 +77,13 @@ class ModuleKind(ABC):
     monolingual encoding (``mode="mono"``, the trainer's monolingual dev metrics) leaves it out."""
     export_note: ClassVar[str] = ""
     """What ``modsenc export``'s model card says about how the kind was merged (empty: nothing)."""
+
+    # ----------------------------------------------------------------- training
+    def stage(self) -> StageRecipe | None:
+        """How ``add-language`` trains this kind: its folder's ``stage.py``'s ``STAGE``, imported
+        here when asked (it imports torch and the objectives; the registry must not). None: a kind
+        add-language does not train."""
+        return None
 
     # ----------------------------------------------------------------- files
     def saved_in(self, folder: str | Path) -> bool:

@@ -1,9 +1,10 @@
 """``cla``: cross-lingual alignment, an adapters-library parallel bottleneck adapter
-(``ParBnConfig``, ``modsenc.modules.configs.alignment_adapter_config``) named ``LANG_cla`` beside
+(``ParBnConfig``, ``config.alignment_adapter_config``) named ``LANG_cla`` beside
 each feed-forward block, trained to map the language onto the frozen pivot's vectors.
 
 ``adapters.init`` runs on the raw Hugging Face model before peft wraps it (``ModuleHost``), so
-both libraries' layers sit in the backbone's packed forward. Merged by ``bottleneck``'s arithmetic.
+both libraries' layers sit in the backbone's packed forward. Merged by
+``modsenc.modules.kinds.bottleneck``'s arithmetic; trained by ``stage.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from adapters import ParBnConfig
     from transformers import PreTrainedModel
 
+    from modsenc.modules.kinds.stage import StageRecipe
+
 
 class AlignmentKind(ModuleKind):
     """Saved as ``cla/`` in adapters' format (``adapter_config.json`` + ``adapter.safetensors``)."""
@@ -28,6 +31,11 @@ class AlignmentKind(ModuleKind):
     library: ClassVar[str] = "adapters"
     crosslingual: ClassVar[bool] = True
     export_note: ClassVar[str] = "the CLA folded into the feed-forward blocks as extra neurons"
+
+    def stage(self) -> StageRecipe:
+        from modsenc.modules.kinds.cla.stage import STAGE  # noqa: PLC0415 - torch
+
+        return STAGE
 
     def create(self, modular: ModuleHost, lang: str, config: ParBnConfig) -> None:
         modular.backbone.model.add_adapter(module_name(lang, self.name), config=config)

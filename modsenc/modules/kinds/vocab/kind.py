@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
+    from modsenc.modules.kinds.stage import StageRecipe
+
 
 EMBEDDINGS_FILE = "embeddings.safetensors"
 TOKENIZER_DIR = "tokenizer"
@@ -32,6 +34,11 @@ class VocabularyKind(ModuleKind):
     name: ClassVar[str] = "vocab"
     files: ClassVar[tuple[str, ...]] = (EMBEDDINGS_FILE, TOKENIZER_DIR)
     library: ClassVar[str] = "modsenc"
+
+    def stage(self) -> StageRecipe:
+        from modsenc.modules.kinds.vocab.stage import STAGE  # noqa: PLC0415 - torch
+
+        return STAGE
 
     def check_loadable(self, source: Path, lang: str) -> None:
         """Its weights file is a safetensors file by name: nothing else is read."""

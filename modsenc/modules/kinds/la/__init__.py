@@ -1,0 +1,1 @@
+"""``la``, the language adapter: its module (``kind.py``), settings (``config.py``), stage (``stage.py``)."""

@@ -1,0 +1,2 @@
+"""``se``, the sentence-encoding adapter: its module (``kind.py``), settings (``config.py``),
+stage (``stage.py``)."""
