@@ -21,7 +21,8 @@ from modsenc.modules.kinds.base import ModuleKind, module_name
 from modsenc.modules.kinds.cla.kind import AlignmentKind
 from modsenc.modules.kinds.la.kind import LanguageAdapterKind
 from modsenc.modules.kinds.se.kind import SentenceAdapterKind
-from modsenc.modules.kinds.vocab.kind import EMBEDDINGS_FILE, TOKENIZER_DIR, Vocabulary, VocabularyKind
+from modsenc.modules.kinds.vocab.files import EMBEDDINGS_FILE, TOKENIZER_DIR
+from modsenc.modules.kinds.vocab.kind import Vocabulary, VocabularyKind
 
 __all__ = [
     "EMBEDDINGS_FILE",

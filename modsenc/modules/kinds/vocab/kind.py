@@ -10,16 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from modsenc.modules.kinds.base import ModuleHost, ModuleKind
+from modsenc.modules.kinds.vocab.files import EMBEDDINGS_FILE, TOKENIZER_DIR
 
 if TYPE_CHECKING:
     import torch
     from torch import nn
 
     from modsenc.modules.kinds.stage import StageRecipe
-
-
-EMBEDDINGS_FILE = "embeddings.safetensors"
-TOKENIZER_DIR = "tokenizer"
 
 
 @dataclass(frozen=True)

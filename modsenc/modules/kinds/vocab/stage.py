@@ -9,7 +9,7 @@ from modsenc.backbone.focus import focus_from_texts
 from modsenc.backbone.tokenizer import train_sentencepiece
 from modsenc.modules.kinds.stage import Metrics, Plan, StageContext, StageRecipe
 from modsenc.modules.kinds.vocab.config import VocabConfig
-from modsenc.modules.kinds.vocab.kind import TOKENIZER_DIR
+from modsenc.modules.kinds.vocab.files import TOKENIZER_DIR
 
 
 def train_vocab(ctx: StageContext, out: Path, run_dir: Path) -> Metrics:
