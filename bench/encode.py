@@ -157,6 +157,8 @@ ARMS = (
     "modsenc-openvino-bf16",
     "modsenc-openvino-int8",
     "modsenc-openvino-int8-bf16",
+    "modsenc-openvino-int8-mixed-bf16",
+    "modsenc-openvino-int8-weights-bf16",
     "st-fp32",
     "st-bf16",
     "onnx-fp32",
@@ -224,6 +226,8 @@ def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tup
         # (bundles older than calibration.txt, the shipped zoo's) the demo corpus
         "modsenc-openvino-int8": ("fp32", "int8", "openvino"),
         "modsenc-openvino-int8-bf16": ("bf16", "int8", "openvino"),
+        "modsenc-openvino-int8-mixed-bf16": ("bf16", "int8-mixed", "openvino"),
+        "modsenc-openvino-int8-weights-bf16": ("bf16", "int8-weights", "openvino"),
     }
     for name, (dtype, quantize, runtime, *live) in settings.items():
         if name not in wanted:
@@ -254,7 +258,7 @@ def _modsenc_arms(args: argparse.Namespace, mode: str, wanted: list[str]) -> tup
             return encoder.encode(texts, lang=lang, batch_size=args.batch_size, mode=mode)
 
         run(["warm-up"])  # the openvino runtime compiles a language on its first use
-        int8 = ", torchao int8 linears" if runtime == "torch" else ", NNCF static int8"
+        int8 = ", torchao int8 linears" if runtime == "torch" else f", NNCF {quantize}"
         what = f"lang={lang!r}, mode={mode}" + (int8 if quantize else "")
         what += ", runtime=torch, modules live (unmerged)" if live else ""
         what += ", runtime=openvino (modules merged, compiled per language)" if runtime == "openvino" else ""
