@@ -73,7 +73,7 @@ def ngrams(text: str, orders: Sequence[int] = ORDERS) -> tuple[str, ...]:
 def _order(normalised: str, n: int) -> tuple[str, ...]:
     """The ``n``-grams of a normalised text (for n = 1 its characters but the spaces)."""
     if n == 1:
-        return tuple(ch for ch in normalised if ch != " ")
+        return tuple(normalised.replace(" ", ""))
     return tuple([normalised[i : i + n] for i in range(len(normalised) - n + 1)])
 
 
