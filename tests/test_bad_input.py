@@ -361,8 +361,8 @@ CASES = [
             str(env.tmp / "o.npy"),
         ],
         1,
-        "calibration sentences are read only by runtime='openvino' with quantize='int8'; here runtime is "
-        "'torch'",
+        "calibration sentences are read only by runtime='openvino' with quantize='int8' or 'int8-mixed'; "
+        "here runtime is 'torch'",
         absent=lambda env: [env.tmp / "o.npy"],
         real_zoo=True,
     ),

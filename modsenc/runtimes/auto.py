@@ -3,8 +3,11 @@
 The quality bound: a mean cosine of at least 0.9999 to fp32 on held-out text and dev STS within
 0.3 points, as docs/benchmarks.md and docs/results/int8.md measure them. bf16 keeps it (cosine
 0.99997, STS unchanged); int8 does not (the openvino runtime's NNCF int8 graphs of the shipped zoo:
-cosine 0.991, dev STS 0.67 points lower on average over 15 columns and up to 1.4), so ``auto``
-never quantises: ``--quantize int8`` is the user's call. Within the bound, each CPU kind gets the
+cosine 0.991, dev STS 0.67 points lower on average over 15 columns and up to 1.4). Of the two
+gentler schemes, int8-mixed (FFN outputs float) stays below 0.999 on routed text and weight-only
+int8-weights keeps 0.9996 but ran at 0.85x bf16 on Sapphire Rapids (docs/benchmarks.md, "Fast
+by default"), and neither was measured on a CPU where int8 could beat bf16 (Zen 4's VNNI without
+AMX): so ``auto`` never quantises, and ``--quantize`` is the user's call. Within the bound, each CPU kind gets the
 arm that was fastest when measured on that kind ("Which runtime on my CPU?" in
 docs/benchmarks.md); the rules, first match:
 

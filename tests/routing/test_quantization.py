@@ -91,7 +91,8 @@ def test_quantize_linears_and_its_errors(monkeypatch) -> None:
     got = model(x)
     assert torch.nn.functional.cosine_similarity(got, expected).min() > 0.99
     assert check_quantization(None) is None and check_quantization("none") is None
-    with pytest.raises(ValueError, match=r"quantize must be one of none, int8; got 'int4'"):
+    choices = "none, int8, int8-mixed, int8-weights"
+    with pytest.raises(ValueError, match=rf"quantize must be one of {choices}; got 'int4'"):
         check_quantization("int4")
     monkeypatch.setitem(sys.modules, "torchao.quantization", None)  # as if torchao were not installed
     with pytest.raises(ImportError, match=r"needs torchao: pip install -e '\.\[quantize\]'"):

@@ -87,8 +87,15 @@ def test_usage_counts_the_tokens_encoded_with_the_prefix_and_the_orthography(e5_
         assert backbone.prefix == "query: " and backbone.pooling == "mean"
         assert encoder.modular.orthographies.get("uz") is None  # loaded by the request
         encoded: list[int] = []  # the length of every sequence the model runs on
-        forward = backbone.forward
-        backbone.forward = lambda batch: encoded.extend(batch.seqlens) or forward(batch)
+        # every batch the torch runtime runs is packed by the backbone (merged modules or live)
+        pack = backbone.pack
+
+        def counting_pack(ids):
+            batch = pack(ids)
+            encoded.extend(batch.seqlens)
+            return batch
+
+        backbone.pack = counting_pack
         response = client.post("/v1/embeddings", json={"input": texts, "lang": langs})
         assert response.status_code == 200, response.text
         usage = response.json()["usage"]
