@@ -7,8 +7,8 @@ cosine 0.991, dev STS 0.67 points lower on average over 15 columns and up to 1.4
 gentler schemes, int8-mixed (FFN outputs float) stays below 0.999 on routed text and weight-only
 int8-weights keeps 0.9996 but ran at 0.85x bf16 on Sapphire Rapids (docs/benchmarks.md, "Fast
 by default"), and neither was measured on a CPU where int8 could beat bf16 (Zen 4's VNNI without
-AMX): so ``auto`` never quantises, and ``--quantize`` is the user's call. Within the bound, each CPU kind gets the
-arm that was fastest when measured on that kind ("Which runtime on my CPU?" in
+AMX): so ``auto`` never quantises, and ``--quantize`` is the user's call. Within the bound,
+each CPU kind gets the arm that was fastest when measured on that kind ("Which runtime on my CPU?" in
 docs/benchmarks.md); the rules, first match:
 
 | where                                  | runtime  | precision | measured on                           |
