@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import Runner, columns, heldout, machine, read_tsv, replace_section
+from modsenc.eval.sts import row_cosines
 
 MARK_BEGIN = "<!-- int8 quality: written by bench/int8_quality.py -->"
 MARK_END = "<!-- end of int8 quality -->"
@@ -75,13 +76,8 @@ def cosines(args: argparse.Namespace, langs: tuple[str, ...]) -> dict[str, dict[
         )
         vectors[name] = {lang: encoder.encode(texts[lang], lang=lang, mode="cross") for lang in langs}
     reference = vectors["torch fp32"]
-
-    def rows_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-        return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-
     return {
-        name: {lang: rows_cosine(found[lang], reference[lang]) for lang in langs}
+        name: {lang: row_cosines(found[lang], reference[lang]) for lang in langs}
         for name, found in vectors.items()
     }
 

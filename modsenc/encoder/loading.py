@@ -26,6 +26,7 @@ from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, Detector, Prof
 from modsenc.routing.router import OTHER_POLICIES, LanguageRouter
 from modsenc.runtimes import check_runtime
 from modsenc.runtimes.auto import AUTO, choose_runtime
+from modsenc.runtimes.int8 import CALIBRATED_SCHEMES
 from modsenc.utils.devices import check_device
 from modsenc.utils.errors import InputError
 
@@ -100,7 +101,7 @@ def check_options(
         dtype = choice.dtype if dtype == AUTO else dtype
     check_runtime(runtime, quantize, checked)
     check_device(checked)
-    if calibration is not None and (runtime != "openvino" or quantize not in ("int8", "int8-mixed")):
+    if calibration is not None and (runtime != "openvino" or quantize not in CALIBRATED_SCHEMES):
         # only the openvino runtime's static int8 graphs are calibrated: elsewhere it is unread
         raise InputError(
             "calibration sentences are read only by runtime='openvino' with quantize='int8' or "

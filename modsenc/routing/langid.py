@@ -324,8 +324,9 @@ class ScoringTable:
         owners = np.repeat(np.arange(len(texts_grams)), lengths)
         found = np.fromiter(map(self.index.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
         orders = np.fromiter(map(len, flat), dtype=np.int64, count=len(flat))
-        per_order = np.zeros((self.max_order + 1, len(texts_grams)))
-        np.add.at(per_order, (orders, owners), 1.0)
+        texts = len(texts_grams)
+        per_order = np.bincount(orders * texts + owners, minlength=(self.max_order + 1) * texts)
+        per_order = per_order.reshape(self.max_order + 1, texts).astype(np.float64)
         kept = found >= 0
         counts = self._sparse.csr_matrix(
             (np.ones(int(kept.sum())), (found[kept], owners[kept])),

@@ -24,6 +24,13 @@ from modsenc.utils.errors import InputError
 RUNTIMES = ("torch", "openvino")
 
 
+def language_key(lang: str | None, kinds: frozenset[str]) -> tuple[str | None, frozenset[str]]:
+    """What a runtime builds once and keeps, per language and modules. With no modules the encoder
+    is the backbone's whatever the language (e5's English, and text the zoo has no bundle for), so
+    they share one."""
+    return (lang if kinds else None, kinds)
+
+
 class Runtime(ABC):
     """Runs token ids of one language through its modules; see the module's docstring."""
 

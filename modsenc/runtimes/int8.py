@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from modsenc.backbone.quantization import QUANTIZATIONS
 from modsenc.utils.errors import MissingDependencyError
 
 
@@ -46,7 +47,7 @@ def require_nncf() -> Any:
 
 # Calibration sentences per forward pass: encode's default batch, so the rows look like encode's.
 CALIBRATION_BATCH = 32
-INT8_SCHEMES = ("int8", "int8-mixed", "int8-weights")
+INT8_SCHEMES = tuple(q for q in QUANTIZATIONS if q != "none")  # the names live with --quantize's
 # The schemes that quantise activations, and so read calibration sentences.
 CALIBRATED_SCHEMES = ("int8", "int8-mixed")
 # The FFN output projection of every layer, by the name the converted graph gives its MatMul

@@ -46,7 +46,7 @@ from modsenc.backbone.packing import PackedBatch
 from modsenc.modules.bundle import Zoo
 from modsenc.modules.export import merged_model
 from modsenc.modules.modular import ModularBackbone
-from modsenc.runtimes.base import Runtime
+from modsenc.runtimes.base import Runtime, language_key
 from modsenc.runtimes.batching import encode_length_sorted
 from modsenc.runtimes.graph_cache import (
     cached_graph,
@@ -326,15 +326,9 @@ class OpenVINORuntime(Runtime):
     def cache_folder(self) -> Path:
         return openvino_cache()
 
-    @staticmethod
-    def _key(lang: str | None, kinds: frozenset[str]) -> tuple[str | None, frozenset[str]]:
-        # With no modules the graph is the backbone's whatever the language (e5's English, and
-        # text the zoo has no bundle for), so they share one graph.
-        return (lang if kinds else None, kinds)
-
     def prepare(self, lang: str | None, kinds: frozenset[str]) -> None:
         """``lang``'s ``kinds`` merged and compiled by OpenVINO, once (the encoder's lock held)."""
-        key = self._key(lang, kinds)
+        key = language_key(lang, kinds)
         if key in self._compiled:
             return
         log.info(
@@ -435,7 +429,7 @@ class OpenVINORuntime(Runtime):
         show_progress_bar: bool = False,
     ) -> torch.Tensor:
         self.prepare(lang, kinds)
-        compiled = self._compiled[self._key(lang, kinds)]
+        compiled = self._compiled[language_key(lang, kinds)]
         dim = self.modular.backbone.hidden_size
         return encode_length_sorted(token_ids, batch_size, dim, compiled.encode_batch, show_progress_bar)
 

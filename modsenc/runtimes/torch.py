@@ -39,7 +39,7 @@ from modsenc.backbone.precision import autocast
 from modsenc.backbone.quantization import is_quantized
 from modsenc.modules.export import merged_model
 from modsenc.modules.modular import ModularBackbone
-from modsenc.runtimes.base import Runtime
+from modsenc.runtimes.base import Runtime, language_key
 from modsenc.runtimes.batching import encode_length_sorted
 
 MODULE_APPLICATIONS = ("merged", "live")
@@ -54,8 +54,6 @@ class MergedLanguage:
     embeddings: nn.Module  # positions, token types and their LayerNorm
     layers: nn.ModuleList
     attention: AttentionBackend
-    pooling: str
-    position_offset: int
     precision: str
 
     def hidden(self, batch: PackedBatch) -> torch.Tensor:
@@ -87,8 +85,6 @@ def merge_language(
         embeddings=plain.embeddings,
         layers=plain.encoder.layer,
         attention=backbone.attention,
-        pooling=backbone.pooling,
-        position_offset=backbone.position_offset,
         precision=precision,
     )
 
@@ -111,14 +107,9 @@ class TorchRuntime(Runtime):
         self.modules = modules
         self._merged: dict[tuple[str | None, frozenset[str]], MergedLanguage] = {}
 
-    @staticmethod
-    def _key(lang: str | None, kinds: frozenset[str]) -> tuple[str | None, frozenset[str]]:
-        # With no modules the encoder is the backbone's whatever the language: one copy for all.
-        return (lang if kinds else None, kinds)
-
     def prepare(self, lang: str | None, kinds: frozenset[str]) -> None:
         """``lang``'s ``kinds`` merged, once (the encoder's lock held); nothing to build live."""
-        key = self._key(lang, kinds)
+        key = language_key(lang, kinds)
         if self.modules == "live" or key in self._merged:
             return
         self._merged[key] = merge_language(self.modular, *key, self.precision)
@@ -129,7 +120,7 @@ class TorchRuntime(Runtime):
         """A function from a packed batch to its last hidden states, for ``lang`` with ``kinds``."""
         if self.modules == "merged":
             self.prepare(lang, kinds)
-            return self._merged[self._key(lang, kinds)].hidden
+            return self._merged[language_key(lang, kinds)].hidden
         backbone = self.modular.backbone
 
         def live(batch: PackedBatch) -> torch.Tensor:
