@@ -21,15 +21,16 @@ tests/modules/test_openvino_runtime.py compiles both in one process.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from modsenc.backbone.cache import cache_root
-from modsenc.utils.io import atomic_directory, atomic_write_json, file_sha256
+from modsenc.utils.io import atomic_directory, atomic_write_json, directory_lock, file_sha256
 
 GRAPH_FILES = ("model.xml", "model.bin")
 GRAPH_RECORD = "graph.json"  # the key's parts and each graph file's sha256
@@ -110,25 +111,32 @@ def _blobs(folder: Path) -> dict[str, str]:
     }
 
 
-def compiled_folder(cache: Path, key: str, precision: str) -> Path:
-    """``cache/compiled/<key>/<precision>``, ready to be OpenVINO's ``CACHE_DIR``: its blobs are the
-    ones recorded after their compile, or it is emptied first (one log line), so OpenVINO either
-    imports a verified blob or compiles afresh."""
+@contextlib.contextmanager
+def compiled_folder(cache: Path, key: str, precision: str) -> Iterator[Path]:
+    """``cache/compiled/<key>/<precision>``, ready to be OpenVINO's ``CACHE_DIR`` for the block: its
+    blobs are the ones recorded after their compile, or it is emptied first (one log line), so
+    OpenVINO either imports a verified blob or compiles afresh. The graph's folder is locked
+    for the block, so compile and record inside it: two processes that compile one graph (Ray workers,
+    server replicas) take turns, and the second imports the first's blob instead of taking a
+    blob still being written, with no record yet, for a damaged one and deleting it under the
+    writer (which then failed: "cannot set permissions: No such file or directory")."""
     folder = cache / "compiled" / key / precision
     folder.mkdir(parents=True, exist_ok=True)
-    try:
-        record = json.loads((folder / COMPILED_RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = None
-    found = _blobs(folder)
-    if found and found != record:
-        log.warning("%s: cached OpenVINO blobs differ from their record; compiling again", folder)
-        for name in found:  # this folder is modsenc's own: nothing else is kept in it
-            (folder / name).unlink()
-        (folder / COMPILED_RECORD).unlink(missing_ok=True)
-    return folder
+    # the graph's folder is locked, not this one: the record's atomic write locks this one
+    with directory_lock(folder.parent):
+        try:
+            record = json.loads((folder / COMPILED_RECORD).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            record = None
+        found = _blobs(folder)
+        if found and found != record:
+            log.warning("%s: cached OpenVINO blobs differ from their record; compiling again", folder)
+            for name in found:  # this folder is modsenc's own: nothing else is kept in it
+                (folder / name).unlink()
+            (folder / COMPILED_RECORD).unlink(missing_ok=True)
+        yield folder
 
 
 def record_compiled(folder: Path) -> None:
-    """After a compile through ``folder`` (``compiled_folder``): record its blobs' sha256."""
+    """After a compile through ``folder``, inside ``compiled_folder``'s block: record its blobs' sha256."""
     atomic_write_json(folder / COMPILED_RECORD, _blobs(folder))

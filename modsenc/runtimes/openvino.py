@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -271,7 +271,7 @@ class CompiledLanguage:
         if graph is None:
             graph = _convert(merged, position_offset)
         core = ov.Core()
-        if compile_cache is not None:  # a folder from graph_cache.compiled_folder: verified
+        if compile_cache is not None:  # inside graph_cache.compiled_folder's block: verified, locked
             core.set_property({"CACHE_DIR": str(compile_cache)})
         self.model = core.compile_model(
             graph,
@@ -348,17 +348,19 @@ class OpenVINORuntime(Runtime):
         words = self.modular.embeddings_of(lang, kinds)
         if self.quantize is not None:
             graph, parts = self._int8_graph(graph, lang, kinds, words, graphs, parts or {})
-        self._compiled[key] = CompiledLanguage(
-            None,
-            words,
-            self.modular.backbone.pooling,
-            self.precision,
-            torch.get_num_threads(),
-            position_offset=offset,
-            graph=graph,
-            # a bundle whose files nothing names (parts None) is compiled each time, not cached
-            compile_cache=None if parts is None else compiled_folder(cache, graph_key(parts), self.precision),
-        )
+        # a bundle whose files nothing names (parts None) is compiled each time, not cached
+        folder = nullcontext() if parts is None else compiled_folder(cache, graph_key(parts), self.precision)
+        with folder as compile_cache:  # locked while compiling: other processes take turns
+            self._compiled[key] = CompiledLanguage(
+                None,
+                words,
+                self.modular.backbone.pooling,
+                self.precision,
+                torch.get_num_threads(),
+                position_offset=offset,
+                graph=graph,
+                compile_cache=compile_cache,
+            )
 
     def _int8_graph(
         self,

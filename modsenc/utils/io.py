@@ -117,9 +117,10 @@ def _remove(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def _directory_lock(directory: Path) -> Iterator[None]:
-    # flock on the parent folder itself: serialises concurrent swaps into it without leaving a
-    # lock file among the user's files.
+def directory_lock(directory: Path) -> Iterator[None]:
+    """An exclusive flock on ``directory`` itself, for the block: processes (and threads, each
+    through its own descriptor) take turns, without a lock file left among the user's files; the
+    kernel drops it when its holder dies."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         with contextlib.suppress(OSError):  # a file system without flock: the renames stay atomic
@@ -143,7 +144,7 @@ def clean_stale_temporaries(path: str | os.PathLike) -> list[Path]:
         return []
     pattern = _temp_pattern(path)
     removed = []
-    with _directory_lock(path.parent):  # a live writer's directory swap never sees a half-restored state
+    with directory_lock(path.parent):  # a live writer's directory swap never sees a half-restored state
         stale = []
         for entry in path.parent.iterdir():
             match = pattern.match(entry.name)
@@ -306,7 +307,7 @@ def atomic_directory(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    with _directory_lock(path.parent):
+    with directory_lock(path.parent):
         try:
             check_replaceable(path, owner_marker)  # another process may have created it meanwhile
             if before_swap is not None and path.is_dir():
