@@ -30,7 +30,7 @@ import numpy as np
 
 from modsenc.modules.bundle import Zoo, verify_bundle_file
 from modsenc.routing.acceptance_record import ORDERS, AcceptanceTest
-from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, ScoringTable, ngrams
+from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, ScoringTable
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +52,11 @@ class ProfileScorer:
 
     def score(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(mean log-probability per n-gram, number of n-grams) of each text."""
-        grams = [ngrams(text, self.orders) for text in texts]
-        counts = np.array([len(g) for g in grams], dtype=np.float64)
+        results, lengths = self.table.score_texts(texts, self.orders)
+        counts = lengths.astype(np.float64)
         means = np.zeros(len(texts))
-        scored = [i for i, g in enumerate(grams) if g]
-        if scored:
-            results = self.table.scores_many([grams[i] for i in scored])
-            for i, result in zip(scored, results):
+        for i, result in enumerate(results):
+            if result:
                 means[i] = result[self.profile.lang][0] / counts[i]
         return means, counts
 

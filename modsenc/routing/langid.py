@@ -24,7 +24,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
-from itertools import chain, repeat
+from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -33,6 +33,7 @@ import numpy as np
 from modsenc.data.orthography import APOSTROPHES
 from modsenc.data.scripts import detect_script, script_label
 from modsenc.routing.acceptance_record import AcceptanceTest
+from modsenc.routing.grams import GramBatch, GramIndex
 from modsenc.utils.io import atomic_write_json
 
 LANGID_FILE = "langid.json"
@@ -50,37 +51,38 @@ def normalise(text: str) -> str:
     return " " + " ".join(text.split()) + " "
 
 
+def normalised(text: str) -> str:
+    """``normalise(text)``; inside ``sharing_ngrams`` each text is normalised once."""
+    memo = _SHARED_NGRAMS.get()
+    if memo is None:
+        return normalise(text)
+    found = memo.get((text, 0))
+    if found is None:
+        found = memo[(text, 0)] = normalise(text)
+    return found
+
+
 def ngrams(text: str, orders: Sequence[int] = ORDERS) -> tuple[str, ...]:
     """Every character n-gram of ``normalise(text)`` of the given orders, but the lone spaces.
-    (The normalised text has single spaces only, so no longer n-gram is all space.) Inside
-    ``sharing_ngrams`` each text is normalised, and each of its orders cut, once."""
-    shared = _SHARED_NGRAMS.get()
-    memo = {} if shared is None else shared
-    normalised = memo.get((text, 0))
-    if normalised is None:
-        normalised = memo[(text, 0)] = normalise(text)
-    if not normalised.strip():
+    (The normalised text has single spaces only, so no longer n-gram is all space.) The
+    definition the profiles are counted with; routing cuts a batch's n-grams in arrays instead
+    (``ScoringTable.score_texts``, ``modsenc.routing.grams``), to the same n-grams."""
+    text = normalised(text)
+    if not text.strip():
         return ()
-    pieces = []
-    for n in orders:
-        found = memo.get((text, n))
-        if found is None:
-            found = memo[(text, n)] = _order(normalised, n)
-        pieces.append(found)
-    return tuple(chain.from_iterable(pieces))
+    return tuple(chain.from_iterable(_order(text, n) for n in orders))
 
 
-def _order(normalised: str, n: int) -> tuple[str, ...]:
+def _order(text: str, n: int) -> tuple[str, ...]:
     """The ``n``-grams of a normalised text (for n = 1 its characters but the spaces)."""
     if n == 1:
-        return tuple(normalised.replace(" ", ""))
-    return tuple([normalised[i : i + n] for i in range(len(normalised) - n + 1)])
+        return tuple(text.replace(" ", ""))
+    return tuple([text[i : i + n] for i in range(len(text) - n + 1)])
 
 
-# Routing a sentence reads its n-grams twice (the detector, then the bundle's acceptance test),
-# and they are most of routing's cost: the router computes them once per call (``sharing_ngrams``),
-# and nothing outlives the call.
-# (text, n) -> the text's n-grams; (text, 0) -> the text normalised
+# Routing a sentence normalises it for the detector, then for the bundle's acceptance test: the
+# router does it once per call (``sharing_ngrams``), and nothing outlives the call.
+# (text, 0) -> the text normalised
 _SHARED_NGRAMS: ContextVar[dict[tuple[str, int], Any] | None] = ContextVar(
     "modsenc_shared_ngrams", default=None
 )
@@ -88,7 +90,7 @@ _SHARED_NGRAMS: ContextVar[dict[tuple[str, int], Any] | None] = ContextVar(
 
 @contextlib.contextmanager
 def sharing_ngrams() -> Iterator[None]:
-    """Within the block, ``ngrams`` normalises each text, and cuts each of its orders, once."""
+    """Within the block, each text is normalised once."""
     token = _SHARED_NGRAMS.set({})
     try:
         yield
@@ -291,6 +293,7 @@ class ScoringTable:
         for logp, _ in subprofiles:
             for gram in logp:
                 self.index.setdefault(gram, len(self.index))
+        self.grams = GramIndex(list(self.index))
         self.max_order = max(n for _, unseen in subprofiles for n in unseen)
         self.unseen = np.zeros((len(self.rows), self.max_order + 1))
         for row, (_, unseen) in enumerate(subprofiles):
@@ -314,40 +317,42 @@ class ScoringTable:
         self.known_trigrams = known @ sparse.diags(trigram.astype(np.float64))
         self._sparse = sparse
 
-    def scores_many(self, texts_grams: Sequence[Sequence[str]]) -> list[dict[str, tuple[float, float]]]:
-        """For each text's n-grams, ``{lang: (log-likelihood, share of trigrams seen)}`` under each
-        language's best script."""
-        # One pass over every n-gram of every text (no per-text Counter): the sparse matrix sums a
-        # text's repeated n-grams itself, so the counts, and the products below, are as before.
-        lengths = np.fromiter(map(len, texts_grams), dtype=np.int64, count=len(texts_grams))
-        flat = list(chain.from_iterable(texts_grams))
-        owners = np.repeat(np.arange(len(texts_grams)), lengths)
-        found = np.fromiter(map(self.index.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
-        orders = np.fromiter(map(len, flat), dtype=np.int64, count=len(flat))
-        texts = len(texts_grams)
-        per_order = np.bincount(orders * texts + owners, minlength=(self.max_order + 1) * texts)
-        per_order = per_order.reshape(self.max_order + 1, texts).astype(np.float64)
+    def score_texts(
+        self, texts: Sequence[str], orders: Sequence[int]
+    ) -> tuple[list[dict[str, tuple[float, float]]], np.ndarray]:
+        """For each text, ``{lang: (log-likelihood, share of trigrams seen)}`` under each
+        language's best script over its n-grams of ``orders`` ({} when it has none), and how many
+        n-grams it has. The batch is cut and looked up in arrays (``modsenc.routing.grams``), with
+        the n-grams and counts of ``ngrams``."""
+        batch = GramBatch.cut([normalised(text) for text in texts], orders)
+        lengths = batch.counts()
+        scored = np.flatnonzero(lengths > 0)
+        results: list[dict[str, tuple[float, float]]] = [{} for _ in texts]
+        if not len(scored):
+            return results, lengths
+        found = self.grams.find(batch)
+        # per text and order, every n-gram (kept or not): the "all unseen" part of its score
+        per_order = np.bincount(
+            batch.order * batch.texts + batch.owner,
+            minlength=(self.max_order + 1) * batch.texts,
+        )
+        per_order = per_order.reshape(self.max_order + 1, batch.texts).astype(np.float64)
         kept = found >= 0
         counts = self._sparse.csr_matrix(
-            (np.ones(int(kept.sum())), (found[kept], owners[kept])),
-            shape=(len(self.index), len(texts_grams)),
+            (np.ones(int(kept.sum())), (found[kept], batch.owner[kept])),
+            shape=(len(self.index), batch.texts),
         )
         totals = self.unseen @ per_order + (self.delta @ counts).toarray()
-        trigrams = per_order[3] if self.max_order >= 3 else np.zeros(len(texts_grams))
+        trigrams = per_order[3] if self.max_order >= 3 else np.zeros(batch.texts)
         covered = (self.known_trigrams @ counts).toarray()
         shares = np.divide(covered, trigrams, out=np.zeros_like(covered), where=trigrams > 0)
-        results: list[dict[str, tuple[float, float]]] = []
-        for j in range(len(texts_grams)):
+        for j in scored.tolist():
             best: dict[str, tuple[float, float]] = {}
             for (lang, _), total, share in zip(self.rows, totals[:, j].tolist(), shares[:, j].tolist()):
                 if lang not in best or total > best[lang][0]:
                     best[lang] = (total, share)
-            results.append(best)
-        return results
-
-    def scores(self, grams: Sequence[str]) -> dict[str, tuple[float, float]]:
-        """``scores_many`` for one text."""
-        return self.scores_many([grams])[0]
+            results[j] = best
+        return results, lengths
 
 
 class ProfileDetector:
@@ -394,15 +399,12 @@ class ProfileDetector:
         # Every profile is scored on the n-gram orders all of them model (a bundle written by an
         # older modsenc has 1-3-grams only), so their likelihoods stay comparable.
         orders = sorted(set.intersection(*(set(self.profiles[lang].orders) for lang in usable)))
-        grams = [ngrams(text, orders) for text in texts]
         key = tuple(usable)
         if key not in self._tables:
             self._tables[key] = ScoringTable(
                 {lang: self.profiles[lang] for lang in usable}, shared_unseen=self.shared_unseen
             )
-        scored = self._tables[key].scores_many([g for g in grams if g]) if any(grams) else []
-        found = iter(scored)
-        return [next(found) if g else {} for g in grams]
+        return self._tables[key].score_texts(texts, orders)[0]
 
     def calibrate(self) -> float:
         """The temperature of lowest log-loss on the profiles' samples (1 without samples); the

@@ -1,0 +1,76 @@
+"""A batch's n-grams cut and looked up in arrays (modsenc.routing.grams) are langid.ngrams' own."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from modsenc.routing import grams as grams_module
+from modsenc.routing.grams import GramBatch, GramIndex
+from modsenc.routing.langid import ORDERS, ngrams, normalise
+
+TEXTS = [
+    "Salom, dunyo!",
+    "  Bugun   havo 2024-yil juda yaxshi.  ",
+    "Сәлем, әлем!",
+    "ئۇيغۇرچە تېكىست",
+    "日本語のテキスト",
+    "emoji 😀 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 past the BMP",
+    "e\u0301 combining, and a lone surrogate \ud800 too",
+    "",
+    "   ",
+    "a",
+    "ab",
+]
+
+
+def _strings(batch: GramBatch) -> list[Counter[str]]:
+    """Each text's n-grams, read back from the batch's code points."""
+    out: list[Counter[str]] = [Counter() for _ in range(batch.texts)]
+    for owner, order, start in zip(batch.owner.tolist(), batch.order.tolist(), batch.start.tolist()):
+        out[owner]["".join(map(chr, batch.points[start : start + order].tolist()))] += 1
+    return out
+
+
+@pytest.mark.parametrize("orders", [ORDERS, (1, 2, 3), (3,), (2, 5)])
+def test_a_batch_cuts_each_text_as_ngrams_does(orders) -> None:
+    batch = GramBatch.cut([normalise(t) for t in TEXTS], orders)
+    assert _strings(batch) == [Counter(ngrams(t, orders)) for t in TEXTS]
+    assert batch.counts().tolist() == [len(ngrams(t, orders)) for t in TEXTS]
+
+
+def test_the_index_finds_each_kept_ngram_and_nothing_else() -> None:
+    kept = ["a", " s", "sa", "sal", "salo", "salom", "😀", "ə", "әле"]
+    index = GramIndex(kept)
+    texts = ["Salom", "Сәлем әлеуметтік", "😀 ha"]
+    batch = GramBatch.cut([normalise(t) for t in texts], ORDERS)
+    found = index.find(batch)
+    grams = [
+        "".join(map(chr, batch.points[s : s + n].tolist()))
+        for n, s in zip(batch.order.tolist(), batch.start.tolist())
+    ]
+    expected = [kept.index(g) if g in kept else -1 for g in grams]
+    assert found.tolist() == expected
+    assert sorted({g for g, f in zip(grams, found.tolist()) if f >= 0}) == sorted(
+        [" s", "a", "sa", "sal", "salo", "salom", "әле", "😀"]
+    )
+
+
+def test_an_ngram_sharing_a_kept_ngrams_hash_is_not_taken_for_it(monkeypatch) -> None:
+    """With multiplier 1 the hash is the order's seed plus the sum of the code points, so "ba"
+    hashes as "ab" does: the code-point check tells them apart."""
+    monkeypatch.setattr(grams_module, "_MULTIPLIER", np.uint64(1))
+    index = GramIndex(["ab", "x"])
+    batch = GramBatch.cut([normalise("ba ab")], (2,))
+    grams = ["".join(map(chr, batch.points[s : s + 2].tolist())) for s in batch.start.tolist()]
+    assert grams == [" b", "ba", "a ", " a", "ab", "b "]
+    assert index.find(batch).tolist() == [-1, -1, -1, -1, 0, -1]
+
+
+def test_kept_ngrams_that_collide_under_one_seed_are_hashed_under_another(monkeypatch) -> None:
+    monkeypatch.setattr(grams_module, "_MULTIPLIER", np.uint64(1))
+    with pytest.raises(ValueError, match="collide under every hash seed"):
+        GramIndex(["ab", "ba"])  # the sum of code points is the same under any seed
+    assert GramIndex(["ab", "abc"]).seed == 0  # orders are seeded apart
