@@ -53,8 +53,9 @@ class RuntimeChoice:
 
 
 # AMD EPYC Zen 3 (avx2, fma; no AVX512, VNNI, AVX512_BF16 or AMX), bench/encode.py --sections side,
-# 512 NTREX uz sentences routed, 2 threads: OpenVINO fp32 58.4 sentences/s, its NNCF int8 42.7
-# (int8 without VNNI pays for its conversions), the torch runtime 44.1 (docs/benchmarks.md).
+# 512 NTREX uz sentences routed, 2 threads, 2026-12-01: OpenVINO fp32 55.1 sentences/s, its NNCF
+# int8 37.3 (int8 without VNNI pays for its conversions), the merged torch runtime 48.1,
+# sentence-transformers' fastest arm at cosine >= 0.999 (ONNX fp32) 51.6 (docs/benchmarks.md).
 AVX2_CHOICE = RuntimeChoice(
     "openvino", "auto", None, "no native bf16: OpenVINO in fp32 (measured fastest on AVX2; int8 slower there)"
 )
