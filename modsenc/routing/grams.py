@@ -4,7 +4,7 @@
 looking up the few hundred thousand n-grams of a 512-sentence batch was most of routing's cost
 (docs/benchmarks.md, "Fast by default"). Here a batch is cut and looked up with NumPy instead:
 the normalised texts become one array of code points, each n-gram a window of it, hashed
-(a polynomial over its code points, seeded by its order) and searched for among the hashes of a
+(a polynomial over its code points, started from its order) and searched for among the hashes of a
 table's kept n-grams. A hash that matches is then checked code point by code point against the
 kept n-gram, so two n-grams that share a hash are never confused: the counts are exactly those
 of ``langid.ngrams``, and so are the scores.
@@ -28,15 +28,18 @@ def code_points(text: str) -> np.ndarray:
 
 
 def _window_hashes(points: np.ndarray, n: int, seed: int) -> np.ndarray:
-    """The hash of every window of ``n`` code points of ``points`` (one per start position)."""
+    """The hash of every window of ``n`` code points of ``points`` (one per start position): a
+    polynomial mod 2**64 whose multiplier the seed sets (so n-grams of one length that collide
+    under one seed are apart under another), started from the order (so orders stay apart)."""
     count = len(points) - n + 1
     if count <= 0:
         return np.zeros(0, dtype=np.uint64)
     wide = points.astype(np.uint64)
-    hashes = np.full(count, seed * MAX_ORDER + n, dtype=np.uint64)
+    multiplier = np.uint64(int(_MULTIPLIER) + 2 * seed)  # odd for every seed
+    hashes = np.full(count, n, dtype=np.uint64)
     with np.errstate(over="ignore"):  # arithmetic mod 2**64 is the hash
         for k in range(n):
-            hashes = hashes * _MULTIPLIER + wide[k : k + count]
+            hashes = hashes * multiplier + wide[k : k + count]
     return hashes
 
 
@@ -56,6 +59,8 @@ class GramBatch:
         """The n-grams ``langid.ngrams`` cuts from each of ``normalised`` (``langid.normalise``'s
         output; a text that is all space has none): for n = 1 its characters but the spaces, for
         n > 1 every window of n characters."""
+        if any(not 1 <= n <= MAX_ORDER for n in orders):
+            raise ValueError(f"n-gram orders run from 1 to {MAX_ORDER}, got {list(orders)}")
         kept = [text if text.strip() else "" for text in normalised]
         points = code_points("".join(kept))
         lengths = np.fromiter(map(len, kept), dtype=np.int64, count=len(kept))
@@ -90,7 +95,7 @@ class GramIndex:
 
     def __init__(self, grams: Sequence[str]) -> None:
         lengths = np.fromiter(map(len, grams), dtype=np.int64, count=len(grams))
-        # (about a million kept n-grams in the detector's table: 37 bytes each here)
+        # (a few hundred thousand kept n-grams in the detector's table: 33 bytes each here)
         if len(grams) and not (lengths.min() >= 1 and lengths.max() <= MAX_ORDER):
             raise ValueError(f"a scoring table keeps n-grams of 1 to {MAX_ORDER} characters")
         # each kept n-gram's code points, padded with zeros to MAX_ORDER
@@ -101,12 +106,12 @@ class GramIndex:
                 joined = "".join(grams[i] for i in rows)
                 self.points[rows, :n] = code_points(joined).reshape(len(rows), n)
         self.lengths = lengths.astype(np.uint8)
-        for seed in range(8):  # a seed under which no two kept n-grams share a hash
+        for seed in range(8):  # the first seed under which no two kept n-grams share a hash
             hashes = self._hashes(self.points, lengths, seed)
             order = np.argsort(hashes, kind="stable")
             if len(order) < 2 or np.all(np.diff(hashes[order]) != 0):
                 break
-        else:  # eight seeds in a row with a collision among a million 64-bit hashes: not by chance
+        else:  # eight multipliers in a row, each with a collision among the table's hashes
             raise ValueError("the scoring table's n-grams collide under every hash seed")
         self.seed, self.sorted_hashes, self.columns = seed, hashes[order], order.astype(np.int32)
 

@@ -331,27 +331,28 @@ class ScoringTable:
         if not len(scored):
             return results, lengths
         found = self.grams.find(batch)
+        # the products run over the texts that have n-grams only: NumPy's sums over one column
+        # and over several differ in the last bits, and the scores must not depend on the batch
+        column = np.full(batch.texts, -1, dtype=np.int64)
+        column[scored] = np.arange(len(scored))
+        owner, texts = column[batch.owner], len(scored)
         # per text and order, every n-gram (kept or not): the "all unseen" part of its score
-        per_order = np.bincount(
-            batch.order * batch.texts + batch.owner,
-            minlength=(self.max_order + 1) * batch.texts,
-        )
-        per_order = per_order.reshape(self.max_order + 1, batch.texts).astype(np.float64)
+        per_order = np.bincount(batch.order * texts + owner, minlength=(self.max_order + 1) * texts)
+        per_order = per_order.reshape(self.max_order + 1, texts).astype(np.float64)
         kept = found >= 0
         counts = self._sparse.csr_matrix(
-            (np.ones(int(kept.sum())), (found[kept], batch.owner[kept])),
-            shape=(len(self.index), batch.texts),
+            (np.ones(int(kept.sum())), (found[kept], owner[kept])), shape=(len(self.index), texts)
         )
         totals = self.unseen @ per_order + (self.delta @ counts).toarray()
-        trigrams = per_order[3] if self.max_order >= 3 else np.zeros(batch.texts)
+        trigrams = per_order[3] if self.max_order >= 3 else np.zeros(texts)
         covered = (self.known_trigrams @ counts).toarray()
         shares = np.divide(covered, trigrams, out=np.zeros_like(covered), where=trigrams > 0)
-        for j in scored.tolist():
+        for j, text in enumerate(scored.tolist()):
             best: dict[str, tuple[float, float]] = {}
             for (lang, _), total, share in zip(self.rows, totals[:, j].tolist(), shares[:, j].tolist()):
                 if lang not in best or total > best[lang][0]:
                     best[lang] = (total, share)
-            results[j] = best
+            results[text] = best
         return results, lengths
 
 

@@ -70,7 +70,39 @@ def test_an_ngram_sharing_a_kept_ngrams_hash_is_not_taken_for_it(monkeypatch) ->
 
 
 def test_kept_ngrams_that_collide_under_one_seed_are_hashed_under_another(monkeypatch) -> None:
+    """With multiplier 1, seed 0 hashes "ab" and "ba" alike (their sums); seed 1 multiplies by 3:
+    97 x 3 + 98 = 389 against 98 x 3 + 97 = 391."""
     monkeypatch.setattr(grams_module, "_MULTIPLIER", np.uint64(1))
+    index = GramIndex(["ab", "ba", "x"])
+    assert index.seed == 1
+    batch = GramBatch.cut([normalise("ba ab")], (2,))
+    assert index.find(batch).tolist() == [-1, 1, -1, -1, 0, -1]
+
+
+def test_a_table_whose_ngrams_collide_under_every_seed_is_refused(monkeypatch) -> None:
+    def constant(points, n, seed):
+        return np.zeros(len(points), np.uint64)
+
+    monkeypatch.setattr(grams_module, "_window_hashes", constant)
     with pytest.raises(ValueError, match="collide under every hash seed"):
-        GramIndex(["ab", "ba"])  # the sum of code points is the same under any seed
-    assert GramIndex(["ab", "abc"]).seed == 0  # orders are seeded apart
+        GramIndex(["ab", "ba"])
+
+
+def test_orders_past_the_tables_are_refused() -> None:
+    with pytest.raises(ValueError, match="orders run from 1 to 5"):
+        GramBatch.cut([normalise("abcdef")], (6,))
+
+
+def test_a_texts_scores_do_not_depend_on_the_empty_texts_beside_it() -> None:
+    """NumPy sums a one-column product in another order than a wider one: the empty texts of a
+    batch must not widen it (a sentence scored alone and beside "" differed in the last bits)."""
+    from modsenc.routing.background import load_background
+    from modsenc.routing.langid import ScoringTable
+
+    table = ScoringTable(load_background(), shared_unseen=True)
+    text = "can said on had been"
+    alone, _ = table.score_texts([text], ORDERS)
+    beside, counts = table.score_texts(["", text, "   "], ORDERS)
+    assert beside[1] == alone[0]
+    assert beside[0] == beside[2] == {}
+    assert counts.tolist() == [0, len(ngrams(text)), 0]
