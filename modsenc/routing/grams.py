@@ -70,9 +70,8 @@ class GramBatch:
             if n == 1:
                 start = np.flatnonzero(points != _SPACE)
             else:
-                last = len(points) - n + 1
-                start = np.arange(max(last, 0))
-                start = start[owner_of[start] == owner_of[start + n - 1]] if last > 0 else start
+                start = np.arange(max(len(points) - n + 1, 0))
+                start = start[owner_of[start] == owner_of[start + n - 1]]  # inside one text
             owners.append(owner_of[start])
             starts.append(start)
             order.append(np.full(len(start), n, dtype=np.int64))

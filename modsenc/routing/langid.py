@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from itertools import chain
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -52,13 +52,13 @@ def normalise(text: str) -> str:
 
 
 def normalised(text: str) -> str:
-    """``normalise(text)``; inside ``sharing_ngrams`` each text is normalised once."""
-    memo = _SHARED_NGRAMS.get()
+    """``normalise(text)``; inside ``sharing_normalised`` each text is normalised once."""
+    memo = _NORMALISED.get()
     if memo is None:
         return normalise(text)
-    found = memo.get((text, 0))
+    found = memo.get(text)
     if found is None:
-        found = memo[(text, 0)] = normalise(text)
+        found = memo[text] = normalise(text)
     return found
 
 
@@ -81,21 +81,19 @@ def _order(text: str, n: int) -> tuple[str, ...]:
 
 
 # Routing a sentence normalises it for the detector, then for the bundle's acceptance test: the
-# router does it once per call (``sharing_ngrams``), and nothing outlives the call.
-# (text, 0) -> the text normalised
-_SHARED_NGRAMS: ContextVar[dict[tuple[str, int], Any] | None] = ContextVar(
-    "modsenc_shared_ngrams", default=None
-)
+# router does it once per call (``sharing_normalised``), and nothing outlives the call.
+# text -> the text normalised
+_NORMALISED: ContextVar[dict[str, str] | None] = ContextVar("modsenc_normalised", default=None)
 
 
 @contextlib.contextmanager
-def sharing_ngrams() -> Iterator[None]:
+def sharing_normalised() -> Iterator[None]:
     """Within the block, each text is normalised once."""
-    token = _SHARED_NGRAMS.set({})
+    token = _NORMALISED.set({})
     try:
         yield
     finally:
-        _SHARED_NGRAMS.reset(token)
+        _NORMALISED.reset(token)
 
 
 class Detector(Protocol):

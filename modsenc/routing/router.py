@@ -35,7 +35,7 @@ from typing import Protocol
 
 from modsenc.data.scripts import detect_script
 from modsenc.modules.bundle import check_language_code
-from modsenc.routing.langid import Detector, sharing_ngrams
+from modsenc.routing.langid import Detector, sharing_normalised
 from modsenc.utils.errors import InputError
 
 # ``encode(lang=BACKBONE)``: the backbone alone, no modules (what text without a bundle gets)
@@ -170,7 +170,7 @@ class LanguageRouter:
         """Each text's route. A refused sentence raises ``UnsureLanguageError`` or
         ``OtherLanguageError`` naming it, unless ``raise_refused`` is False (then its detection
         says ``refused`` and why: what ``detect_languages`` reports)."""
-        with sharing_ngrams():
+        with sharing_normalised():
             return self._route(list(texts), raise_refused)
 
     def _route(self, texts: list[str], raise_refused: bool) -> list[Detection]:
