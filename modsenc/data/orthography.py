@@ -20,6 +20,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from modsenc.data.scripts import detect_script
+
 APOSTROPHES = "ʻʼ'’‘`´"
 _BETWEEN_LETTERS = re.compile(rf"(?<=[^\W\d_])[{APOSTROPHES}](?=[^\W\d_])")
 
@@ -100,6 +102,58 @@ def _uyghur_arabic_to_cyrillic(text: str) -> str:
     return "".join(_UG_ARABIC.get(ch, ch) for ch in text)
 
 
+# Uyghur Latin (ULY, Uyghur Latin Yéziqi) -> the same Cyrillic: digraphs first; e is ә and é is е
+# (as the Arabic script's ە and ې above); w is в; an apostrophe between letters only splits a
+# would-be digraph (n'g) or stands for the hamza, which Cyrillic does not write.
+_UG_DIGRAPHS = {"ch": "ч", "sh": "ш", "gh": "ғ", "ng": "ң", "zh": "ж", "ya": "я", "yu": "ю"}
+_UG_LETTERS = {
+    "a": "а", "b": "б", "d": "д", "e": "ә", "é": "е", "f": "ф", "g": "г", "h": "һ", "i": "и",
+    "j": "җ", "k": "к", "l": "л", "m": "м", "n": "н", "o": "о", "ö": "ө", "p": "п", "q": "қ",
+    "r": "р", "s": "с", "t": "т", "u": "у", "ü": "ү", "v": "в", "w": "в", "x": "х", "y": "й",
+    "z": "з",
+}  # fmt: skip
+# leftmost first, as ULY reads them: "ngh" is ng + h ("n'gh" is n + gh)
+_UG_DIGRAPH_PATTERN = re.compile("|".join(_UG_DIGRAPHS), re.IGNORECASE)
+_UG_LETTER_TABLE = str.maketrans(_UG_LETTERS | {k.upper(): v.upper() for k, v in _UG_LETTERS.items()})
+
+
+def _ug_digraph(match: re.Match[str]) -> str:
+    found = match.group(0)
+    cyrillic = _UG_DIGRAPHS[found.lower()]
+    return cyrillic.upper() if found[0].isupper() else cyrillic
+
+
+def _uyghur_latin_to_cyrillic(text: str) -> str:
+    """ULY -> Kardeş's Uyghur Cyrillic, for a text mostly in Latin letters; any other text (the
+    Cyrillic the bundle reads, with a Latin name or "VCR" in it) is returned as it is. Only ULY's
+    letters are converted: another Latin letter (c, ç, ş, ä) stays, and the router then reads the
+    text as written only."""
+    if detect_script([text]) != "Latn":
+        return text
+    text = _UG_DIGRAPH_PATTERN.sub(_ug_digraph, unicodedata.normalize("NFC", text))
+    return _BETWEEN_LETTERS.sub("", text).translate(_UG_LETTER_TABLE)
+
+
+# Azerbaijani Cyrillic (1958-1991) -> the Latin alphabet of today: г is q and ҝ is g, ҹ is c, ј
+# is y; И is the dotted İ, Ы the dotless I. Only that alphabet's letters: a Cyrillic letter it
+# lacks (й я ю ц ь, Tatar's җ ң, Kazakh's қ і) stays, and the router then reads the text as
+# written only (a text in another language's alphabet is not Azerbaijani).
+_AZ_CYRILLIC = {
+    "а": "a", "б": "b", "в": "v", "г": "q", "ғ": "ğ", "д": "d", "е": "e", "ә": "ə", "ж": "j",
+    "з": "z", "и": "i", "ы": "ı", "ј": "y", "к": "k", "ҝ": "g", "л": "l", "м": "m",
+    "н": "n", "о": "o", "ө": "ö", "п": "p", "р": "r", "с": "s", "т": "t", "у": "u", "ү": "ü",
+    "ф": "f", "х": "x", "һ": "h", "ч": "ç", "ҹ": "c", "ш": "ş",
+}  # fmt: skip
+_AZ_CAPITALS = {"и": "İ", "ы": "I"}
+_AZ_TABLE = str.maketrans(
+    _AZ_CYRILLIC | {k.upper(): _AZ_CAPITALS.get(k, v.upper()) for k, v in _AZ_CYRILLIC.items()}
+)
+
+
+def _azerbaijani_cyrillic_to_latin(text: str) -> str:
+    return text.translate(_AZ_TABLE)
+
+
 @dataclass(frozen=True)
 class Orthography:
     """How one language's text is made canonical before tokenisation."""
@@ -116,6 +170,8 @@ class Orthography:
             text = _TRANSLITERATORS[self.transliterate["Cyrl"]](text)
         if "Arab" in self.transliterate:  # a no-op on text without Arabic letters
             text = _TRANSLITERATORS[self.transliterate["Arab"]](text)
+        if "Latn" in self.transliterate:  # a no-op on text not mostly in Latin letters
+            text = _TRANSLITERATORS[self.transliterate["Latn"]](text)
         if self.unify_apostrophes:
             text = _BETWEEN_LETTERS.sub("'", text)
         return text
@@ -132,7 +188,9 @@ class Orthography:
         """The same normalisation as a ``tokenizers`` normaliser, for a standalone export.
 
         Rules run in order: NFC; Cyrillic ``е`` where it reads "ye"; every other Cyrillic letter;
-        apostrophes between letters.
+        apostrophes between letters. A conversion that applies only to a text mostly in one script
+        (Uyghur's Latin, ULY, which a Cyrillic sentence's "VCR" must not trigger) has no such rule:
+        an exported model tokenises ULY as written (modsenc converts it).
         """
         from tokenizers import Regex, normalizers  # noqa: PLC0415
 
@@ -147,6 +205,10 @@ class Orthography:
                 rules.append(normalizers.Replace(cyrillic, latin))
                 if cyrillic.upper() != cyrillic:
                     rules.append(normalizers.Replace(cyrillic.upper(), latin[:1].upper() + latin[1:]))
+        if self.transliterate.get("Cyrl") == "az-cyrillic-to-latin":
+            for cyrillic, latin in _AZ_CYRILLIC.items():
+                rules.append(normalizers.Replace(cyrillic, latin))
+                rules.append(normalizers.Replace(cyrillic.upper(), _AZ_CAPITALS.get(cyrillic, latin.upper())))
         if self.transliterate.get("Arab") == "ug-arabic-to-cyrillic":
             rules.append(normalizers.NFKC())
             rules.append(normalizers.Replace(Regex("[\u064b-\u065f\u0670]"), ""))
@@ -164,6 +226,8 @@ _TRANSLITERATORS = {
     "uz-cyrillic-to-latin": _transliterate_uzbek_cyrillic,
     "uz-cyrillic-to-latin-reverse": _uzbek_latin_to_cyrillic,
     "ug-arabic-to-cyrillic": _uyghur_arabic_to_cyrillic,
+    "ug-latin-to-cyrillic": _uyghur_latin_to_cyrillic,
+    "az-cyrillic-to-latin": _azerbaijani_cyrillic_to_latin,
 }
 
 ORTHOGRAPHIES: dict[str, Orthography] = {
@@ -179,16 +243,18 @@ ORTHOGRAPHIES: dict[str, Orthography] = {
     "kk": Orthography("kk", scripts=("Cyrl",), description="Kazakh in Cyrillic, as given (NFC)"),
     "ug": Orthography(
         "ug",
-        scripts=("Cyrl", "Arab"),
+        scripts=("Cyrl", "Arab", "Latn"),
         description="Uyghur: Arabic script (UEY) transliterated letter by letter to the Cyrillic the "
-        "bundle is trained on; Cyrillic as given (NFC). Latin (ULY) is not converted",
-        transliterate={"Arab": "ug-arabic-to-cyrillic"},
+        "bundle is trained on, and so is a text mostly in Latin (ULY); Cyrillic as given (NFC)",
+        transliterate={"Arab": "ug-arabic-to-cyrillic", "Latn": "ug-latin-to-cyrillic"},
     ),
     "az": Orthography(
         "az",
-        scripts=("Latn",),
-        description="Azerbaijani Latin; ʼ ' ’ ‘ ` ´ between letters written as '",
+        scripts=("Latn", "Cyrl"),
+        description="Azerbaijani Latin; Cyrillic (1958-1991) transliterated to it; ʼ ' ’ ‘ ` ´ between "
+        "letters written as '",
         unify_apostrophes=True,
+        transliterate={"Cyrl": "az-cyrillic-to-latin"},
     ),
     "tr": Orthography(
         "tr",

@@ -56,6 +56,11 @@ def _letter_script(ch: str) -> str | None:
     return _CODES.get(first, first.title())
 
 
+def letter_script(ch: str) -> str | None:
+    """The ISO 15924 code of the letter ``ch`` (None for anything that is no letter)."""
+    return _letter_script(ch)
+
+
 def script_label(code: str) -> str:
     """The name a language profile keys the sub-profile of script ``code`` by ("Latn" -> "Latin")."""
     return _LABELS.get(code, code)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import astuple
 
 import torch
@@ -23,7 +23,7 @@ from modsenc.routing.acceptance import Acceptance
 from modsenc.routing.background import load_background
 from modsenc.routing.gate import LanguageIdGate, default_gate
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, Detector, ProfileDetector
-from modsenc.routing.router import OTHER_POLICIES, LanguageRouter
+from modsenc.routing.router import OTHER_POLICIES, LanguageRouter, ScriptReading
 from modsenc.runtimes import check_runtime
 from modsenc.runtimes.auto import AUTO, choose_runtime
 from modsenc.runtimes.int8 import CALIBRATED_SCHEMES
@@ -181,9 +181,9 @@ def build_router(
     fallback = check_language_code(fallback) if fallback else (pivots[0] if pivots else installed[0])
     known: list[str] = []
     own: dict[str, CharNgramProfile] = {}
-    converters: dict[str, Callable[[str], str]] = {}
+    readings: list[ScriptReading] = []
     if detector is None:
-        profiles, own, converters = _router_profiles(zoo, installed, verify)
+        profiles, own, readings = _router_profiles(zoo, installed, verify)
         known = sorted(lang for lang in profiles if lang not in installed)
         detector = ProfileDetector(profiles, background=known)
     if isinstance(gate, str):
@@ -195,21 +195,21 @@ def build_router(
         gate.calibrate({lang: profile.sample for lang, profile in own.items()})
     acceptance = Acceptance(own) if own else None
     return LanguageRouter(
-        detector, installed, fallback, min_confidence, unsure, other, known, gate, acceptance, converters
+        detector, installed, fallback, min_confidence, unsure, other, known, gate, acceptance, readings
     )
 
 
 def _router_profiles(
     zoo: Zoo, installed: list[str], verify: bool
-) -> tuple[dict[str, CharNgramProfile], dict[str, CharNgramProfile], dict[str, Callable[[str], str]]]:
+) -> tuple[dict[str, CharNgramProfile], dict[str, CharNgramProfile], list[ScriptReading]]:
     """(every profile the detector compares: the bundles' own, and the shipped background
-    profiles of the languages the zoo lacks; the bundles' own; the script converters of the
-    bundles' orthographies, for scripts no installed profile is written in)."""
+    profiles of the languages the zoo lacks; the bundles' own; the converted readings of the
+    bundles' orthographies: each script one converts that its own profile is not written in)."""
     # A bundle's own profile always replaces the language's background one.
     background = load_background()
     profiles = {lang: p for lang, p in background.items() if lang not in installed}
     own: dict[str, CharNgramProfile] = {}
-    converting: dict[str, tuple[str, Callable[[str], str]]] = {}
+    readings: list[ScriptReading] = []
     for lang in installed:
         try:
             profile = bundle_profile(zoo, lang, verify)
@@ -222,11 +222,12 @@ def _router_profiles(
         if profile is not None:
             profiles[lang] = own[lang] = profile
             orthography = get_orthography(zoo.read_manifest(lang).orthography_name)
-            for script in orthography.transliterate:
-                converting.setdefault(script, (lang, orthography.normalize))
-    written = {name for profile in own.values() for name in profile.scripts}
-    converters = {s: fn for s, (_, fn) in converting.items() if script_label(s) not in written}
-    return profiles, own, converters
+            readings += [
+                (script, lang, orthography.normalize)
+                for script in orthography.transliterate
+                if script_label(script) not in profile.scripts
+            ]
+    return profiles, own, readings
 
 
 def bundle_profile(zoo: Zoo, lang: str, verify: bool) -> CharNgramProfile | None:

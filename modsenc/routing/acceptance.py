@@ -126,10 +126,18 @@ class Acceptance:
         language-ID model ``confirmed`` as that language passes with ``CONFIRMED_SLACK`` times the
         slack (lid.176 knows Kazakh news that Kazakh's profile, built from captions and TV news,
         finds atypical; it also calls Kanuri, written with ə, Azerbaijani)."""
+        return [passed for passed, _ in self.verdicts(texts, chosen, confirmed)]
+
+    def verdicts(
+        self, texts: Sequence[str], chosen: Sequence[str | None], confirmed: Sequence[bool] | None = None
+    ) -> list[tuple[bool, float | None]]:
+        """``accepts``, beside each text's standardised score (None: no test): the router compares
+        two readings of one text by it (Latin Uyghur as written, where Uzbek is nearest, and
+        converted to the ug bundle's Cyrillic)."""
         scores = self.scores(texts, chosen)
         confirmed = confirmed or [False] * len(texts)
         return [
-            s is None or c is None or s >= -self.tests[c].slack * (CONFIRMED_SLACK if ok else 1.0)
+            (s is None or c is None or s >= -self.tests[c].slack * (CONFIRMED_SLACK if ok else 1.0), s)
             for s, c, ok in zip(scores, chosen, confirmed)
         ]
 

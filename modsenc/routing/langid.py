@@ -395,6 +395,12 @@ class ProfileDetector:
     ) -> list[dict[str, tuple[float, float]]]:
         """Each text's ``{lang: (log-likelihood, trigram coverage)}`` over ``usable`` ({} when the
         text has no n-gram to score)."""
+        return self._scores_and_lengths(texts, usable)[0]
+
+    def _scores_and_lengths(
+        self, texts: Sequence[str], usable: Sequence[str]
+    ) -> tuple[list[dict[str, tuple[float, float]]], np.ndarray]:
+        """``_scores_many``, with each text's number of n-grams."""
         # Every profile is scored on the n-gram orders all of them model (a bundle written by an
         # older modsenc has 1-3-grams only), so their likelihoods stay comparable.
         orders = sorted(set.intersection(*(set(self.profiles[lang].orders) for lang in usable)))
@@ -403,7 +409,7 @@ class ProfileDetector:
             self._tables[key] = ScoringTable(
                 {lang: self.profiles[lang] for lang in usable}, shared_unseen=self.shared_unseen
             )
-        return self._tables[key].score_texts(texts, orders)[0]
+        return self._tables[key].score_texts(texts, orders)
 
     def calibrate(self) -> float:
         """The temperature of lowest log-loss on the profiles' samples (1 without samples); the
@@ -440,19 +446,29 @@ class ProfileDetector:
         return float(best)
 
     def detect(self, texts: Sequence[str], candidates: Sequence[str]) -> list[tuple[str | None, float]]:
+        return [(code, confidence) for code, confidence, _ in self.detect_fit(texts, candidates)]
+
+    def detect_fit(
+        self, texts: Sequence[str], candidates: Sequence[str]
+    ) -> list[tuple[str | None, float, float]]:
+        """``detect``, with how well the best profile explains each text: its log-likelihood per
+        n-gram (-inf for a text with none). The router compares two readings of one text by it
+        (Latin Uyghur as written and converted to Cyrillic): the likelier one is what it is in."""
         usable = [lang for lang in candidates if lang in self.profiles]
         if not usable:
-            return [(None, 0.0)] * len(texts)
-        results: list[tuple[str | None, float]] = []
-        for scores in self._scores_many(texts, usable):
+            return [(None, 0.0, -math.inf)] * len(texts)
+        results: list[tuple[str | None, float, float]] = []
+        scored, lengths = self._scores_and_lengths(texts, usable)
+        for scores, length in zip(scored, lengths.tolist()):
             if not scores:
-                results.append((None, 0.0))
+                results.append((None, 0.0, -math.inf))
                 continue
             best = max(scores, key=lambda lang: scores[lang][0])
             top = scores[best][0]
             posterior = 1.0 / sum(math.exp((score - top) / self.temperature) for score, _ in scores.values())
+            fit = top / length
             if scores[best][1] < self.min_coverage and best not in self.background:
-                results.append((None, posterior))
+                results.append((None, posterior, fit))
             else:
-                results.append((best, posterior))
+                results.append((best, posterior, fit))
         return results

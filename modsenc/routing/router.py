@@ -18,9 +18,12 @@ installed languages *and* the languages it knows but the zoo lacks:
    the chosen language by an absolute score, so a language no profile describes (Tajik, Tatar)
    does not land on its nearest installed neighbour (issue 48).
 
-Text in a script that no installed profile is written in but an installed bundle's orthography
-converts (Uyghur's Arabic script, to the Cyrillic of the ug bundle) is detected and tested as
-converted. Each sentence then takes one of three routes: ``bundle`` (its language's modules), ``backbone``
+Text in a script that an installed bundle's orthography converts but its profile is not written in
+(Uyghur's Arabic and Latin scripts, to the Cyrillic of the ug bundle; Azerbaijani's Cyrillic, to
+its Latin) is read twice: as written, and converted, where the converted reading counts only if it
+is that language's, passes its test, and the reading as written enters no bundle or is less typical
+of its own (a Latin Uyghur sentence is not Uzbek because Uzbek's profile is nearest as written).
+Each sentence then takes one of three routes: ``bundle`` (its language's modules), ``backbone``
 (no modules: the backbone's own multilingual space, for text in a language the zoo lacks) or
 ``refused``. Policies say what happens when the detector is unsure of an installed language
 (``unsure``) and when the text is in a language the zoo lacks (``other``); docs/results/router.md
@@ -29,11 +32,11 @@ measures them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from modsenc.data.scripts import detect_script
+from modsenc.data.scripts import detect_script, letter_script
 from modsenc.modules.bundle import check_language_code
 from modsenc.routing.langid import Detector, sharing_normalised
 from modsenc.utils.errors import InputError
@@ -89,9 +92,29 @@ class Gate(Protocol):
 
 
 class Acceptor(Protocol):
-    def accepts(self, texts: Sequence[str], chosen: Sequence[str | None]) -> list[bool]:
-        """Whether each text is typical of its ``chosen`` installed language (True: no test)."""
+    def verdicts(
+        self, texts: Sequence[str], chosen: Sequence[str | None], confirmed: Sequence[bool] | None = None
+    ) -> list[tuple[bool, float | None]]:
+        """Whether each text is typical of its ``chosen`` installed language (True: no test), and
+        its standardised score under that language's test (None: no test)."""
         ...
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the detector, the gate and the acceptance test say of one text, read one way."""
+
+    code: str | None  # the detector's language (None: no language recognised)
+    confidence: float
+    veto: str | None  # the gate's language without a bundle, when it overrules ``code``
+    accepted: bool  # by ``code``'s acceptance test (True when it has none)
+    score: float | None = None  # the standardised score under that test (None: no test)
+    fit: float | None = None  # the best profile's log-likelihood per n-gram (None: not asked)
+
+
+# A converted reading: the script it applies to, the installed language whose orthography
+# converts that script, and the conversion.
+ScriptReading = tuple[str, str, Callable[[str], str]]
 
 
 class LanguageRouter:
@@ -111,9 +134,10 @@ class LanguageRouter:
     profiles give to an installed language enters its bundle only if it is typical of that
     language, or the gate's model confirms the language; otherwise no bundle accepts it and
     ``other`` decides (a language without a profile, Tajik or Tatar, would else land on its
-    nearest installed neighbour). ``converters`` map a script no installed profile is written in
-    to the installed language whose orthography converts it (Uyghur's Arabic script to the
-    Cyrillic of its bundle): such a sentence is detected and tested as converted.
+    nearest installed neighbour). ``readings`` are the scripts an installed language's
+    orthography converts to what its profile is written in (Uyghur's Arabic and Latin to the
+    Cyrillic of its bundle): a sentence in such a script is also read converted (the module
+    docstring says when that reading wins).
     """
 
     def __init__(
@@ -127,7 +151,7 @@ class LanguageRouter:
         known: Sequence[str] = (),
         gate: Gate | None = None,
         acceptance: Acceptor | None = None,
-        converters: Mapping[str, Callable[[str], str]] | None = None,
+        readings: Sequence[ScriptReading] = (),
     ) -> None:
         if fallback not in languages:
             raise ValueError(f"fallback language {fallback!r} is not installed ({', '.join(languages)})")
@@ -143,15 +167,8 @@ class LanguageRouter:
         self.min_confidence, self.unsure, self.other = min_confidence, unsure, other
         self.known = [lang for lang in known if lang not in self.languages]
         self.gate, self.acceptance = gate, acceptance
-        self.converters = dict(converters or {})
-
-    def _views(self, texts: list[str]) -> list[str]:
-        """What the profiles see of each text: converted when its script is one of ``converters``."""
-        if not self.converters:
-            return texts
-        return [
-            self.converters[script](text) if (script := detect_script([text])) in self.converters else text
-            for text in texts
+        self.readings = [
+            (script, lang, convert) for script, lang, convert in readings if lang in self.languages
         ]
 
     def _judge(
@@ -166,6 +183,67 @@ class LanguageRouter:
         judged = judge(texts, codes, installed)
         return [v for v, _ in judged], [c for _, c in judged]
 
+    def _read(self, texts: list[str], views: list[str], only: str | None = None) -> list[Reading | None]:
+        """Each text's reading, with the profiles and the acceptance test on ``views`` (the text as
+        written, or converted) and the gate on the text as written. With ``only`` (a converted
+        reading, of that language), a text the detector does not give to ``only`` gets None, and no
+        gate or test is run for it."""
+        candidates = self.languages + self.known
+        detect_fit = getattr(self.detector, "detect_fit", None) if self.readings else None
+        if detect_fit is not None:
+            found = detect_fit(views, candidates)
+        else:
+            found = [(code, confidence, None) for code, confidence in self.detector.detect(views, candidates)]
+        keep = [i for i, (code, _, _) in enumerate(found) if only is None or code == only]
+        codes = [found[i][0] for i in keep]
+        kept_texts, kept_views = [texts[i] for i in keep], [views[i] for i in keep]
+        installed = set(self.languages)
+        vetoes, confirmed = self._judge(kept_texts, codes, installed)
+        if only is not None and any(v is not None for v in vetoes):
+            # the gate's model knows a language in the scripts its training text was in: it calls
+            # Cyrillic Azerbaijani Tatar, and the converted text Azerbaijani; a veto on the text as
+            # written stands unless the model names the language on the converted text. Only the
+            # text as written can confirm (widen the test): converted Tatar looks Azerbaijani too.
+            _, named = self._judge(kept_views, codes, installed)
+            vetoes = [None if n else v for v, n in zip(vetoes, named)]
+        verdicts: list[tuple[bool, float | None]] = [(True, None)] * len(keep)
+        if self.acceptance is not None and keep:
+            tested = [c if c in installed and v is None else None for c, v in zip(codes, vetoes)]
+            verdicts = self.acceptance.verdicts(kept_views, tested, confirmed)
+        readings: list[Reading | None] = [None] * len(texts)
+        for j, i in enumerate(keep):
+            code, veto, (passed, score) = codes[j], vetoes[j], verdicts[j]
+            if self.acceptance is not None:
+                # letters no profile recognised are accepted by no bundle either; text without
+                # letters (empty, digits, punctuation) keeps the unsure policy (the fallback)
+                passed = passed and (
+                    code is not None or veto is not None or not any(ch.isalpha() for ch in views[i])
+                )
+            readings[i] = Reading(code, found[i][1], veto, passed, score, found[i][2])
+        return readings
+
+    def _enters(self, reading: Reading) -> bool:
+        """Whether the reading puts its text in an installed language's bundle."""
+        return (
+            reading.accepted
+            and reading.veto is None
+            and reading.code in self.languages
+            and reading.confidence >= self.min_confidence
+        )
+
+    def _converted_wins(self, converted: Reading | None, written: Reading) -> bool:
+        """The converted reading decides when it enters its language's bundle, the profiles explain
+        it better than any explains the text as written (a Latin text of no Uyghur that happens to
+        use ULY's letters and so converts: Minjiang, Pipil, Afar on UDHR), and either the text as
+        written enters no bundle or is less typical of its language than the converted text is."""
+        if converted is None or not self._enters(converted):
+            return False
+        if converted.fit is not None and written.fit is not None and converted.fit <= written.fit:
+            return False
+        if not self._enters(written):
+            return True
+        return converted.score is not None and written.score is not None and converted.score > written.score
+
     def route(self, texts: Sequence[str], raise_refused: bool = True) -> list[Detection]:
         """Each text's route. A refused sentence raises ``UnsureLanguageError`` or
         ``OtherLanguageError`` naming it, unless ``raise_refused`` is False (then its detection
@@ -174,26 +252,28 @@ class LanguageRouter:
             return self._route(list(texts), raise_refused)
 
     def _route(self, texts: list[str], raise_refused: bool) -> list[Detection]:
-        views = self._views(texts)
-        found = self.detector.detect(views, self.languages + self.known)
-        codes = [code for code, _ in found]
-        installed = set(self.languages)
-        vetoes, confirmed = self._judge(texts, codes, installed)
-        accepted = [True] * len(texts)
-        if self.acceptance is not None and texts:
-            tested = [c if c in installed and v is None else None for c, v in zip(codes, vetoes)]
-            passed = self.acceptance.accepts(views, tested, confirmed)
-            # letters no profile recognised are accepted by no bundle either; text without letters
-            # (empty, digits, punctuation) keeps the unsure policy (the fallback, by default)
-            accepted = [
-                p and (c is not None or v is not None or not any(ch.isalpha() for ch in t))
-                for p, c, v, t in zip(passed, codes, vetoes, views)
-            ]
+        readings = self._read(texts, texts)
+        if self.readings and texts:
+            scripts = [detect_script([text]) for text in texts]
+            for script, lang, convert in self.readings:
+                idx = [i for i, s in enumerate(scripts) if s == script]
+                views = [convert(texts[i]) for i in idx]
+                # a text the conversion leaves letters of its script in is not in that language's
+                # alphabet (Tatar's җ and ң, Kazakh's қ and ң are not Azerbaijani Cyrillic's)
+                whole = [j for j, view in enumerate(views) if not _has_script_letters(view, script)]
+                idx, views = [idx[j] for j in whole], [views[j] for j in whole]
+                if not idx:
+                    continue
+                converted = self._read([texts[i] for i in idx], views, only=lang)
+                for i, reading in zip(idx, converted):
+                    if self._converted_wins(reading, readings[i]):  # type: ignore[arg-type]
+                        readings[i] = reading
         routes = [
-            self._decide(code, confidence, veto) if ok else self._rejected(code, confidence)
-            for (code, confidence), veto, ok in zip(found, vetoes, accepted)
+            self._decide(r.code, r.confidence, r.veto) if r.accepted else self._rejected(r.code, r.confidence)
+            for r in readings
+            if r is not None
         ]
-        self._fill_best(views, routes)
+        self._fill_best(texts, routes)
         if raise_refused:
             raise_if_refused(routes)
         return routes
@@ -250,6 +330,10 @@ class LanguageRouter:
         for i, (code, confidence) in zip(waiting, guesses):
             lang = code if code in self.languages else self.fallback
             routes[i] = Detection(lang, "bundle", confidence, routes[i].detected)
+
+
+def _has_script_letters(text: str, script: str) -> bool:
+    return script in set(map(letter_script, text))  # one C-level pass
 
 
 def explicit_route(code: str) -> Detection:

@@ -107,3 +107,33 @@ def test_uyghur_arabic_script_becomes_the_bundles_cyrillic() -> None:
     assert ug.normalize("ئۇلار ياخشى ئادەملەر.") == "улар яхши адәмләр."
     assert ug.normalize("Улар яхши адәмләр, iPhone.") == "Улар яхши адәмләр, iPhone."
     assert ug.script_variants("ئۇلار ياخشى") == ["ئۇلار ياخشى"]
+
+
+def test_uyghur_latin_becomes_the_bundles_cyrillic() -> None:
+    """ULY by hand: digraphs first (gh ғ, ch ч, ya я), e is ә and é is е, w is в; an apostrophe
+    between letters splits a would-be digraph (n'g) or is the hamza, which Cyrillic does not
+    write. Only a text mostly in Latin is converted (a Cyrillic sentence's "VCR" stays)."""
+    ug = get_orthography("ug")
+    assert (
+        ug.normalize("Biz kéler hepte taghqa sayahetke barmaqchi.")
+        == "Биз келәр һәптә тағқа саяһәткә бармақчи."
+    )
+    assert ug.normalize("Qet'iy, in'gliz, Wetinimiz!") == "Қәтий, инглиз, Вәтинимиз!"
+    assert ug.normalize("Мениң Висиар (VCR) яхши ишләйду.") == "Мениң Висиар (VCR) яхши ишләйду."
+    assert "Latn" in ug.scripts and ug.transliterate["Latn"] == "ug-latin-to-cyrillic"
+
+
+def test_azerbaijani_cyrillic_becomes_latin_in_its_own_alphabet_only() -> None:
+    """The 1958-1991 alphabet by hand: г q, ҝ g, ҹ c, ј y, ы ı, capital И İ. A Cyrillic letter
+    that alphabet lacks stays (Tatar's я, җ, ң; Russian's й), so the router never reads such a
+    text as Azerbaijani."""
+    az = get_orthography("az")
+    assert az.normalize("Биз ҝәлән һәфтә даға сәјаһәтә ҝедәҹәјик, әҝәр һава јахшы олса.") == (
+        "Biz gələn həftə dağa səyahətə gedəcəyik, əgər hava yaxşı olsa."
+    )
+    assert az.normalize("Исмајыл Ыраг Гарабағ") == "İsmayıl Iraq Qarabağ"
+    assert az.normalize("Без җыенабыз, әгәр һава яхшы булса") == "Bez җıenabız, əqər hava яxşı bulsa"
+    assert az.normalize("Bakı və Gəncə") == "Bakı və Gəncə"  # its Latin, untouched
+    normaliser = az.tokenizer_normalizer()
+    for text in ("Исмајыл Ыраг Гарабағ", "Без җыенабыз, Ёлка"):
+        assert normaliser.normalize_str(text) == az.normalize(text)

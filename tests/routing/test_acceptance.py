@@ -39,6 +39,20 @@ UYGHUR_ARABIC = [
     "مەن تۈنۈگۈن دۇكاندىن يېڭى تېلېفون سېتىۋالدىم.",
     "بىز كېلەر ھەپتە تاغقا ساياھەتكە بارماقچى.",
 ]
+# The same in Uyghur's Latin (ULY): Uzbek's Latin profile is the nearest as written.
+UYGHUR_LATIN = [
+    "Men tünügün dukandin yéngi téléfon sétiwaldim.",
+    "Biz kéler hepte taghqa sayahetke barmaqchi.",
+]
+# Azerbaijani in its Cyrillic (1958-1991): lid.176 calls it Tatar; the az bundle reads Latin.
+AZERBAIJANI_CYRILLIC = [
+    "Биз ҝәлән һәфтә даға сәјаһәтә ҝедәҹәјик, әҝәр һава јахшы олса.",
+    "Шәһәр китабханасы базар ҝүнләри тез бағланыр вә биз орада ишләјә билмирик.",
+]
+UZBEK_LATIN = [
+    "Biz keyingi hafta tog'larga sayohat qilmoqchimiz, agar havo yaxshi bo'lsa.",
+    "Shahar kutubxonasi yakshanba kunlari erta yopiladi va biz u yerda ishlay olmaymiz.",
+]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +77,7 @@ def test_acceptance_alone_turns_away_close_neighbours(shipped_router) -> None:
     Kyrgyz or Uyghur, but neither is typical of that language."""
     acceptance = shipped_router.acceptance
     assert set(acceptance.tests) == {"en", "uz", "kk", "az", "ky", "ug"}
-    views = shipped_router._views(TAJIK + TATAR)
+    views = TAJIK + TATAR
     chosen = [code for code, _ in shipped_router.detector.detect(views, shipped_router.languages)]
     assert chosen[:2] == ["uz", "uz"] and set(chosen[2:]) <= {"kk", "ky", "ug"}
     assert acceptance.accepts(views, chosen) == [False] * 4
@@ -78,7 +92,7 @@ def test_close_neighbours_go_to_the_backbone(shipped_router) -> None:
 
 
 def test_arabic_script_uyghur_goes_to_ug(shipped_router) -> None:
-    assert "Arab" in shipped_router.converters
+    assert ("Arab", "ug") in [(script, lang) for script, lang, _ in shipped_router.readings]
     routes = shipped_router.route(UYGHUR_ARABIC)
     assert [(r.route, r.lang) for r in routes] == [("bundle", "ug")] * 2
     ug = get_orthography(Zoo(shipped_zoo()).read_manifest("ug").orthography_name)
@@ -89,6 +103,16 @@ def test_arabic_script_uyghur_goes_to_ug(shipped_router) -> None:
     assert [tokenizer_rules.normalize_str(t) for t in UYGHUR_ARABIC] == [
         ug.normalize(t) for t in UYGHUR_ARABIC
     ]
+
+
+def test_each_installed_language_in_its_other_scripts(shipped_router) -> None:
+    """Latin Uyghur goes to ug, Cyrillic Azerbaijani to az (each read converted to the script its
+    profile is in); Uzbek in Latin stays Uzbek, though its letters are all ULY's too, and Tatar,
+    whose letters az's Cyrillic lacks, is read as written only."""
+    readings = {(script, lang) for script, lang, _ in shipped_router.readings}
+    assert readings == {("Arab", "ug"), ("Latn", "ug"), ("Cyrl", "az")}
+    routes = shipped_router.route(UYGHUR_LATIN + AZERBAIJANI_CYRILLIC + UZBEK_LATIN + TATAR)
+    assert [r.bundle for r in routes] == ["ug"] * 2 + ["az"] * 2 + ["uz"] * 2 + [None] * 2
 
 
 def test_calibration_round_trips_and_an_old_profile_is_calibrated_at_load(tmp_path, caplog) -> None:
