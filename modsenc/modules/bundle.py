@@ -395,6 +395,8 @@ class Zoo:
                 f"{lang:<5} {manifest.script or '?':<7} {'yes' if manifest.is_pivot else 'no':<6} "
                 f"{modules:<21} {size:>9.1f}  {manifest.created or '?'}"
             )
+            if manifest.caveats:
+                rows.append(f"      ! {len(manifest.caveats)} caveat(s): `modsenc zoo info {lang}`")
         backbone = self.backbone_record()
         where = (
             f"{backbone['source']} {backbone.get('version', '')} (rebuilt on first use, not in the zoo)"

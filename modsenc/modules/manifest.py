@@ -78,6 +78,9 @@ class BundleManifest:
     stage_metrics: dict[str, Any] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     dev_metrics: dict[str, Any] = field(default_factory=dict)
+    # Where the bundle is known to do worse than the backbone alone, said where a user looks
+    # (`zoo list`, `zoo info`); a label, not part of the identity
+    caveats: list[str] = field(default_factory=list)
     wall_seconds: float | None = None
     versions: dict[str, str] = field(default_factory=dict)
     created: str | None = None
@@ -179,8 +182,9 @@ class BundleManifest:
             + (f" (CLA variant {self.cla_variant})" if self.cla_variant else ""),
             f"training precision: {self.precision or 'unknown'}"
             + (f"; weights stored in {self.weights_dtype}" if self.weights_dtype else ""),
-            "modules:",
         ]
+        lines += [f"caveat: {caveat}" for caveat in self.caveats]
+        lines.append("modules:")
         for kind, info in sorted(self.modules.items()):
             lines.append(
                 f"  {kind:<6} {info['parameters']:>12,} parameters  "
@@ -269,6 +273,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "stage_metrics": (dict,),
     "stage_seconds": (dict,),
     "dev_metrics": (dict,),
+    "caveats": (list,),
     "wall_seconds": (int, float),
     "versions": (dict,),
     "created": (str,),
@@ -295,3 +300,22 @@ def stages_precision(stage_metrics: Mapping[str, Mapping[str, Any]]) -> str | No
         if isinstance(value, str) and value not in seen:
             seen.append(value)
     return "+".join(seen) or None
+
+
+def default_mode_caveats(dev_metrics: Mapping[str, Any], lang: str) -> list[str]:
+    """The caveat ``add-language`` records when its last stage's dev metrics put ``lang``'s
+    same-language STS in the default mode (``mode="cross"``: what ``encode`` and every client
+    give) below the backbone alone's."""
+    stages = [stage for stage in dev_metrics if stage != "backbone"]
+    if not stages:
+        return []
+    pair = f"{lang}-{lang}"
+    alone = (dev_metrics.get("backbone") or {}).get("sts_spearman", {}).get(pair)
+    default = (dev_metrics[stages[-1]] or {}).get("sts_spearman_default_mode", {}).get(pair)
+    if alone is None or default is None or default >= alone:
+        return []
+    return [
+        f"same-language similarity in the default mode is below the backbone alone's on the dev "
+        f"pairs (STS {pair} {default:.1f} against {alone:.1f}); for {lang}-only similarity pass "
+        f"mode='mono' (its SE, without the alignment adapter)"
+    ]

@@ -34,7 +34,7 @@ from modsenc.eval.bitext import precision_at_1
 from modsenc.eval.sts import evaluate_sts, load_sts
 from modsenc.modules.bundle import CALIBRATION_FILE, Zoo, check_language_code, check_outside_zoo
 from modsenc.modules.kinds import MODULE_KINDS, kinds_in, monolingual
-from modsenc.modules.manifest import stages_precision
+from modsenc.modules.manifest import default_mode_caveats, stages_precision
 from modsenc.modules.modular import ModularBackbone
 from modsenc.routing.acceptance import calibrate as calibrate_acceptance
 from modsenc.routing.langid import LANGID_FILE, build_profile
@@ -292,7 +292,11 @@ class AddLanguage:
             wanted = [(self.lang, self.lang)] + ([(self.pivot, self.lang)] if self.lang != self.pivot else [])
             wanted = [lp for lp in wanted if lp in present]
             encoders = {self.lang: mono}
-            results = evaluate_sts(pairs, encoders, [lp for lp in wanted if lp == (self.lang, self.lang)])
+            own = [lp for lp in wanted if lp == (self.lang, self.lang)]
+            results = evaluate_sts(pairs, encoders, own)
+            if own and kinds != mono_kinds:  # what encode gives by default: through the CLA
+                default_mode = evaluate_sts(pairs, {self.lang: cross}, own)
+                metrics.setdefault("sts_spearman_default_mode", {}).update(default_mode)
             if (self.pivot, self.lang) in wanted:
                 encoders = {self.pivot: self.encoder(self.pivot, pivot_kinds), self.lang: cross}
                 results.update(evaluate_sts(pairs, encoders, [(self.pivot, self.lang)]))
@@ -409,6 +413,7 @@ class AddLanguage:
                 "stage_metrics": stage_metrics,
                 "stage_seconds": seconds,
                 "dev_metrics": dev,
+                "caveats": default_mode_caveats(dev, self.lang),
                 "wall_seconds": round(wall, 1),
             },
         )

@@ -521,3 +521,34 @@ def test_structure_term_of_the_pivot_source_keeps_the_translations_similarities(
     _, examples = cla_examples(job.context, [], pairs)
     english = torch.as_tensor(job.encoder("en", job.pivot_kinds)([a for a, _ in pairs]))
     torch.testing.assert_close(torch.stack([e.structure_vector for e in examples]), english)
+
+
+def test_dev_metrics_score_the_default_mode_and_a_shortfall_becomes_a_caveat(
+    tiny_backbone_dir, tmp_path
+) -> None:
+    """With a CLA, the dev STS of the language with itself is also scored through it (the default
+    mode, what `encode` gives); the manifest's caveats are what those numbers say (issue 49)."""
+    from modsenc.modules.manifest import default_mode_caveats  # noqa: PLC0415
+    from tests._zoo import write_sts  # noqa: PLC0415
+
+    pairs = [
+        ("Kutubxona yakshanba kunlari erta yopiladi.", "Kutubxona yakshanba yopiq.", 4.0),
+        ("Biz tog'larga boramiz.", "Bugun yomg'ir yog'di.", 0.5),
+        ("Men kitob o'qiyman.", "U kitob o'qiydi.", 3.5),
+        ("Havo sovuq.", "Bugun havo juda sovuq.", 4.5),
+        ("Bozor yopiq.", "Men choy ichaman.", 0.0),
+        ("Shahar katta.", "Qishloq kichik.", 1.5),
+    ]
+    sts = write_sts(tmp_path / "sts.tsv", [("uz", "uz", a, b, s) for a, b, s in pairs * 3])
+    zoo = tmp_path / "zoo"
+    run("en", fast_recipe(), zoo, backbone_dir=tiny_backbone_dir, work_dir=tmp_path / "w-en", stages=["none"])
+    recipe = fast_recipe(**{"dev.sts": f"[{{path: {sts}}}]"})  # the whole file
+    run("uz", recipe, zoo, work_dir=tmp_path / "w-uz", stages=["se", "cla"])
+    manifest = Zoo(zoo).read_manifest("uz")
+    dev = manifest.dev_metrics
+    assert "uz-uz" in dev["backbone"]["sts_spearman"] and "sts_spearman_default_mode" not in dev["backbone"]
+    assert "sts_spearman_default_mode" not in dev["se"]  # no CLA yet: the default mode is the SE
+    assert set(dev["cla"]["sts_spearman_default_mode"]) == {"uz-uz"}
+    assert manifest.caveats == default_mode_caveats(dev, "uz")
+    below = dev["cla"]["sts_spearman_default_mode"]["uz-uz"] < dev["backbone"]["sts_spearman"]["uz-uz"]
+    assert bool(manifest.caveats) == below

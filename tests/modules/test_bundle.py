@@ -11,7 +11,13 @@ import pytest
 from modsenc.data.scripts import detect_script
 from modsenc.modules import bundle as bundle_module
 from modsenc.modules.bundle import Zoo, check_language_code
-from modsenc.modules.manifest import BundleIntegrityError, BundleManifest, stages_precision
+from modsenc.modules.defaults import shipped_zoo
+from modsenc.modules.manifest import (
+    BundleIntegrityError,
+    BundleManifest,
+    default_mode_caveats,
+    stages_precision,
+)
 
 
 @pytest.mark.parametrize("code", ["uz", "en", "kk", "kaa", "uzb", "uz-Cyrl", "kaa-Latn"])
@@ -154,3 +160,34 @@ def test_stages_precision() -> None:
     assert stages_precision({"vocab": {"vocab_size": 300.0}, "la": {"precision": "bf16"}}) == "bf16"
     assert stages_precision({"la": {"precision": "fp32"}, "se": {"precision": "bf16"}}) == "fp32+bf16"
     assert stages_precision({"vocab": {"vocab_size": 300.0}}) is None and stages_precision({}) is None
+
+
+def test_a_default_mode_below_the_backbone_alone_is_a_caveat() -> None:
+    """add-language's dev metrics, by hand: ug-ug through the CLA (the default mode) 65.6 against
+    the backbone's 66.3 is a caveat; at or above it, or without the default-mode number (a bundle
+    from before it was measured), none."""
+    dev = {
+        "backbone": {"sts_spearman": {"ug-ug": 66.3, "en-ug": 47.3}},
+        "se": {"sts_spearman": {"ug-ug": 72.1}},
+        "cla": {"sts_spearman": {"ug-ug": 72.1, "en-ug": 60.1}, "sts_spearman_default_mode": {"ug-ug": 65.6}},
+    }
+    [caveat] = default_mode_caveats(dev, "ug")
+    assert "STS ug-ug 65.6 against 66.3" in caveat and "mode='mono'" in caveat
+    dev["cla"]["sts_spearman_default_mode"]["ug-ug"] = 66.3
+    assert default_mode_caveats(dev, "ug") == []
+    del dev["cla"]["sts_spearman_default_mode"]
+    assert default_mode_caveats(dev, "ug") == [] and default_mode_caveats({}, "ug") == []
+
+
+def test_the_shipped_ug_bundle_says_its_caveat_where_a_user_looks() -> None:
+    """`zoo list` marks the row, `zoo info ug` says it (issue 49: ug's default mode is below e5
+    alone on same-language STS); the other shipped languages carry none."""
+    zoo = Zoo(shipped_zoo())
+    rows = zoo.table().splitlines()
+    assert rows[rows.index(next(r for r in rows if r.startswith("ug "))) + 1] == (
+        "      ! 1 caveat(s): `modsenc zoo info ug`"
+    )
+    info = zoo.read_manifest("ug").describe()
+    assert "caveat: same-language similarity in the default mode is below e5 alone's" in info
+    assert "65.6 against 66.3" in info
+    assert [lang for lang in zoo.languages() if zoo.read_manifest(lang).caveats] == ["ug"]
