@@ -80,6 +80,7 @@ def test_bundles_manifest_and_index(zoo_with_en_uz, tiny_backbone_dir) -> None:
         "stage_metrics",
         "stage_seconds",
         "dev_metrics",
+        "caveats",  # issue 49: where it is below the backbone alone, said in `zoo list` / `zoo info`
         "wall_seconds",
         "versions",
         "created",
