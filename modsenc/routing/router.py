@@ -270,8 +270,7 @@ class LanguageRouter:
                         readings[i] = reading
         routes = [
             self._decide(r.code, r.confidence, r.veto) if r.accepted else self._rejected(r.code, r.confidence)
-            for r in readings
-            if r is not None
+            for r in readings  # read as written (no ``only``), every text has one: none is skipped
         ]
         self._fill_best(texts, routes)
         if raise_refused:
