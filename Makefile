@@ -61,9 +61,12 @@ zoo: install
 	$(BIN)/modsenc zoo pack $(ZOO_BUILD)/zoo modsenc/adapters_zoo --weights fp16 --overwrite \
 		--languages en,$(shell echo $(ZOO_LANGUAGES) | tr ' ' ',') --commit $$(git rev-parse HEAD) --recipe $(ZOO_RECIPE)
 
-# The router's background language profiles (package data), from ../shared/data's training files.
+# The router's background language profiles (package data), from ../shared/data's training files,
+# and its world profiles, from the odd-numbered articles of unicode-org/udhr's translations (fetched
+# outside the project: git clone https://github.com/unicode-org/udhr, then UDHR=udhr/data/udhr).
+UDHR ?= /work/wide-data/udhr/data/udhr
 background: install
-	$(BIN)/python -m modsenc.routing.background --data ../shared/data
+	$(BIN)/python -m modsenc.routing.background --data ../shared/data --udhr $(UDHR)
 
 lint: install
 	$(BIN)/ruff check modsenc tests bench experiments

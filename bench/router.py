@@ -45,7 +45,7 @@ from modsenc.data.orthography import orthography_for
 from modsenc.data.specs import load_parallel
 from modsenc.eval.sts import read_sts_tsv
 from modsenc.routing.acceptance import Acceptance
-from modsenc.routing.background import load_background
+from modsenc.routing.background import load_background, world_languages
 from modsenc.routing.gate import LanguageIdGate, lid176_path
 from modsenc.routing.langid import ProfileDetector, build_profile
 from modsenc.routing.router import LanguageRouter
@@ -101,7 +101,11 @@ def installed_profiles(recipe_path: str, langs: list[str]) -> dict:
 
 def make_router(installed: dict, zoo: list[str], unknown: set[str], gate) -> LanguageRouter:
     background = {k: p for k, p in load_background().items() if k not in zoo and k not in unknown}
-    detector = ProfileDetector({**background, **{k: installed[k] for k in zoo}}, background=background)
+    detector = ProfileDetector(
+        {**background, **{k: installed[k] for k in zoo}},
+        background=background,
+        world=world_languages() & set(background),
+    )
     if gate is not None:  # as ModularEncoder.from_pretrained does
         gate.calibrate({k: installed[k].sample for k in zoo})
     # each bundle's acceptance test, calibrated on its profile's held-out sample as add-language does
@@ -322,6 +326,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-gate", action="store_true", help="route without the lid.176 gate")
     parser.add_argument("--udhr", help="unicode-org/udhr's data/udhr folder, for the wide section")
     parser.add_argument(
+        "--background",
+        help="wide section: a background profiles folder in place of the shipped one (to compare "
+        "an earlier one: git show REV:modsenc/routing/background/profiles.json.gz, and manifest.json)",
+    )
+    parser.add_argument(
         "--out", help="write the markdown into this page's marked block (e.g. docs/results/router.md)"
     )
     return parser
@@ -400,7 +409,8 @@ def wide(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     if not args.udhr:
         parser.error("--sections wide needs --udhr")
     command = "python -m bench.router " + " ".join(sys.argv[1:])
-    text = "\n".join(router_wide.wide_lines(args.zoo or str(shipped_zoo()), args.udhr, command, args.data))
+    zoo = args.zoo or str(shipped_zoo())
+    text = "\n".join(router_wide.wide_lines(zoo, args.udhr, command, args.data, args.background))
     print(text)
     if args.out:
         replace_section(Path(args.out), router_wide.MARK_BEGIN, router_wide.MARK_END, text)

@@ -1,9 +1,11 @@
 """The router over the world's languages (issue 48): ``python -m bench.router --sections wide``.
 
 Routes every UDHR translation of unicode-org/udhr (``--udhr``: its ``data/udhr`` folder, fetched
-outside the project; ``bench/udhr.py`` reads it) through a zoo's router exactly as
+outside the project; ``modsenc.data.udhr`` reads it) through a zoo's router exactly as
 ``ModularEncoder.from_pretrained`` builds it (the bundles' profiles and acceptance tests, the
-background profiles, lid.176), and reports per translation, for sentences of 4+ words:
+background and world profiles, lid.176), and reports per translation, for sentences of 4+ words
+of the report part only (the preamble and the even-numbered articles: the world profiles are
+built from the odd-numbered ones, ``modsenc.routing.background``):
 
 - a language without a bundle: the share that reaches a *module* bundle (goal <= 1%); English,
   the pivot of an e5 zoo, has no modules, so a sentence routed there gets the backbone's vectors
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.udhr import read_udhr
+from modsenc.data.udhr import REPORT_PART, read_udhr
 from modsenc.encoder.loading import build_router
 from modsenc.modules.bundle import Zoo
 
@@ -29,7 +31,21 @@ MARK_BEGIN = "<!-- wide router tables: written by bench/router.py --sections wid
 MARK_END = "<!-- end of wide router tables -->"
 # UDHR's ISO 639-3 codes of the shipped zoo's languages (macrolanguage members included)
 INSTALLED_AS = {"eng": "en", "uzn": "uz", "uzb": "uz", "kaz": "kk", "azj": "az", "kir": "ky", "uig": "ug"}
-NAMED = ("tgk", "tat", "bak", "crh", "tuk_latn", "tuk_cyrl", "azb", "kaa", "pes_1", "pes_2")
+NAMED = (
+    "tgk",
+    "tat",
+    "bak",
+    "crh",
+    "tuk_latn",
+    "tuk_cyrl",
+    "azb",
+    "kaa",
+    "pes_1",
+    "pes_2",
+    "tly",
+    "kjh",
+    "gag",
+)
 
 
 def _row(router, installed: set[str], key: str, attrs: dict, sentences: list[str]) -> dict:
@@ -52,25 +68,25 @@ def _row(router, installed: set[str], key: str, attrs: dict, sentences: list[str
     }
 
 
-def wide_rows(zoo: str, udhr: str, min_words: int = 4) -> list[dict]:
-    router = build_router(Zoo(zoo), None, None, 0.5, "fallback")
+def wide_rows(zoo: str, udhr: str, min_words: int = 4, background: str | None = None) -> list[dict]:
+    router = build_router(Zoo(zoo), None, None, 0.5, "fallback", background=background)
     installed = set(router.languages)
     rows = []
-    for key, (attrs, sentences) in read_udhr(udhr).items():
-        long = [s for s in sentences if len(s.split()) >= min_words]
+    for key, translation in read_udhr(udhr).items():
+        long = [s for s in translation.part(REPORT_PART) if len(s.split()) >= min_words]
         if long:
-            rows.append(_row(router, installed, key, attrs, long))
+            rows.append(_row(router, installed, key, translation.attrs, long))
     return rows
 
 
-def dev_lines(zoo: str, data: str) -> list[str]:
+def dev_lines(zoo: str, data: str, background: str | None = None) -> list[str]:
     """The same router on the dev sets of ../shared/data (NTREX, WMT19 kk, Kardeş STS dev): the
     installed languages' share to their bundle, the others' share to no module bundle."""
     from modsenc.data.orthography import get_orthography  # noqa: PLC0415
     from modsenc.data.specs import load_parallel  # noqa: PLC0415
     from modsenc.eval.sts import read_sts_tsv  # noqa: PLC0415
 
-    router = build_router(Zoo(zoo), None, None, 0.5, "fallback")
+    router = build_router(Zoo(zoo), None, None, 0.5, "fallback", background=background)
     ntrex = load_parallel(f"{data}/parallel/ntrex.tsv").columns
     wmt = load_parallel({"path": f"{data}/parallel/wmt-newstest.en-kk.tsv", "languages": ["kk"]}).columns[
         "kk"
@@ -136,8 +152,10 @@ def _summary(rows: list[dict], mine: list[dict], others: list[dict]) -> list[str
     ]
 
 
-def wide_lines(zoo: str, udhr: str, command: str, data: str | None = None) -> list[str]:
-    rows = wide_rows(zoo, udhr)
+def wide_lines(
+    zoo: str, udhr: str, command: str, data: str | None = None, background: str | None = None
+) -> list[str]:
+    rows = wide_rows(zoo, udhr, background=background)
     mine = sorted((r for r in rows if r["own"]), key=lambda r: r["key"])
     others = sorted((r for r in rows if not r["own"]), key=lambda r: (-r["module"], r["key"]))
     languages = {r["key"].split("_")[0] for r in others}
@@ -148,8 +166,10 @@ def wide_lines(zoo: str, udhr: str, command: str, data: str | None = None) -> li
         "## Over the world's languages: UDHR translations",
         "",
         f"Written by `{command}`: the shipped zoo's router (profiles, acceptance tests, background "
-        f"profiles, lid.176) on every UDHR translation of unicode-org/udhr with 4+-word sentences: "
-        f"{len(rows)} translations, {len(languages)} languages without a bundle.",
+        "and world profiles, lid.176) on every UDHR translation of unicode-org/udhr with 4+-word "
+        "sentences in the report part (the preamble and the even-numbered articles; the world "
+        f"profiles are built from the odd-numbered ones): {len(rows)} translations, "
+        f"{len(languages)} languages without a bundle.",
         "",
         *_summary(rows, mine, others),
         "",
@@ -171,7 +191,7 @@ def wide_lines(zoo: str, udhr: str, command: str, data: str | None = None) -> li
                 "The same router on the dev sets (installed: to its bundle; no bundle: to no module bundle):",
                 "",
             ]
-            + dev_lines(zoo, data)
+            + dev_lines(zoo, data, background)
             + [""]
             if data
             else []

@@ -7,6 +7,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import astuple
+from pathlib import Path
 
 import torch
 
@@ -20,7 +21,7 @@ from modsenc.modules.bundle import Zoo, check_language_code, verify_bundle_file
 from modsenc.modules.manifest import check_profile_language, router_profile
 from modsenc.modules.modular import ModularBackbone
 from modsenc.routing.acceptance import Acceptance
-from modsenc.routing.background import load_background
+from modsenc.routing.background import BACKGROUND_DIR, load_background, world_languages
 from modsenc.routing.gate import LanguageIdGate, default_gate
 from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, Detector, ProfileDetector
 from modsenc.routing.router import OTHER_POLICIES, LanguageRouter, ScriptReading
@@ -166,6 +167,7 @@ def build_router(
     other: str = "backbone",
     gate: str | LanguageIdGate | None = "auto",
     verify: bool = True,
+    background: str | Path | None = None,
 ) -> LanguageRouter:
     """The router in front of the zoo: ``detector``, or the bundles' own language profiles beside
     the shipped background profiles of the languages the zoo lacks; and the language-ID gate.
@@ -175,17 +177,22 @@ def build_router(
     is refused) and, with ``verify``, only if its sha256 is the one the manifest lists. A bundle
     that fails those checks keeps the zoo usable for the others: its language is detected with its
     background profile (if one ships), so its sentences still go to it and fail there, naming the
-    fault, as an explicit ``lang`` does; they are never encoded by another language's modules."""
+    fault, as an explicit ``lang`` does; they are never encoded by another language's modules.
+    ``background``: a folder of background profiles (``modsenc.routing.background``'s format) in
+    place of the shipped one."""
     installed = zoo.languages()
     pivots = zoo.pivots()  # from the bundles' manifests, checked against the index
     fallback = check_language_code(fallback) if fallback else (pivots[0] if pivots else installed[0])
     known: list[str] = []
+    world: list[str] = []
     own: dict[str, CharNgramProfile] = {}
     readings: list[ScriptReading] = []
     if detector is None:
-        profiles, own, readings = _router_profiles(zoo, installed, verify)
+        folder = background if background is not None else BACKGROUND_DIR
+        profiles, own, readings = _router_profiles(zoo, installed, verify, folder)
         known = sorted(lang for lang in profiles if lang not in installed)
-        detector = ProfileDetector(profiles, background=known)
+        world = sorted(world_languages(folder) & set(known))
+        detector = ProfileDetector(profiles, background=known, world=world)
     if isinstance(gate, str):
         if gate != "auto":
             raise ValueError(f"gate must be 'auto', None or a LanguageIdGate, got {gate!r}")
@@ -195,18 +202,18 @@ def build_router(
         gate.calibrate({lang: profile.sample for lang, profile in own.items()})
     acceptance = Acceptance(own) if own else None
     return LanguageRouter(
-        detector, installed, fallback, min_confidence, unsure, other, known, gate, acceptance, readings
+        detector, installed, fallback, min_confidence, unsure, other, known, gate, acceptance, readings, world
     )
 
 
 def _router_profiles(
-    zoo: Zoo, installed: list[str], verify: bool
+    zoo: Zoo, installed: list[str], verify: bool, background_dir: str | Path
 ) -> tuple[dict[str, CharNgramProfile], dict[str, CharNgramProfile], list[ScriptReading]]:
     """(every profile the detector compares: the bundles' own, and the shipped background
     profiles of the languages the zoo lacks; the bundles' own; the converted readings of the
     bundles' orthographies: each script one converts that its own profile is not written in)."""
     # A bundle's own profile always replaces the language's background one.
-    background = load_background()
+    background = load_background(background_dir)
     profiles = {lang: p for lang, p in background.items() if lang not in installed}
     own: dict[str, CharNgramProfile] = {}
     readings: list[ScriptReading] = []

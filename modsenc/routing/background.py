@@ -10,6 +10,15 @@ background``) from the training files listed in ``SOURCES`` (never the held-out 
 as ``build_profile`` builds a bundle's profile but smaller (``TOP_K`` n-grams) and without a
 held-out sample (no sentence of the sources is stored, only n-gram statistics). The manifest
 beside them records the sources and the profiles' sha256, which loading checks.
+
+Beside them, the **world profiles**: one per language of the UDHR translations (unicode-org/udhr,
+``--udhr``: its ``data/udhr`` folder, fetched outside the project), built from the odd-numbered
+articles only (``modsenc.data.udhr.PROFILE_PART``; the wide router benchmark reports on the rest).
+A language no profile describes lands on its nearest profile, and before them that was often an
+installed one (Talysh on az, Khakas on kk, Tajik on uz: issue 48). Each holds a few thousand
+characters of one legal text, so they are small: they compete in the router but do not set the
+shared price of an unseen n-gram (``ScoringTable``), and a language that has a profile from the
+training files above keeps that one.
 """
 
 from __future__ import annotations
@@ -23,8 +32,9 @@ import sys
 from pathlib import Path
 
 from modsenc.data.orthography import orthography_for
-from modsenc.data.readers import iter_lines
+from modsenc.data.readers import is_language_code, iter_lines
 from modsenc.data.specs import load_parallel
+from modsenc.data.udhr import PROFILE_PART, read_udhr
 from modsenc.routing.langid import CharNgramProfile, build_profile
 from modsenc.utils.io import atomic_write_bytes, atomic_write_json
 
@@ -66,18 +76,53 @@ def _texts(data: Path, lang: str) -> list[str]:
     return texts
 
 
+# A world profile needs this many sentences of its translations' profile part (the ones with only
+# a preamble or a few articles are left out).
+WORLD_MIN_SENTENCES = 10
+WORLD_PART = "unicode-org/udhr data/udhr, odd-numbered articles (modsenc.data.udhr.PROFILE_PART)"
+
+
+def _world_texts(udhr: str | Path) -> dict[str, tuple[list[str], list[str]]]:
+    """``{language: (its UDHR keys, the profile part of their sentences)}`` for every language of
+    the UDHR folder that ``SOURCES`` lacks; translations of one language (Turkmen in Latin and in
+    Cyrillic, Farsi and Dari) make one profile, a sub-profile per script."""
+    grouped: dict[str, tuple[list[str], list[str]]] = {}
+    for key, translation in read_udhr(udhr).items():
+        lang = translation.language
+        if lang in SOURCES or not is_language_code(lang):
+            continue
+        keys, texts = grouped.setdefault(lang, ([], []))
+        keys.append(key)
+        texts.extend(translation.part(PROFILE_PART))
+    return {lang: kt for lang, kt in sorted(grouped.items()) if len(kt[1]) >= WORLD_MIN_SENTENCES}
+
+
+def _profile_entry(profile: CharNgramProfile) -> dict:
+    return {
+        name: {
+            "unseen": {str(n): round(v, 4) for n, v in unseen.items()},
+            "logp": {gram: round(v, 4) for gram, v in logp.items()},
+        }
+        for name, (logp, unseen) in profile.scripts.items()
+    }
+
+
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def build_background(data: str | Path, output: str | Path = BACKGROUND_DIR, top_k: int = TOP_K) -> Path:
-    """Build every language of ``SOURCES`` from ``data`` (the shared data folder) into ``output``."""
+def build_background(
+    data: str | Path, udhr: str | Path | None, output: str | Path = BACKGROUND_DIR, top_k: int = TOP_K
+) -> Path:
+    """Build every language of ``SOURCES`` from ``data`` (the shared data folder), and the world
+    profiles from ``udhr`` (None: none), into ``output``."""
     data, output = Path(data), Path(output)
     missing = [
         str(data / name) for sources in SOURCES.values() for name, _ in sources if not (data / name).is_file()
     ]
     if missing:
         raise FileNotFoundError(f"background sources not found: {', '.join(sorted(set(missing)))}")
+    world = _world_texts(udhr) if udhr is not None else {}  # read first: a bad folder fails fast
     profiles, counts = {}, {}
     for lang in SOURCES:
         texts = _texts(data, lang)
@@ -85,13 +130,10 @@ def build_background(data: str | Path, output: str | Path = BACKGROUND_DIR, top_
         profile = build_profile(
             lang, texts, orthography_for(lang).script_variants, sample_size=0, top_k=top_k
         )
-        profiles[lang] = {
-            name: {
-                "unseen": {str(n): round(v, 4) for n, v in unseen.items()},
-                "logp": {gram: round(v, 4) for gram, v in logp.items()},
-            }
-            for name, (logp, unseen) in profile.scripts.items()
-        }
+        profiles[lang] = _profile_entry(profile)
+        counts[lang] = len(texts)
+    for lang, (_, texts) in world.items():
+        profiles[lang] = _profile_entry(build_profile(lang, texts, sample_size=0, top_k=top_k))
         counts[lang] = len(texts)
     payload = json.dumps({"format": FORMAT, "profiles": profiles}, ensure_ascii=False, sort_keys=True)
     blob = gzip.compress(payload.encode("utf-8"), mtime=0)
@@ -109,15 +151,40 @@ def build_background(data: str | Path, output: str | Path = BACKGROUND_DIR, top_
             "sources": {
                 lang: [f"{name}:{column or 'lines'}" for name, column in src] for lang, src in SOURCES.items()
             },
+            # the world profiles: each language's UDHR translations (their keys), profile part only
+            "world": {lang: keys for lang, (keys, _) in world.items()},
+            "world_part": WORLD_PART,
         },
     )
     return output / PROFILES_FILE
 
 
+def world_languages(folder: str | Path = BACKGROUND_DIR) -> frozenset[str]:
+    """The languages whose background profile is a world profile (from UDHR), by the manifest
+    ``load_background`` checks the profiles against (none when it lists none)."""
+    return _world_languages(str(Path(folder).resolve()))
+
+
 @functools.lru_cache(maxsize=4)
+def _world_languages(folder: str) -> frozenset[str]:
+    try:
+        manifest = json.loads((Path(folder) / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(
+            f"{folder}: background language profiles unreadable ({err}); reinstall modsenc"
+        ) from err
+    return frozenset(manifest.get("world", {}))
+
+
 def load_background(folder: str | Path = BACKGROUND_DIR) -> dict[str, CharNgramProfile]:
-    """The background profiles in ``folder``, checked against their manifest's sha256."""
-    folder = Path(folder)
+    """The background profiles in ``folder``, checked against their manifest's sha256 (read once
+    per folder and process)."""
+    return _load_background(str(Path(folder).resolve()))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_background(name: str) -> dict[str, CharNgramProfile]:
+    folder = Path(name)
     manifest_path = folder / MANIFEST_FILE
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -146,10 +213,17 @@ def main(argv: list[str] | None = None) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--data", default="../shared/data", help="the shared data folder")
+    world = parser.add_mutually_exclusive_group(required=True)
+    world.add_argument(
+        "--udhr",
+        help="unicode-org/udhr's data/udhr folder (git clone https://github.com/unicode-org/udhr): the "
+        "world profiles are built from its odd-numbered articles",
+    )
+    world.add_argument("--no-world", action="store_true", help="build no world profiles")
     parser.add_argument("--output", default=str(BACKGROUND_DIR))
     parser.add_argument("--top-k", type=int, default=TOP_K)
     args = parser.parse_args(argv)
-    path = build_background(args.data, args.output, args.top_k)
+    path = build_background(args.data, None if args.no_world else args.udhr, args.output, args.top_k)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
 
 

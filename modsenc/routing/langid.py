@@ -24,6 +24,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from typing import Protocol
@@ -278,19 +279,33 @@ class ScoringTable:
     and one built from much text would lose its own language's rarer n-grams (German, from 40K
     sentences, lost 5% of German sentences to English). The median, not the harshest price:
     Chinese and Japanese price unseen n-grams harshest of all, and at their price every kept
-    n-gram counts as evidence, so the profiles that keep the most win."""
+    n-gram counts as evidence, so the profiles that keep the most win.
 
-    def __init__(self, profiles: dict[str, CharNgramProfile], shared_unseen: bool = False) -> None:
+    ``unpriced`` names profiles that take the shared price but do not set it: the world profiles,
+    each from one UDHR translation's few thousand characters, are hundreds of rows whose own price
+    is the mildest of all, and a median over them would let every kept n-gram of a large profile
+    cost more than an n-gram it never saw.
+
+    ``covered`` names the languages whose share of trigrams seen is computed (None: all); the
+    others' is NaN. The detector asks it of installed languages only, and the product that gives it
+    costs about a third of the scoring's time with the world profiles in the table."""
+
+    def __init__(
+        self,
+        profiles: dict[str, CharNgramProfile],
+        shared_unseen: bool = False,
+        unpriced: Iterable[str] = (),
+        covered: Iterable[str] | None = None,
+    ) -> None:
         from scipy import sparse  # noqa: PLC0415  (scipy is a core dependency; imported when routing)
 
         # Rows are named by the detector's key for the profile (the installed language), not by
         # the name inside the profile file: a misfiled profile must not rename a candidate.
         self.rows = [(lang, script) for lang, profile in profiles.items() for script in profile.scripts]
         subprofiles = [profile.scripts[script] for profile in profiles.values() for script in profile.scripts]
-        self.index: dict[str, int] = {}
-        for logp, _ in subprofiles:
-            for gram in logp:
-                self.index.setdefault(gram, len(self.index))
+        # every kept n-gram once, in the order the profiles first keep it
+        kept = dict.fromkeys(chain.from_iterable(logp for logp, _ in subprofiles))
+        self.index: dict[str, int] = dict(zip(kept, range(len(kept))))
         self.grams = GramIndex(list(self.index))
         self.max_order = max(n for _, unseen in subprofiles for n in unseen)
         self.unseen = np.zeros((len(self.rows), self.max_order + 1))
@@ -298,60 +313,110 @@ class ScoringTable:
             for n, value in unseen.items():
                 self.unseen[row, n] = value
         if shared_unseen:
-            self.unseen[:] = np.median(self.unseen, axis=0)
+            skip = set(unpriced)
+            pricing = [row for row, (lang, _) in enumerate(self.rows) if lang not in skip] or list(
+                range(len(self.rows))
+            )
+            self.unseen[:] = np.median(self.unseen[pricing], axis=0)
         rows, columns, values = [], [], []
         for row, (logp, _) in enumerate(subprofiles):
-            columns.append(np.fromiter((self.index[g] for g in logp), dtype=np.int64, count=len(logp)))
-            prices = self.unseen[row, np.fromiter((len(g) for g in logp), dtype=np.int64, count=len(logp))]
+            columns.append(np.fromiter(map(self.index.__getitem__, logp), dtype=np.int64, count=len(logp)))
+            prices = self.unseen[row, np.fromiter(map(len, logp), dtype=np.int64, count=len(logp))]
             values.append(np.fromiter(logp.values(), dtype=np.float64, count=len(logp)) - prices)
             rows.append(np.full(len(logp), row, dtype=np.int64))
         shape = (len(self.rows), len(self.index))
         self.delta = sparse.csr_matrix(
             (np.concatenate(values), (np.concatenate(rows), np.concatenate(columns))), shape=shape
         )
-        trigram = np.fromiter((len(g) == 3 for g in self.index), dtype=bool, count=len(self.index))
-        known = self.delta.copy()
+        trigram = np.fromiter(map(len, self.index), dtype=np.int64, count=len(self.index)) == 3
+        wanted = set(covered) if covered is not None else {lang for lang, _ in self.rows}
+        self.covered_rows = np.array(
+            [r for r, (lang, _) in enumerate(self.rows) if lang in wanted], dtype=np.int64
+        )
+        known = self.delta[self.covered_rows]
         known.data[:] = 1.0
         self.known_trigrams = known @ sparse.diags(trigram.astype(np.float64))
+        self.delta_by_gram = self.delta.T.tocsr()  # (n-grams x rows), for score_matrix
+        self.known_trigrams_by_gram = self.known_trigrams.T.tocsr()
         self._sparse = sparse
+        # the languages in row order, each with its first row, and the ones written in more than
+        # one script with all of theirs (a text is scored by the script that fits it best)
+        self.langs = list(dict.fromkeys(lang for lang, _ in self.rows))
+        by_lang: dict[str, list[int]] = {}
+        for row, (lang, _) in enumerate(self.rows):
+            by_lang.setdefault(lang, []).append(row)
+        self.first_rows = np.array([by_lang[lang][0] for lang in self.langs], dtype=np.int64)
+        self.script_rows = [
+            (group, np.array(by_lang[lang], dtype=np.int64))
+            for group, lang in enumerate(self.langs)
+            if len(by_lang[lang]) > 1
+        ]
+
+    def score_matrix(self, texts: Sequence[str], orders: Sequence[int]) -> ScoreMatrix:
+        """Every text's log-likelihood and share of trigrams seen under each language's best
+        script, over its n-grams of ``orders``, as arrays (languages x texts). The batch is cut and
+        looked up in arrays (``modsenc.routing.grams``), with the n-grams and counts of ``ngrams``."""
+        batch = GramBatch.cut([normalised(text) for text in texts], orders)
+        lengths = batch.counts()
+        scored = np.flatnonzero(lengths > 0)
+        if not len(scored):
+            empty = np.zeros((len(self.langs), 0))
+            return ScoreMatrix(self.langs, empty, empty, lengths, scored)
+        found = self.grams.find(batch)
+        # the products run over the texts that have n-grams only: NumPy's sums over one column
+        # and over several differ in the last bits, and the scores must not depend on the batch
+        column = np.full(batch.texts, -1, dtype=np.int64)
+        column[scored] = np.arange(len(scored))
+        owner, count = column[batch.owner], len(scored)
+        # per text and order, every n-gram (kept or not): the "all unseen" part of its score
+        per_order = np.bincount(batch.order * count + owner, minlength=(self.max_order + 1) * count)
+        per_order = per_order.reshape(self.max_order + 1, count).astype(np.float64)
+        kept = found >= 0
+        # texts x n-grams times n-grams x rows: the product then visits only the n-grams the
+        # batch has, not every n-gram of every profile (a few million with the world profiles);
+        # each text's sum runs over its n-grams in column order either way
+        counts = self._sparse.csr_matrix(
+            (np.ones(int(kept.sum())), (owner[kept], found[kept])), shape=(count, len(self.index))
+        )
+        totals = self.unseen @ per_order + (counts @ self.delta_by_gram).toarray().T
+        trigrams = per_order[3] if self.max_order >= 3 else np.zeros(count)
+        seen = (counts @ self.known_trigrams_by_gram).toarray().T
+        shares = np.full(totals.shape, np.nan)
+        shares[self.covered_rows] = np.divide(seen, trigrams, out=np.zeros_like(seen), where=trigrams > 0)
+        # each language's best script: the first of its rows with the highest score
+        best = totals[self.first_rows].copy()
+        share = shares[self.first_rows].copy()
+        for group, rows in self.script_rows:
+            pick = np.argmax(totals[rows], axis=0)
+            best[group] = totals[rows][pick, np.arange(count)]
+            share[group] = shares[rows][pick, np.arange(count)]
+        return ScoreMatrix(self.langs, best, share, lengths, scored)
 
     def score_texts(
         self, texts: Sequence[str], orders: Sequence[int]
     ) -> tuple[list[dict[str, tuple[float, float]]], np.ndarray]:
         """For each text, ``{lang: (log-likelihood, share of trigrams seen)}`` under each
         language's best script over its n-grams of ``orders`` ({} when it has none), and how many
-        n-grams it has. The batch is cut and looked up in arrays (``modsenc.routing.grams``), with
-        the n-grams and counts of ``ngrams``."""
-        batch = GramBatch.cut([normalised(text) for text in texts], orders)
-        lengths = batch.counts()
-        scored = np.flatnonzero(lengths > 0)
+        n-grams it has (``score_matrix`` as dictionaries)."""
+        matrix = self.score_matrix(texts, orders)
         results: list[dict[str, tuple[float, float]]] = [{} for _ in texts]
-        if not len(scored):
-            return results, lengths
-        found = self.grams.find(batch)
-        # the products run over the texts that have n-grams only: NumPy's sums over one column
-        # and over several differ in the last bits, and the scores must not depend on the batch
-        column = np.full(batch.texts, -1, dtype=np.int64)
-        column[scored] = np.arange(len(scored))
-        owner, texts = column[batch.owner], len(scored)
-        # per text and order, every n-gram (kept or not): the "all unseen" part of its score
-        per_order = np.bincount(batch.order * texts + owner, minlength=(self.max_order + 1) * texts)
-        per_order = per_order.reshape(self.max_order + 1, texts).astype(np.float64)
-        kept = found >= 0
-        counts = self._sparse.csr_matrix(
-            (np.ones(int(kept.sum())), (found[kept], owner[kept])), shape=(len(self.index), texts)
-        )
-        totals = self.unseen @ per_order + (self.delta @ counts).toarray()
-        trigrams = per_order[3] if self.max_order >= 3 else np.zeros(texts)
-        covered = (self.known_trigrams @ counts).toarray()
-        shares = np.divide(covered, trigrams, out=np.zeros_like(covered), where=trigrams > 0)
-        for j, text in enumerate(scored.tolist()):
-            best: dict[str, tuple[float, float]] = {}
-            for (lang, _), total, share in zip(self.rows, totals[:, j].tolist(), shares[:, j].tolist()):
-                if lang not in best or total > best[lang][0]:
-                    best[lang] = (total, share)
-            results[text] = best
-        return results, lengths
+        for j, text in enumerate(matrix.scored.tolist()):
+            results[text] = dict(
+                zip(self.langs, zip(matrix.totals[:, j].tolist(), matrix.shares[:, j].tolist()))
+            )
+        return results, matrix.lengths
+
+
+@dataclass(frozen=True)
+class ScoreMatrix:
+    """``ScoringTable.score_matrix``: rows are ``langs``, columns the texts that have n-grams
+    (``scored``: their positions in the batch); ``lengths``: every text's number of n-grams."""
+
+    langs: list[str]
+    totals: np.ndarray  # log-likelihood under each language's best script
+    shares: np.ndarray  # the share of the text's trigrams that script's profile keeps
+    lengths: np.ndarray
+    scored: np.ndarray
 
 
 class ProfileDetector:
@@ -371,8 +436,12 @@ class ProfileDetector:
         temperature: float | None = None,
         shared_unseen: bool = True,
         background: Iterable[str] = (),
+        world: Iterable[str] = (),
     ) -> None:
         self.profiles = profiles
+        # The small world profiles (modsenc.routing.background): they compete, but do not set the
+        # shared price of an unseen n-gram (ScoringTable).
+        self.world = set(world)
         # Languages without a bundle (the shipped background profiles): a text one of them wins is
         # in no installed language whatever its coverage (a 30K-n-gram Chinese profile sees few
         # of a sentence's trigrams, and the coverage test would send Chinese to the fallback).
@@ -395,21 +464,27 @@ class ProfileDetector:
     ) -> list[dict[str, tuple[float, float]]]:
         """Each text's ``{lang: (log-likelihood, trigram coverage)}`` over ``usable`` ({} when the
         text has no n-gram to score)."""
-        return self._scores_and_lengths(texts, usable)[0]
+        return self._table(usable).score_texts(texts, self._orders(usable))[0]
 
-    def _scores_and_lengths(
-        self, texts: Sequence[str], usable: Sequence[str]
-    ) -> tuple[list[dict[str, tuple[float, float]]], np.ndarray]:
-        """``_scores_many``, with each text's number of n-grams."""
+    def _orders(self, usable: Sequence[str]) -> list[int]:
         # Every profile is scored on the n-gram orders all of them model (a bundle written by an
         # older modsenc has 1-3-grams only), so their likelihoods stay comparable.
-        orders = sorted(set.intersection(*(set(self.profiles[lang].orders) for lang in usable)))
+        return sorted(set.intersection(*(set(self.profiles[lang].orders) for lang in usable)))
+
+    def _table(self, usable: Sequence[str]) -> ScoringTable:
         key = tuple(usable)
         if key not in self._tables:
             self._tables[key] = ScoringTable(
-                {lang: self.profiles[lang] for lang in usable}, shared_unseen=self.shared_unseen
+                {lang: self.profiles[lang] for lang in usable},
+                shared_unseen=self.shared_unseen,
+                unpriced=self.world,
+                covered=[lang for lang in usable if lang not in self.background],
             )
-        return self._tables[key].score_texts(texts, orders)
+        return self._tables[key]
+
+    def _matrix(self, texts: Sequence[str], usable: Sequence[str]) -> ScoreMatrix:
+        """The texts scored under ``usable`` as arrays (``ScoringTable.score_matrix``)."""
+        return self._table(usable).score_matrix(texts, self._orders(usable))
 
     def calibrate(self) -> float:
         """The temperature of lowest log-loss on the profiles' samples (1 without samples); the
@@ -417,32 +492,34 @@ class ProfileDetector:
         shipped background profiles) compete but are not calibrated on."""
         langs = sorted(self.profiles)
         with_samples = [lang for lang in langs if self.profiles[lang].sample]
-        scored = [
-            (lang, s)
-            for lang in with_samples
-            for s in self._scores_many(self.profiles[lang].sample, langs)
-            if s
-        ]
-        if len(langs) < 2 or not scored:
+        if len(langs) < 2 or not with_samples:
             self.calibration = {"temperature": 1.0, "sentences": 0}
             return 1.0
+        # every sample sentence that has n-grams: its scores under every language (a column), and
+        # the row of the language it is in
+        matrices = [self._matrix(self.profiles[lang].sample, langs) for lang in with_samples]
+        totals = np.concatenate([m.totals for m in matrices], axis=1)
+        own = np.concatenate(
+            [np.full(len(m.scored), m.langs.index(lang)) for lang, m in zip(with_samples, matrices)]
+        ).astype(np.int64)
+        if not len(own):
+            self.calibration = {"temperature": 1.0, "sentences": 0}
+            return 1.0
+        columns = np.arange(len(own))
+        gaps = totals - totals.max(axis=0)  # <= 0, and 0 at each column's best
 
         def log_loss(t: float) -> float:
-            total = 0.0
-            for lang, s in scored:
-                top = max(v[0] for v in s.values())
-                total -= (s[lang][0] - top) / t - math.log(
-                    sum(math.exp((v[0] - top) / t) for v in s.values())
-                )
-            return total / len(scored)
+            return float(-(gaps[own, columns] / t - np.log(np.exp(gaps / t).sum(axis=0))).mean())
 
         best = min(TEMPERATURES, key=log_loss)
+        right = np.argmax(totals, axis=0) == own  # the first language of the highest score
         accuracy = {
-            lang: sum(max(s, key=lambda k: s[k][0]) == lang for lg, s in scored if lg == lang)
-            / max(1, sum(lg == lang for lg, _ in scored))
-            for lang in with_samples
+            lang: float(right[own == matrices[i].langs.index(lang)].mean())
+            if len(matrices[i].scored)
+            else 0.0
+            for i, lang in enumerate(with_samples)
         }
-        self.calibration = {"temperature": float(best), "sentences": len(scored), "accuracy": accuracy}
+        self.calibration = {"temperature": float(best), "sentences": len(own), "accuracy": accuracy}
         return float(best)
 
     def detect(self, texts: Sequence[str], candidates: Sequence[str]) -> list[tuple[str | None, float]]:
@@ -457,18 +534,21 @@ class ProfileDetector:
         usable = [lang for lang in candidates if lang in self.profiles]
         if not usable:
             return [(None, 0.0, -math.inf)] * len(texts)
-        results: list[tuple[str | None, float, float]] = []
-        scored, lengths = self._scores_and_lengths(texts, usable)
-        for scores, length in zip(scored, lengths.tolist()):
-            if not scores:
-                results.append((None, 0.0, -math.inf))
-                continue
-            best = max(scores, key=lambda lang: scores[lang][0])
-            top = scores[best][0]
-            posterior = 1.0 / sum(math.exp((score - top) / self.temperature) for score, _ in scores.values())
-            fit = top / length
-            if scores[best][1] < self.min_coverage and best not in self.background:
-                results.append((None, posterior, fit))
+        matrix = self._matrix(texts, usable)
+        results: list[tuple[str | None, float, float]] = [(None, 0.0, -math.inf)] * len(texts)
+        if not len(matrix.scored):
+            return results
+        count = len(matrix.scored)
+        best = np.argmax(matrix.totals, axis=0)  # the first language of the highest score
+        top = matrix.totals[best, np.arange(count)]
+        posteriors = 1.0 / np.exp((matrix.totals - top) / self.temperature).sum(axis=0)
+        fits = top / matrix.lengths[matrix.scored]
+        coverage = matrix.shares[best, np.arange(count)]
+        for j, text in enumerate(matrix.scored.tolist()):
+            lang = matrix.langs[best[j]]
+            posterior, fit = float(posteriors[j]), float(fits[j])
+            if coverage[j] < self.min_coverage and lang not in self.background:
+                results[text] = (None, posterior, fit)
             else:
-                results.append((best, posterior, fit))
+                results[text] = (lang, posterior, fit)
         return results

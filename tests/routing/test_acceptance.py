@@ -89,6 +89,8 @@ def test_close_neighbours_go_to_the_backbone(shipped_router) -> None:
     routes = shipped_router.route(TAJIK + TATAR)
     assert [r.route for r in routes] == ["backbone"] * 4
     assert [r.bundle for r in routes] == [None] * 4
+    # named by their world profiles (modsenc.routing.background), not only turned away
+    assert [r.detected for r in routes] == ["tg", "tg", "tt", "tt"]
 
 
 def test_arabic_script_uyghur_goes_to_ug(shipped_router) -> None:

@@ -106,3 +106,21 @@ def test_a_texts_scores_do_not_depend_on_the_empty_texts_beside_it() -> None:
     assert beside[1] == alone[0]
     assert beside[0] == beside[2] == {}
     assert counts.tolist() == [0, len(ngrams(text)), 0]
+
+
+def test_world_profiles_take_the_shared_price_without_setting_it() -> None:
+    """A is a large profile (-14 nats for an unseen trigram), B a small world one (-9). " ab " has
+    the trigrams " ab" (A keeps it, -2) and "ab " (B keeps it, -1)."""
+    from modsenc.routing.langid import CharNgramProfile, ScoringTable
+
+    profiles = {
+        "aa": CharNgramProfile("aa", {"any": ({" ab": -2.0}, {3: -14.0})}, orders=(3,)),
+        "bb": CharNgramProfile("bb", {"any": ({"ab ": -1.0}, {3: -9.0})}, orders=(3,)),
+    }
+    unpriced = ScoringTable(profiles, shared_unseen=True, unpriced={"bb"})
+    assert unpriced.unseen[:, 3].tolist() == [-14.0, -14.0]
+    scores, _ = unpriced.score_texts(["ab"], (3,))
+    assert scores[0] == {"aa": (-16.0, 0.5), "bb": (-15.0, 0.5)}
+    median = ScoringTable(profiles, shared_unseen=True)  # both set it: the median of -14 and -9
+    scores, _ = median.score_texts(["ab"], (3,))
+    assert scores[0] == {"aa": (-13.5, 0.5), "bb": (-12.5, 0.5)}

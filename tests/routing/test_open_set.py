@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 from modsenc.encoder import ModularEncoder
-from modsenc.routing.background import BACKGROUND_DIR, MANIFEST_FILE, PROFILES_FILE, SOURCES, load_background
+from modsenc.routing.background import (
+    BACKGROUND_DIR,
+    MANIFEST_FILE,
+    PROFILES_FILE,
+    SOURCES,
+    load_background,
+    world_languages,
+)
 from modsenc.routing.gate import LanguageIdGate, lid176_path
 from modsenc.routing.router import LanguageRouter, OtherLanguageError
 
@@ -44,8 +51,13 @@ def encoder(en_uz_zoo) -> ModularEncoder:
 
 def test_background_profiles_cover_their_sources_and_are_verified(tmp_path) -> None:
     profiles = load_background()
-    assert sorted(profiles) == sorted(SOURCES)
+    world = world_languages()
+    assert not world & set(SOURCES)  # a language with training text keeps that profile
+    assert sorted(profiles) == sorted(set(SOURCES) | world)
+    # the close neighbours of the shipped languages that had no profile before (issue 48)
+    assert {"tg", "tt", "crh", "tk", "tly", "kjh", "gag"} <= world  # (UDHR has no ba, kaa, azb)
     assert sorted(profiles["uz"].scripts) == ["Cyrillic", "Latin"]  # Uzbek in both scripts
+    assert sorted(profiles["tk"].scripts) == ["Cyrillic", "Latin"]  # Turkmen's two translations
     assert all(not p.sample for p in profiles.values())  # no sentence of the sources is shipped
     copy = tmp_path / "background"
     shutil.copytree(BACKGROUND_DIR, copy)
