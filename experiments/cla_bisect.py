@@ -26,19 +26,22 @@ from modsenc.data.readers import read_parallel_tsv
 from modsenc.data.specs import load_parallel
 from modsenc.eval.sts import read_sts_tsv, row_cosines
 
-PART = "report"
+PARTS = ("report", "selection")
 
 
-def _files(work: Path, data: Path, lang: str) -> tuple[list, dict[str, dict[str, list[str]]]]:
-    """The report part's STS pairs of en and ``lang``, and its bitexts' en/``lang`` columns."""
+def _files(
+    work: Path, data: Path, lang: str, part: str = "report"
+) -> tuple[list, dict[str, dict[str, list[str]]]]:
+    """One part's STS pairs of en and ``lang``, and its bitexts' en/``lang`` columns: the report
+    part for the tables, the selection part for choosing a variant."""
     evaldata = work / "evaldata"
     evaldata.mkdir(parents=True, exist_ok=True)
     kardes = data / "eval-dev" / "sts" / "kardes-sts-dev.tsv"
-    sts = sts_subset(kardes, evaldata / f"kardes-sts-dev.en-{lang}.{PART}.tsv", ("en", lang), part=PART)
-    bitext = kardes_sts_bitext(kardes, evaldata / f"kardes-bitext.{lang}.{PART}.tsv", (lang,), part=PART)
+    sts = sts_subset(kardes, evaldata / f"kardes-sts-dev.en-{lang}.{part}.tsv", ("en", lang), part=part)
+    bitext = kardes_sts_bitext(kardes, evaldata / f"kardes-bitext.{lang}.{part}.tsv", (lang,), part=part)
     bitexts = {"Kardeş": bitext_columns(read_parallel_tsv(bitext), lang)}
     if lang in NTREX_LANGS:
-        spec = {"path": str(data / "parallel" / "ntrex.tsv"), "languages": ["en", lang], "split": PART}
+        spec = {"path": str(data / "parallel" / "ntrex.tsv"), "languages": ["en", lang], "split": part}
         bitexts["NTREX"] = bitext_columns(load_parallel(spec), lang)
     return read_sts_tsv(sts), bitexts
 
@@ -103,18 +106,23 @@ def main(argv: list[str] | None = None) -> None:
         help="a zoo to score; the first is the reference the others are also compared with",
     )  # fmt: skip
     parser.add_argument("--data", default="../shared/data")
+    parser.add_argument(
+        "--part", choices=PARTS, default="report",
+        help="report: the tables' numbers; selection: for choosing among variants (never the report part)",
+    )  # fmt: skip
     parser.add_argument("--work", default="runs/cla-bisect")
     parser.add_argument("--resamples", type=int, default=2000)
     parser.add_argument("--json", help="also write every number here")
     args = parser.parse_args(argv)
     zoos = {item.rpartition("=")[0]: item.rpartition("=")[2] for item in args.zoo}
-    pairs, bitexts = _files(Path(args.work), Path(args.data), args.lang)
+    pairs, bitexts = _files(Path(args.work), Path(args.data), args.lang, args.part)
     models = {"e5 alone": args.backbone, **zoos}
     outcomes = {name: Outcomes(scored(path), args.lang, pairs, bitexts) for name, path in models.items()}
     columns = list(outcomes["e5 alone"].values())
     sizes = {name: len(cols["en"]) for name, cols in bitexts.items()}
-    print(f"{machine()}; report part: {len(outcomes['e5 alone'].gold['own'])} {args.lang}-{args.lang} and "
-          f"{len(outcomes['e5 alone'].gold['cross'])} en-{args.lang} STS pairs; bitexts {sizes}")  # fmt: skip
+    gold = outcomes["e5 alone"].gold
+    print(f"{machine()}; {args.part} part: {len(gold['own'])} {args.lang}-{args.lang} and "
+          f"{len(gold['cross'])} en-{args.lang} STS pairs; bitexts {sizes}")  # fmt: skip
     print("| model | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
     numbers: dict[str, object] = {}
