@@ -30,7 +30,8 @@ import numpy as np
 
 from modsenc.modules.bundle import Zoo, verify_bundle_file
 from modsenc.routing.acceptance_record import ORDERS, AcceptanceTest
-from modsenc.routing.langid import LANGID_FILE, CharNgramProfile, ScoringTable
+from modsenc.routing.langid import LANGID_FILE, CharNgramProfile
+from modsenc.routing.scoring import ScoringTable
 
 log = logging.getLogger(__name__)
 

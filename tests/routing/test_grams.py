@@ -97,7 +97,7 @@ def test_a_texts_scores_do_not_depend_on_the_empty_texts_beside_it() -> None:
     """NumPy sums a one-column product in another order than a wider one: the empty texts of a
     batch must not widen it (a sentence scored alone and beside "" differed in the last bits)."""
     from modsenc.routing.background import load_background
-    from modsenc.routing.langid import ScoringTable
+    from modsenc.routing.scoring import ScoringTable
 
     table = ScoringTable(load_background(), shared_unseen=True)
     text = "can said on had been"
@@ -111,7 +111,8 @@ def test_a_texts_scores_do_not_depend_on_the_empty_texts_beside_it() -> None:
 def test_world_profiles_take_the_shared_price_without_setting_it() -> None:
     """A is a large profile (-14 nats for an unseen trigram), B a small world one (-9). " ab " has
     the trigrams " ab" (A keeps it, -2) and "ab " (B keeps it, -1)."""
-    from modsenc.routing.langid import CharNgramProfile, ScoringTable
+    from modsenc.routing.langid import CharNgramProfile
+    from modsenc.routing.scoring import ScoringTable
 
     profiles = {
         "aa": CharNgramProfile("aa", {"any": ({" ab": -2.0}, {3: -14.0})}, orders=(3,)),

@@ -284,7 +284,7 @@ def test_resume_after_killing_the_job(cluster, zoo_dir, encoder, tmp_path) -> No
     assert _cosines(_vectors(table), encoder.encode(rows)).min() >= 0.99999
 
 
-def test_mine_equals_single_process(cluster, zoo_dir, encoder, tmp_path) -> None:
+def test_mine_equals_single_process(cluster, zoo_dir, tmp_path) -> None:
     """en x uz, exact search over 2 actors in 4 parts (two waves): the pairs, scores and texts of
     modsenc.eval.mining.mine on the same sentences."""
     src = [CORPUS["en"][i] for i in range(200, 230)]
@@ -300,9 +300,14 @@ def test_mine_equals_single_process(cluster, zoo_dir, encoder, tmp_path) -> None
             shard_size=4,
             workers=2,
             device="cpu",
+            # the runtime and precision of the single-process encoder below: with openvino installed
+            # and a bf16 CPU, auto picks openvino bf16 here and torch bf16 there, and near-ties flip
+            runtime="torch",
+            dtype="fp32",
         )
     pairs = mine_corpus(tmp_path / "en", tmp_path / "uz", tmp_path / "pairs.tsv", workers=2, part_rows=8)
-    expected = mine(encoder.encode(src, lang="en"), encoder.encode(tgt, lang="uz"))
+    single = ModularEncoder.from_pretrained(zoo_dir, device="cpu", runtime="torch", dtype="fp32")
+    expected = mine(single.encode(src, lang="en"), single.encode(tgt, lang="uz"))
     assert [(p.src, p.tgt) for p in pairs] == [(p.src, p.tgt) for p in expected]
     np.testing.assert_allclose([p.score for p in pairs], [p.score for p in expected], atol=1e-5)
     lines = (tmp_path / "pairs.tsv").read_text(encoding="utf-8").splitlines()
