@@ -85,7 +85,7 @@ class ScoringTable:
             values.append(np.fromiter(logp.values(), dtype=np.float64, count=len(logp)) - prices)
             rows.append(np.full(len(logp), row, dtype=np.int64))
         shape = (len(self.rows), len(self.index))
-        self.delta = sparse.csr_matrix(
+        delta = sparse.csr_matrix(
             (np.concatenate(values), (np.concatenate(rows), np.concatenate(columns))), shape=shape
         )
         trigram = np.fromiter(map(len, self.index), dtype=np.int64, count=len(self.index)) == 3
@@ -93,11 +93,11 @@ class ScoringTable:
         self.covered_rows = np.array(
             [r for r, (lang, _) in enumerate(self.rows) if lang in wanted], dtype=np.int64
         )
-        known = self.delta[self.covered_rows]
+        known = delta[self.covered_rows]
         known.data[:] = 1.0
-        self.known_trigrams = known @ sparse.diags(trigram.astype(np.float64))
-        self.delta_by_gram = self.delta.T.tocsr()  # (n-grams x rows), for score_matrix
-        self.known_trigrams_by_gram = self.known_trigrams.T.tocsr()
+        # kept as n-grams x rows only, the layout score_matrix multiplies by (one copy in memory)
+        self.delta_by_gram = delta.T.tocsr()
+        self.known_trigrams_by_gram = (known @ sparse.diags(trigram.astype(np.float64))).T.tocsr()
         self._sparse = sparse
         self._index_languages()
 
