@@ -326,6 +326,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-gate", action="store_true", help="route without the lid.176 gate")
     parser.add_argument("--udhr", help="unicode-org/udhr's data/udhr folder, for the wide section")
     parser.add_argument(
+        "--ud", help="wide section: a folder of UD_* treebank clones, routed as another domain than UDHR's"
+    )
+    parser.add_argument(
         "--background",
         help="wide section: a background profiles folder in place of the shipped one (to compare "
         "an earlier one: git show REV:modsenc/routing/background/profiles.json.gz, and manifest.json)",
@@ -410,7 +413,7 @@ def wide(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         parser.error("--sections wide needs --udhr")
     command = "python -m bench.router " + " ".join(sys.argv[1:])
     zoo = args.zoo or str(shipped_zoo())
-    text = "\n".join(router_wide.wide_lines(zoo, args.udhr, command, args.data, args.background))
+    text = "\n".join(router_wide.wide_lines(zoo, args.udhr, command, args.data, args.background, args.ud))
     print(text)
     if args.out:
         replace_section(Path(args.out), router_wide.MARK_BEGIN, router_wide.MARK_END, text)
