@@ -203,6 +203,35 @@ def _summary(rows: list[dict], mine: list[dict], others: list[dict]) -> list[str
     ]
 
 
+def _other_domains(zoo: str, data: str | None, ud: str | None, background: str | None) -> list[str]:
+    """The dev sets' block (``data``) and the UD treebanks' block (``ud``), each when given."""
+    return [
+        *(
+            [
+                "The same router on the dev sets (installed: to its bundle; no bundle: to no module bundle):",
+                "",
+            ]
+            + dev_lines(zoo, data, background)
+            + [""]
+            if data
+            else []
+        ),
+        *(
+            [
+                "Another domain, UD treebanks (`--ud`: folders cloned from github.com/"
+                "UniversalDependencies; the odd-numbered sentences of each, which neither the "
+                "profiles nor any choice read; kk's and uz's treebanks are training files and are "
+                "left out):",
+                "",
+            ]
+            + treebank_lines(zoo, ud, background=background)
+            + [""]
+            if ud
+            else []
+        ),
+    ]
+
+
 def wide_lines(
     zoo: str,
     udhr: str,
@@ -242,29 +271,7 @@ def wide_lines(
         *OTHER_HEADER,
         *(_other_row(named[k]) for k in NAMED if k in named),
         "",
-        *(
-            [
-                "The same router on the dev sets (installed: to its bundle; no bundle: to no module bundle):",
-                "",
-            ]
-            + dev_lines(zoo, data, background)
-            + [""]
-            if data
-            else []
-        ),
-        *(
-            [
-                "Another domain, UD treebanks (`--ud`: folders cloned from github.com/"
-                "UniversalDependencies; the odd-numbered sentences of each, which neither the "
-                "profiles nor any choice read; kk's and uz's treebanks are training files and are "
-                "left out):",
-                "",
-            ]
-            + treebank_lines(zoo, ud, background=background)
-            + [""]
-            if ud
-            else []
-        ),
+        *_other_domains(zoo, data, ud, background),
         "Every translation without a bundle, worst first:",
         "",
         *OTHER_HEADER,
