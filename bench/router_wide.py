@@ -68,8 +68,7 @@ def _row(router, installed: set[str], key: str, attrs: dict, sentences: list[str
     }
 
 
-def wide_rows(zoo: str, udhr: str, min_words: int = 4, background: str | None = None) -> list[dict]:
-    router = build_router(Zoo(zoo), None, None, 0.5, "fallback", background=background)
+def wide_rows(router, udhr: str, min_words: int = 4) -> list[dict]:
     installed = set(router.languages)
     rows = []
     for key, translation in read_udhr(udhr).items():
@@ -79,14 +78,13 @@ def wide_rows(zoo: str, udhr: str, min_words: int = 4, background: str | None = 
     return rows
 
 
-def dev_lines(zoo: str, data: str, background: str | None = None) -> list[str]:
+def dev_lines(router, data: str) -> list[str]:
     """The same router on the dev sets of ../shared/data (NTREX, WMT19 kk, Kardeş STS dev): the
     installed languages' share to their bundle, the others' share to no module bundle."""
     from modsenc.data.orthography import get_orthography  # noqa: PLC0415
     from modsenc.data.specs import load_parallel  # noqa: PLC0415
     from modsenc.eval.sts import read_sts_tsv  # noqa: PLC0415
 
-    router = build_router(Zoo(zoo), None, None, 0.5, "fallback", background=background)
     ntrex = load_parallel(f"{data}/parallel/ntrex.tsv").columns
     wmt = load_parallel({"path": f"{data}/parallel/wmt-newstest.en-kk.tsv", "languages": ["kk"]}).columns[
         "kk"
@@ -136,7 +134,7 @@ def treebank_sentences(ud: str) -> dict[str, tuple[str, list[str]]]:
     return out
 
 
-def treebank_lines(zoo: str, ud: str, min_words: int = 4, background: str | None = None) -> list[str]:
+def treebank_lines(router, ud: str, min_words: int = 4) -> list[str]:
     """The router on another domain than UDHR's (``--ud``: UD treebanks, fiction, news, grammar
     examples): an installed language's share to its bundle, per script; another language's share
     to a module bundle. The odd-numbered sentences of each treebank only (in file order): the
@@ -145,7 +143,6 @@ def treebank_lines(zoo: str, ud: str, min_words: int = 4, background: str | None
     from these files."""
     from modsenc.data.scripts import detect_script  # noqa: PLC0415
 
-    router = build_router(Zoo(zoo), None, None, 0.5, "fallback", background=background)
     modules = set(router.languages) - {"en"}
     lines = [
         "| treebank | language | script | sentences (4+ words) | to its bundle | to a module bundle | "
@@ -153,12 +150,12 @@ def treebank_lines(zoo: str, ud: str, min_words: int = 4, background: str | None
         "|---|---|---|---|---|---|---|",
     ]
     for name, (lang, sentences) in treebank_sentences(ud).items():
+        installed = lang in router.languages
         long = [s for i, s in enumerate(sentences) if i % 2 == 1 and len(s.split()) >= min_words]
         scripts = [detect_script([s]) for s in long]
         for script in sorted(set(scripts)):
             texts = [s for s, sc in zip(long, scripts) if sc == script]
             bundles = [r.bundle for r in router.route(texts, raise_refused=False)]
-            installed = lang in router.languages
             where = Counter(b or "backbone" for b in bundles if b != lang)
             own = _pct(np.mean([b == lang for b in bundles])) if installed else "–"
             module = _pct(np.mean([b in modules and b != lang for b in bundles]))
@@ -203,7 +200,7 @@ def _summary(rows: list[dict], mine: list[dict], others: list[dict]) -> list[str
     ]
 
 
-def _other_domains(zoo: str, data: str | None, ud: str | None, background: str | None) -> list[str]:
+def _other_domains(router, data: str | None, ud: str | None) -> list[str]:
     """The dev sets' block (``data``) and the UD treebanks' block (``ud``), each when given."""
     return [
         *(
@@ -211,7 +208,7 @@ def _other_domains(zoo: str, data: str | None, ud: str | None, background: str |
                 "The same router on the dev sets (installed: to its bundle; no bundle: to no module bundle):",
                 "",
             ]
-            + dev_lines(zoo, data, background)
+            + dev_lines(router, data)
             + [""]
             if data
             else []
@@ -224,7 +221,7 @@ def _other_domains(zoo: str, data: str | None, ud: str | None, background: str |
                 "left out):",
                 "",
             ]
-            + treebank_lines(zoo, ud, background=background)
+            + treebank_lines(router, ud)
             + [""]
             if ud
             else []
@@ -240,7 +237,9 @@ def wide_lines(
     background: str | None = None,
     ud: str | None = None,
 ) -> list[str]:
-    rows = wide_rows(zoo, udhr, background=background)
+    # one router for every block (building it reads the world profiles: seconds)
+    router = build_router(Zoo(zoo), None, None, 0.5, "fallback", background=background)
+    rows = wide_rows(router, udhr)
     mine = sorted((r for r in rows if r["own"]), key=lambda r: r["key"])
     others = sorted((r for r in rows if not r["own"]), key=lambda r: (-r["module"], r["key"]))
     languages = {r["key"].split("_")[0] for r in others}
@@ -271,7 +270,7 @@ def wide_lines(
         *OTHER_HEADER,
         *(_other_row(named[k]) for k in NAMED if k in named),
         "",
-        *_other_domains(zoo, data, ud, background),
+        *_other_domains(router, data, ud),
         "Every translation without a bundle, worst first:",
         "",
         *OTHER_HEADER,
