@@ -200,7 +200,7 @@ def test_english_stays_bit_identical_with_the_default_modules(tiny_backbone_dir,
     en_files = _hashes(zoo / "en")
     shipped = _shipped_module_settings()
     assert shipped["cla.parallel_loss"] == '"distill"' and shipped["cla.variant"] == '"pl"'
-    assert shipped["cla.structure_weight"] == "1.0" and shipped["cla.structure_source"] == '"pivot"'
+    assert shipped["cla.structure_weight"] == "0.3" and shipped["cla.structure_source"] == '"pivot"'
     settings = shipped | {"cla.eval_every": "2", "cla.patience": "2", "data.dev_parallel": "20"}
     run("uz", fast_recipe(**settings), zoo, work_dir=tmp_path / "w-uz", stages=["se", "cla"])
     after = ModularEncoder.from_pretrained(
