@@ -46,10 +46,17 @@ def zoo_list(zoo_dir) -> None:
 @click.argument("lang")
 @zoo_option()
 def zoo_info(lang, zoo_dir) -> None:
-    """Module sizes, training data and dev metrics of one language's bundle."""
+    """Module sizes, training data, dev metrics and provenance of one language's bundle."""
     from modsenc.modules.bundle import Zoo, check_language_code  # noqa: PLC0415
 
-    click.echo(Zoo(zoo_dir).read_manifest(check_language_code(lang)).describe())
+    zoo = Zoo(zoo_dir)
+    click.echo(zoo.read_manifest(check_language_code(lang)).describe())
+    built = zoo.read_index().get("built") or {}
+    if built:  # recorded by `zoo pack --commit --recipe` (make zoo): which code and recipe made it
+        click.echo(
+            f"zoo packed {built.get('packed', '?')} from bundles built by recipe "
+            f"{built.get('recipe', '?')} at commit {built.get('commit', '?')}"
+        )
 
 
 @zoo_group.command("pack")

