@@ -46,13 +46,16 @@ def _window_hashes(points: np.ndarray, n: int, seed: int) -> np.ndarray:
 @dataclass(frozen=True)
 class GramBatch:
     """Every n-gram of a batch of normalised texts: its ``owner`` (the text's index), ``order``,
-    ``start`` (its first code point in ``points``, the texts' code points end to end)."""
+    ``start`` (its first code point in ``points``, the texts' code points end to end). The n-grams
+    of one order are contiguous: ``blocks`` holds each order's (order, first, end) positions, so a
+    look-up takes an order's n-grams as a slice instead of searching the batch for them."""
 
     points: np.ndarray
     owner: np.ndarray
     order: np.ndarray
     start: np.ndarray
     texts: int
+    blocks: tuple[tuple[int, int, int], ...]
 
     @classmethod
     def cut(cls, normalised: Sequence[str], orders: Sequence[int]) -> GramBatch:
@@ -65,7 +68,7 @@ class GramBatch:
         points = code_points("".join(kept))
         lengths = np.fromiter(map(len, kept), dtype=np.int64, count=len(kept))
         owner_of = np.repeat(np.arange(len(kept)), lengths)
-        owners, order, starts = [], [], []
+        owners, order, starts, blocks, first = [], [], [], [], 0
         for n in orders:
             if n == 1:
                 start = np.flatnonzero(points != _SPACE)
@@ -75,12 +78,15 @@ class GramBatch:
             owners.append(owner_of[start])
             starts.append(start)
             order.append(np.full(len(start), n, dtype=np.int64))
+            blocks.append((n, first, first + len(start)))
+            first += len(start)
         return cls(
             points,
             np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64),
             np.concatenate(order) if order else np.zeros(0, dtype=np.int64),
             np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64),
             len(kept),
+            tuple(blocks),
         )
 
     def counts(self) -> np.ndarray:
@@ -128,9 +134,11 @@ class GramIndex:
         found = np.full(len(batch.owner), -1, dtype=np.int64)
         if not len(self.sorted_hashes):
             return found
-        for n in np.unique(batch.order).tolist():
-            at = np.flatnonzero(batch.order == n)
-            hashes = _window_hashes(batch.points, n, self.seed)[batch.start[at]]
+        for n, first, end in batch.blocks:
+            if first == end:
+                continue
+            starts = batch.start[first:end]
+            hashes = _window_hashes(batch.points, n, self.seed)[starts]
             # searched in sorted order: each look-up then lands near the last one in the table
             # (a few million hashes with the world profiles), 3-4x faster than in text order
             ranked = np.argsort(hashes)
@@ -140,6 +148,6 @@ class GramIndex:
             column = self.columns[slot]
             same = (self.sorted_hashes[slot] == hashes) & (self.lengths[column] == n)
             for k in range(n):  # the check that makes a shared hash harmless
-                same &= self.points[column, k] == batch.points[batch.start[at] + k]
-            found[at[same]] = column[same]
+                same &= self.points[column, k] == batch.points[starts + k]
+            found[first:end][same] = column[same]
         return found
