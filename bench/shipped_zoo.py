@@ -72,9 +72,26 @@ def fp16_cosines(built: Path, packed: Path, bitext: Path, langs: tuple[str, ...]
     return out
 
 
-def _precisions(results: dict) -> str:
-    """The precisions the scored models ran at (each `modsenc eval --json` records its own)."""
-    return " and ".join(sorted({str(r.get("precision")) for r in results.values()}))
+def _setting(results: dict, langs: tuple[str, ...], split: str | None, translations: int) -> str:
+    """The block's first paragraph: machine, the precision the evals chose, the files and part."""
+    part = split or "whole"
+    part_words = {
+        "report": "their report part (modsenc/data/splits.py: what no training, stopping rule or "
+        "release choice reads)",
+        "selection": "their selection part (what choices read: not for reporting)",
+        "whole": "the whole files (both parts)",
+    }[part]
+    # each `modsenc eval --json` records the precision it ran at
+    precisions = " and ".join(sorted({str(r.get("precision")) for r in results.values()}))
+    return (
+        f"Machine: {machine()}, 2 cores; every model scored at `--dtype auto`, which chose "
+        f"{precisions} on this CPU. `python -m bench.shipped_zoo --languages {','.join(langs)} "
+        f"--split {part}`. Files no recipe trains on, {part_words}: Kardeş STS dev (Spearman x100; "
+        "xx-xx in `mono` mode, without the CLA, and in the default `cross` mode, through it), the "
+        f"Kardeş bitext read off it ({translations} translations, xsim error %, lower is better) and "
+        "NTREX-128 for uz/kk/az. ky and ug had no entry in the recipe: the unchanged default took "
+        "their rows and columns of the Kardeş files."
+    )
 
 
 def _value(results: dict, name: str, mode: str, get) -> float | None:
@@ -156,13 +173,6 @@ def main() -> None:
     facts += ["|---|---|---|---|---|---|"] + [
         bundle_facts(Path(args.packed), Path(args.zoo), lang) for lang in langs
     ]
-    part = args.split or "whole"
-    part_words = {
-        "report": "their report part (modsenc/data/splits.py: what no training, stopping rule or "
-        "release choice reads)",
-        "selection": "their selection part (what choices read: not for reporting)",
-        "whole": "the whole files (both parts)",
-    }[part]
     summary = ", ".join(f"{lang}: {'yes' if won else 'NO'}" for lang, won in verdicts.items())
     commands = "\n".join(f"    {c}" for section in run.commands.values() for c in section)
     body = "\n".join(
@@ -171,14 +181,7 @@ def main() -> None:
             "",
             "# The shipped zoo against e5 alone",
             "",
-            f"Machine: {machine()}, 2 cores; every model scored at `--dtype auto`, which chose "
-            f"{_precisions(results)} on this CPU. "
-            "`python -m bench.shipped_zoo --languages " + ",".join(langs) + f" --split {part}`. "
-            f"Files no recipe trains on, {part_words}: Kardeş STS dev (Spearman x100; xx-xx in `mono` "
-            "mode, without the CLA, and in the default `cross` mode, through it), the Kardeş bitext "
-            f"read off it ({len(read_tsv(bitext)[1])} translations, xsim error %, lower is better) and "
-            "NTREX-128 for uz/kk/az. ky and ug had no entry in the recipe: the unchanged default took "
-            "their rows and columns of the Kardeş files.",
+            _setting(results, langs, args.split, len(read_tsv(bitext)[1])),
             "",
             f"Shipped modules beat e5 alone on every column: {summary}. English STS en-en: "
             + ", ".join(f"{name} {value:.1f}" for name, value in en.items())
