@@ -337,7 +337,7 @@ class LanguageRouter:
 
 
 def _has_script_letters(text: str, script: str) -> bool:
-    return script in set(map(letter_script, text))  # one C-level pass
+    return script in set(map(letter_script, set(text)))  # each distinct character once
 
 
 def explicit_route(code: str) -> Detection:
