@@ -6,10 +6,14 @@
 * ``parallel`` batches (sentence, translation): ``CosineSimilarityLoss`` with target 1.
 * ``distill`` batches (sentence, fixed teacher vector): ``DistillationLoss``, the squared distance
   of the unit student vector to the teacher's (multilingual knowledge distillation). With a
-  ``ranking_weight``, plus that weight times ``MultipleNegativesSymmetricRankingLoss`` between the
-  students and the batch's pivot vectors (each translation ranked against the others in both
-  directions), which the regression alone does not ask for: the target says where a sentence
-  should land, the ranking term that it lands nearer its own translation than the others'.
+  ``ranking_weight``, plus that weight times LaBSE's bidirectional in-batch softmax between the
+  students and the batch's pivot vectors (``AdditiveMarginSoftmaxLoss`` halved: at margin 0 it is
+  ``MultipleNegativesSymmetricRankingLoss``), each translation ranked against the others in both
+  directions, which the regression alone does not ask for: the target says where a sentence
+  should land, the ranking term that it lands nearer its own translation than the others'. A
+  ``ranking_margin`` takes LaBSE's additive margin off each translation's similarity; a pair's
+  ``negative_vectors`` (hard negatives: pivot vectors of other sentences near its translation)
+  join the candidates each student is ranked against.
   With a ``structure_weight``, plus that weight times ``SimilarityPreservingLoss`` between the
   students and a teacher's vectors of the same pairs (``structure_vector``: the sentences through
   the language's modules without the CLA, or their translations' pivot vectors; add-language's
@@ -33,13 +37,13 @@ import torch.nn.functional as F
 from sentence_transformers.sentence_transformer.losses import (
     CosineSimilarityLoss,
     MultipleNegativesRankingLoss,
-    MultipleNegativesSymmetricRankingLoss,
 )
 
 from modsenc.backbone.encoder import Backbone
 from modsenc.backbone.packing import PackedBatch
 from modsenc.backbone.precision import full_precision
 from modsenc.objectives.base import Objective, ObjectiveOutput
+from modsenc.objectives.losses.additive_margin import AdditiveMarginSoftmaxLoss
 from modsenc.objectives.losses.distillation import DistillationLoss
 from modsenc.objectives.losses.similarity_preserving import SimilarityPreservingLoss
 from modsenc.utils.distributed import DistContext
@@ -60,14 +64,20 @@ class SentencePairExample:
     # distill only: the teacher's vector of the pair (the sentence without the CLA, or its
     # translation's pivot vector), whose in-batch similarities the structure term preserves
     structure_vector: torch.Tensor | None = None
+    # distill only: hard negatives, (k, dim) pivot vectors of other sentences near the translation,
+    # which join the candidates the ranking term ranks this sentence against
+    negative_vectors: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if (self.anchor_ids is None) == (self.anchor_vector is None):
             raise ValueError("give exactly one of anchor_ids and anchor_vector")
-        if (self.target_vector is not None or self.structure_vector is not None) and self.kind != "distill":
-            raise ValueError(f"only distill pairs take a target or structure vector, not {self.kind!r} pairs")
+        extras = (self.target_vector, self.structure_vector, self.negative_vectors)
+        if any(v is not None for v in extras) and self.kind != "distill":
+            raise ValueError(
+                f"only distill pairs take a target, structure or negative vectors, not {self.kind!r} pairs"
+            )
 
     @property
     def length(self) -> int:
@@ -120,6 +130,7 @@ class SentencePairBatch:
     anchor_vectors: torch.Tensor | None
     target_vectors: torch.Tensor | None = None  # distill targets, where they differ from the anchors
     structure_vectors: torch.Tensor | None = None  # distill: the structure term's teacher vectors
+    negative_vectors: torch.Tensor | None = None  # distill: every pair's hard negatives, stacked
 
     def to(self, device: torch.device | str) -> SentencePairBatch:
         def moved(tensor: torch.Tensor | None) -> torch.Tensor | None:
@@ -134,6 +145,7 @@ class SentencePairBatch:
             moved(self.anchor_vectors),
             moved(self.target_vectors),
             moved(self.structure_vectors),
+            moved(self.negative_vectors),
         )
 
 
@@ -141,17 +153,23 @@ class SentencePairObjective(Objective):
     name = "sentence_pairs"
 
     def __init__(
-        self, scale: float = 20.0, ranking_weight: float = 0.0, structure_weight: float = 0.0
+        self,
+        scale: float = 20.0,
+        ranking_weight: float = 0.0,
+        structure_weight: float = 0.0,
+        ranking_margin: float = 0.0,
     ) -> None:
         super().__init__()
-        for name, weight in (("ranking_weight", ranking_weight), ("structure_weight", structure_weight)):
+        weights = (("ranking_weight", ranking_weight), ("structure_weight", structure_weight))
+        for name, weight in weights + (("ranking_margin", ranking_margin),):
             if weight < 0:
                 raise ValueError(f"{name} must be >= 0, got {weight}")
         self.scale = scale
         self.ranking_weight = ranking_weight  # of the ranking term of distill batches
         self.structure_weight = structure_weight  # of their similarity-preserving term
+        self.ranking_margin = ranking_margin  # LaBSE's additive margin in that ranking term
         self.mnrl = MultipleNegativesRankingLoss(model=None, scale=scale)
-        self.symmetric_mnrl = MultipleNegativesSymmetricRankingLoss(model=None, scale=scale)
+        self.ranking = AdditiveMarginSoftmaxLoss(margin=ranking_margin, scale=scale)
         self.cosine = CosineSimilarityLoss(model=None)
         self.distill = DistillationLoss()
         self.structure = SimilarityPreservingLoss()
@@ -162,8 +180,9 @@ class SentencePairObjective(Objective):
             "paraphrase_loss": "MultipleNegativesRankingLoss",
             "parallel_loss": "CosineSimilarityLoss",
             "distill_loss": "DistillationLoss",
-            "distill_ranking_loss": "MultipleNegativesSymmetricRankingLoss",
+            "distill_ranking_loss": "AdditiveMarginSoftmaxLoss / 2",
             "distill_ranking_weight": self.ranking_weight,
+            "distill_ranking_margin": self.ranking_margin,
             "distill_structure_loss": "SimilarityPreservingLoss",
             "distill_structure_weight": self.structure_weight,
         }
@@ -197,6 +216,12 @@ class SentencePairObjective(Objective):
         if any(with_structure) and not all(with_structure):
             raise ValueError("a batch must not mix pairs with and without a structure_vector")
         structure = torch.stack([ex.structure_vector for ex in examples]) if all(with_structure) else None
+        with_negatives = [ex.negative_vectors is not None for ex in examples]
+        if any(with_negatives) and not all(with_negatives):
+            raise ValueError("a batch must not mix pairs with and without negative_vectors")
+        negative_vectors = None
+        if all(with_negatives):
+            negative_vectors = torch.cat([ex.negative_vectors for ex in examples])
         return SentencePairBatch(
             kind=kinds.pop(),
             texts=PackedBatch.from_ids(sequences, backbone.position_offset),
@@ -206,6 +231,7 @@ class SentencePairObjective(Objective):
             anchor_vectors=vectors,
             target_vectors=targets,
             structure_vectors=structure,
+            negative_vectors=negative_vectors,
         )
 
     def distill_loss(
@@ -214,15 +240,20 @@ class SentencePairObjective(Objective):
         pivots: torch.Tensor,
         targets: torch.Tensor | None = None,
         structure: torch.Tensor | None = None,
+        negatives: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, dict[str, float]]:
         """A distill batch's loss: the regression onto ``targets`` (the ``pivots`` themselves when
-        None), plus ``ranking_weight`` times the symmetric in-batch ranking of students and pivots,
-        plus ``structure_weight`` times the similarity-preserving term against ``structure`` (the
+        None), plus ``ranking_weight`` times the symmetric in-batch ranking of students and pivots
+        (``negatives``, hard-negative pivot vectors, join the students' candidates), plus
+        ``structure_weight`` times the similarity-preserving term against ``structure`` (the
         teacher's vectors of the same pairs); and each term's value, for the logs."""
         loss = self.distill(students, pivots if targets is None else targets)
         terms = {"distill_regression": loss.item()}
+        if negatives is not None and self.ranking_weight == 0:
+            raise ValueError("hard negatives need ranking_weight > 0: only the ranking term uses them")
         if self.ranking_weight > 0:
-            ranking = self.symmetric_mnrl.compute_loss_from_embeddings([pivots, students], None)
+            # (L + L') / 2: the mean of the two directions, as MultipleNegativesSymmetricRankingLoss
+            ranking = self.ranking(students, pivots, negatives) / 2
             loss = loss + self.ranking_weight * ranking
             terms["distill_ranking"] = ranking.item()
         if self.structure_weight > 0:
@@ -253,7 +284,7 @@ class SentencePairObjective(Objective):
                 if batch.text_anchors:
                     raise ValueError("distill pairs need fixed teacher vectors as anchors, not texts")
                 loss, terms = self.distill_loss(
-                    positives, anchors, batch.target_vectors, batch.structure_vectors
+                    positives, anchors, batch.target_vectors, batch.structure_vectors, batch.negative_vectors
                 )
             else:
                 loss = self.cosine.compute_loss_from_embeddings(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from modsenc.backbone import Backbone
 from modsenc.backbone.precision import resolve_precision
 from modsenc.data.language_data import load_language_data
 from modsenc.modules.bundle import Zoo
-from modsenc.modules.kinds.cla.stage import cla_examples, transfer_parallel
+from modsenc.modules.kinds.cla.stage import cla_examples, nearest_pivots, transfer_parallel
 from modsenc.modules.kinds.se.stage import transfer_paraphrases
 from modsenc.modules.licences import data_file_names
 from modsenc.modules.modular import ModularBackbone
@@ -522,6 +523,43 @@ def test_structure_term_of_the_pivot_source_keeps_the_translations_similarities(
     _, examples = cla_examples(job.context, [], pairs)
     english = torch.as_tensor(job.encoder("en", job.pivot_kinds)([a for a, _ in pairs]))
     torch.testing.assert_close(torch.stack([e.structure_vector for e in examples]), english)
+
+
+def test_nearest_pivots_skip_the_same_text_and_near_duplicates() -> None:
+    cos30, sin30 = math.cos(math.pi / 6), 0.5
+    vectors = torch.tensor(
+        [[1.0, 0.0], [math.cos(math.pi / 18), math.sin(math.pi / 18)], [cos30, sin30], [0.0, 1.0], [0.8, 0.6]]
+    )
+    texts = ["a", "b", "c", "d", "a"]  # the last pair translates the same pivot sentence as the first
+    # cosines of row 0: 1, 0.985, 0.866, 0, 0.8; row 2: 0.866, 0.940, 1, 0.5, 0.993;
+    # row 3: 0, 0.174, 0.5, 1, 0.6. Skipped: the row itself and "a"'s twin (same text), >= 0.95.
+    mined = nearest_pivots(vectors, texts, count=2, max_similarity=0.95, block=2)
+    assert mined[0].tolist() == [vectors[2].tolist(), vectors[3].tolist()]
+    assert mined[2].tolist() == [vectors[1].tolist(), vectors[0].tolist()]
+    assert mined[3].tolist() == [vectors[4].tolist(), vectors[2].tolist()]
+    # fewer where too few remain: row 0 has only two candidates under 0.95
+    assert [len(v) for v in nearest_pivots(vectors, texts, count=5, max_similarity=0.95)] == [2, 3, 3, 4, 2]
+
+
+def test_hard_negatives_are_the_pivot_vectors_of_other_translations(zoo_with_en_uz) -> None:
+    """The stage wires nearest_pivots (tested by hand above) to the pivot's vectors of the pairs."""
+    zoo_dir, root = zoo_with_en_uz
+    settings = {"cla.parallel_loss": "distill", "cla.ranking_weight": "0.3", "cla.hard_negatives": "2"}
+    # the tiny test backbone's English vectors are nearly one (cosines over 0.99999): keep them all
+    settings["cla.hard_negative_max_similarity"] = "1.0"
+    work = root / "work-uz-hn"
+    job = AddLanguage("uz", fast_recipe(**settings), zoo_dir, work_dir=work, stages=["se", "cla"])
+    job.modular.load_module("uz", "se", zoo_dir / "uz")
+    pairs = job.data.parallel[:6]
+    _, examples = cla_examples(job.context, [], pairs)
+    english = torch.as_tensor(job.encoder("en", job.pivot_kinds)([a for a, _ in pairs]))
+    for i, example in enumerate(examples):
+        assert example.negative_vectors.shape == (2, english.shape[1])
+        # each negative is another pair's pivot vector, never the pair's own
+        distances = torch.cdist(example.negative_vectors, english)
+        assert distances.min(dim=1).values.max() < 1e-5
+        assert (distances.argmin(dim=1) != i).all()
+        torch.testing.assert_close(example.anchor_vector, english[i])
 
 
 def test_dev_metrics_score_the_default_mode_and_a_shortfall_becomes_a_caveat(

@@ -82,6 +82,54 @@ def test_ranking_term_is_the_symmetric_in_batch_cross_entropy_by_hand() -> None:
         SentencePairObjective(ranking_weight=-0.1)
 
 
+def test_ranking_margin_and_hard_negatives_by_hand() -> None:
+    pivots = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    students = torch.tensor([[0.6, 0.8], [0.0, 1.0]])
+    regression = 0.8 / 2
+    m = 0.5
+    # cosines pivot i . student j: [[0.6, 0.0], [0.8, 1.0]], scale 1; the margin comes off the diagonal.
+    forward = (math.log(1 + math.exp(-0.6 + m)) + math.log(1 + math.exp(-0.2 + m))) / 2
+    backward = (math.log(1 + math.exp(0.2 + m)) + math.log(1 + math.exp(-1.0 + m))) / 2
+    margin = SentencePairObjective(scale=1.0, ranking_weight=1.0, ranking_margin=m)
+    assert margin.distill_loss(students, pivots)[0].item() == pytest.approx(
+        regression + (forward + backward) / 2, abs=1e-6
+    )
+    # A hard negative (1, 0) joins the students' candidates only: student 0's candidates are the
+    # pivots at 0.6 - m and 0.8 and the negative at 0.6; student 1's: 0.0, 1.0 - m and 0.0.
+    negatives = torch.tensor([[1.0, 0.0]])
+    student_side = (
+        math.log(math.exp(0.6 - m) + math.exp(0.8) + math.exp(0.6)) - (0.6 - m)
+        + math.log(math.exp(0.0) + math.exp(1.0 - m) + math.exp(0.0)) - (1.0 - m)
+    ) / 2  # fmt: skip
+    pivot_side = (  # each pivot ranked against the two students, as without negatives
+        math.log(math.exp(0.6 - m) + math.exp(0.0)) - (0.6 - m)
+        + math.log(math.exp(0.8) + math.exp(1.0 - m)) - (1.0 - m)
+    ) / 2  # fmt: skip
+    loss, terms = margin.distill_loss(students, pivots, negatives=negatives)
+    assert terms["distill_ranking"] == pytest.approx((student_side + pivot_side) / 2, abs=1e-6)
+    assert loss.item() == pytest.approx(regression + (student_side + pivot_side) / 2, abs=1e-6)
+    with pytest.raises(ValueError, match="hard negatives need ranking_weight > 0"):
+        SentencePairObjective(scale=1.0).distill_loss(students, pivots, negatives=negatives)
+    with pytest.raises(ValueError, match="ranking_margin must be >= 0"):
+        SentencePairObjective(ranking_margin=-0.1)
+
+
+def test_collate_stacks_each_pairs_hard_negatives() -> None:
+    pivot, backbone = torch.tensor([1.0, 0.0]), SimpleNamespace(position_offset=0)
+    negatives = [torch.tensor([[0.0, 1.0]]), torch.zeros(0, 2), torch.tensor([[2.0, 2.0]])]
+    pairs = [
+        SentencePairExample("distill", ids, anchor_vector=pivot, negative_vectors=v)
+        for ids, v in zip([[5, 6], [7], [8]], negatives)
+    ]
+    batch = SentencePairObjective().collate(pairs, np.random.default_rng(0), backbone)
+    assert batch.negative_vectors.tolist() == [[0.0, 1.0], [2.0, 2.0]]
+    plain = SentencePairExample("distill", [8, 9], anchor_vector=pivot)
+    with pytest.raises(ValueError, match="must not mix pairs with and without negative_vectors"):
+        SentencePairObjective().collate([pairs[0], plain], np.random.default_rng(0), backbone)
+    with pytest.raises(ValueError, match="only distill pairs take a target, structure or negative vectors"):
+        SentencePairExample("parallel", [5], anchor_vector=pivot, negative_vectors=torch.ones(1, 2))
+
+
 def test_collate_carries_distill_targets_apart_from_the_pivot_vectors() -> None:
     pivot, target = torch.tensor([1.0, 0.0]), torch.tensor([0.5, 0.5])
     backbone = SimpleNamespace(position_offset=0)
@@ -96,5 +144,5 @@ def test_collate_carries_distill_targets_apart_from_the_pivot_vectors() -> None:
     assert SentencePairObjective().collate([plain], np.random.default_rng(0), backbone).target_vectors is None
     with pytest.raises(ValueError, match="must not mix pairs with and without a target_vector"):
         SentencePairObjective().collate([pairs[0], plain], np.random.default_rng(0), backbone)
-    with pytest.raises(ValueError, match="only distill pairs take a target or structure vector"):
+    with pytest.raises(ValueError, match="only distill pairs take a target, structure or negative vectors"):
         SentencePairExample("parallel", [5], anchor_vector=pivot, target_vector=target)

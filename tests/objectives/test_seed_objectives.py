@@ -229,8 +229,27 @@ def test_additive_margin_softmax_with_a_known_margin():
     assert AdditiveMarginSoftmaxLoss(m, s)(x, y).item() == pytest.approx(expected, abs=1e-5)
     no_margin = AdditiveMarginSoftmaxLoss(0.0, s)(x, y).item()
     assert no_margin == pytest.approx(0.072730, abs=1e-5) and no_margin < expected - 0.5
-    with pytest.raises(ValueError, match="one candidate per anchor"):
-        AdditiveMarginSoftmaxLoss(m, s).margin_cosine(x, torch.cat([y, y]))
+    with pytest.raises(ValueError, match="needs a positive for every anchor"):
+        AdditiveMarginSoftmaxLoss(m, s).margin_cosine(torch.cat([x, x]), y)
+
+
+def test_additive_margin_softmax_hard_negatives_join_the_x_side_denominators_only():
+    s, m = 10.0, 0.3
+    x = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    y = torch.tensor([[1.0, 0.0], [0.6, 0.8]])
+    negatives = torch.tensor([[0.0, 3.0]])  # normalised [0, 1]: cos with x = [0, 1]
+    # x_i against y_0, y_1, y⁻_0: [[1 - m, 0.6, 0], [0, 0.8 - m, 1]]; y against x as without negatives
+    forward = [
+        _lse(s * (1 - m), s * 0.6, s * 0.0) - s * (1 - m),
+        _lse(s * 0.0, s * (0.8 - m), s * 1.0) - s * (0.8 - m),
+    ]
+    backward = [_lse(s * (1 - m), s * 0.0) - s * (1 - m), _lse(s * 0.6, s * (0.8 - m)) - s * (0.8 - m)]
+    expected = sum(forward) / 2 + sum(backward) / 2
+    assert AdditiveMarginSoftmaxLoss(m, s)(x, y, negatives).item() == pytest.approx(expected, abs=1e-5)
+    # the second x is nearer its hard negative than its translation: that raises the loss
+    assert expected > AdditiveMarginSoftmaxLoss(m, s)(x, y).item() + 1.0
+    with pytest.raises(ValueError, match=r"negatives \(1, 3\) and y \(2, 2\) differ in width"):
+        AdditiveMarginSoftmaxLoss(m, s)(x, y, torch.ones(1, 3))
 
 
 def test_additive_margin_softmax_errors():

@@ -249,6 +249,15 @@ def test_values_take_their_declared_types() -> None:
         RecipeError, match=r"cla.structure_source must be one of \('modules', 'pivot'\), got 'se'"
     ):
         AddLanguageRecipe.from_dict({"cla": {"structure_source": "se"}})
+    distill = {"parallel_loss": "distill"}
+    with pytest.raises(RecipeError, match=r"cla.ranking_margin shapes the ranking term: set cla.ranking_w"):
+        AddLanguageRecipe.from_dict({"cla": {**distill, "ranking_margin": 0.3}})
+    with pytest.raises(RecipeError, match=r"cla.hard_negatives must be >= 0, got -1"):
+        AddLanguageRecipe.from_dict({"cla": {**distill, "ranking_weight": 0.3, "hard_negatives": -1}})
+    with pytest.raises(RecipeError, match=r"cla.hard_negatives applies to parallel_loss: distill only"):
+        AddLanguageRecipe.from_dict({"cla": {"hard_negatives": 2}})
+    with pytest.raises(RecipeError, match=r"hard_negative_max_similarity is a cosine in \(-1, 1\], got 1.5"):
+        AddLanguageRecipe.from_dict({"cla": {"hard_negative_max_similarity": 1.5}})
     sources = r"cla.own_source must be one of \('backbone', 'modules'\), got 'se'"
     with pytest.raises(RecipeError, match=sources):
         AddLanguageRecipe.from_dict({"cla": {"own_source": "se"}})

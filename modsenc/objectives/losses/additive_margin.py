@@ -7,6 +7,9 @@ sentence-transformers' ``MultipleNegativesRankingLoss`` with both directions
 (``query_to_doc``, ``doc_to_query``) normalised per direction, on precomputed vectors through
 ``compute_loss_from_embeddings``, and a similarity that subtracts the margin from the positive
 (diagonal) entries; MNRL itself has no margin parameter.
+
+Hard negatives ``y⁻`` (extra candidates on y's side, MNRL's third column) join the denominator of
+L only: x_i is ranked against every y and every y⁻, while L' ranks each y_i against the x's.
 """
 
 from __future__ import annotations
@@ -34,17 +37,27 @@ class AdditiveMarginSoftmaxLoss(nn.Module):
         )
 
     def margin_cosine(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """Cosine matrix with the margin taken off the positives. Positives are the diagonal only
-        when every x has exactly its y and no extra (hard-negative) candidates: the square case."""
+        """Cosine matrix with the margin taken off the positives. MNRL lays out its candidates as
+        the batch's positives first, then any hard negatives, so row i's positive is column i in
+        both directions (n x n(1+k) for x against y and y⁻, n x n for y against x)."""
         similarity = cos_sim(a, b)
-        if similarity.shape[0] != similarity.shape[1]:
-            raise ValueError(f"additive margin needs one candidate per anchor, got {tuple(similarity.shape)}")
-        return similarity - self.margin * torch.eye(similarity.shape[0], device=similarity.device)
+        rows, columns = similarity.shape
+        if rows > columns:
+            raise ValueError(
+                f"additive margin needs a positive for every anchor, got {tuple(similarity.shape)}"
+            )
+        return similarity - self.margin * torch.eye(rows, columns, device=similarity.device)
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """L + L' (LaBSE's bidirectional loss) over the batch; vectors already gathered across processes."""
+    def forward(
+        self, x: torch.Tensor, y: torch.Tensor, negatives: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """L + L' (LaBSE's bidirectional loss) over the batch, ``negatives`` (any number of rows)
+        as extra candidates for the x's; vectors already gathered across processes."""
         if x.shape != y.shape:
             raise ValueError(f"x {tuple(x.shape)} and y {tuple(y.shape)} differ in shape")
+        if negatives is not None and negatives.shape[1:] != y.shape[1:]:
+            raise ValueError(f"negatives {tuple(negatives.shape)} and y {tuple(y.shape)} differ in width")
+        embeddings = [x.float(), y.float()] + ([] if negatives is None else [negatives.float()])
         # MNRL's per_direction mode returns (L + L') / 2; the similarity matrix in fp32 under bf16.
         with full_precision(x):
-            return 2 * self.mnrl.compute_loss_from_embeddings([x.float(), y.float()], labels=None)
+            return 2 * self.mnrl.compute_loss_from_embeddings(embeddings, labels=None)

@@ -36,6 +36,16 @@ class CLAConfig(Schedule):
     # their translations' pivot vectors, added to the regression: it asks that each sentence land
     # nearer its own translation than the batch's other ones, which is what mining measures.
     ranking_weight: float = 0.0
+    # distill, with a ranking weight: LaBSE's additive margin (Yang et al., 2019), taken off each
+    # translation's cosine in that ranking, so it must beat the others by at least this much.
+    ranking_margin: float = 0.0
+    # distill, with a ranking weight: this many hard negatives a pair, the training pairs' other
+    # pivot sentences whose pivot vectors are nearest its translation's, join the ranking's
+    # candidates (fixed vectors: no extra encoding). Candidates at or above
+    # hard_negative_max_similarity to the translation (near-duplicates, likely paraphrases of it)
+    # are skipped: ranked against them, a correct student would be pushed off its translation.
+    hard_negatives: int = 0
+    hard_negative_max_similarity: float = 0.95
     # distill only: weight of the similarity-preserving term (SimilarityPreservingLoss): each
     # batch's sentences keep, with the CLA on, the ordering of their similarities to each other
     # that the teacher named by structure_source gives them, so the shared space (mode "cross")
@@ -70,13 +80,21 @@ class CLAConfig(Schedule):
             )
         if self.own_weight < 0:
             raise RecipeError(f"{where}.own_weight must be >= 0, got {self.own_weight}")
-        for name in ("ranking_weight", "structure_weight"):
+        for name in ("ranking_weight", "structure_weight", "ranking_margin", "hard_negatives"):
             if getattr(self, name) < 0:
                 raise RecipeError(f"{where}.{name} must be >= 0, got {getattr(self, name)}")
             if getattr(self, name) > 0 and self.parallel_loss != "distill":
                 raise RecipeError(
                     f"{where}.{name} applies to parallel_loss: distill only, got {self.parallel_loss!r}"
                 )
+        for name in ("ranking_margin", "hard_negatives"):
+            if getattr(self, name) > 0 and self.ranking_weight == 0:
+                raise RecipeError(f"{where}.{name} shapes the ranking term: set {where}.ranking_weight > 0")
+        if not -1 < self.hard_negative_max_similarity <= 1:
+            raise RecipeError(
+                f"{where}.hard_negative_max_similarity is a cosine in (-1, 1], got "
+                f"{self.hard_negative_max_similarity}"
+            )
 
 
 def alignment_adapter_config(**overrides: Any) -> ParBnConfig:

@@ -5,7 +5,7 @@ cosine, or distilled), or both in alternating batches (``jt``)."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,28 @@ def transfer_parallel(
 
 
 # ----------------------------------------------------------------------------------------- training
+def nearest_pivots(
+    vectors: torch.Tensor, texts: list[str], count: int, max_similarity: float, block: int = 1024
+) -> list[torch.Tensor]:
+    """Each pair's hard negatives: the ``count`` pivot vectors of the other pairs nearest its own
+    translation's (cosine), skipping pairs with the same pivot text and any candidate at or above
+    ``max_similarity`` (near-duplicates); fewer where too few remain. sentence-transformers'
+    ``mine_hard_negatives`` does this from texts through a SentenceTransformer; here the vectors
+    are already computed (the pivot's modules, once), so it is a blocked product and a top-k."""
+    unit = torch.nn.functional.normalize(vectors.float(), dim=-1)
+    first = {text: i for i, text in enumerate(dict.fromkeys(texts))}
+    text_ids = torch.tensor([first[t] for t in texts])
+    negatives: list[torch.Tensor] = []
+    for start in range(0, len(texts), block):
+        similarity = unit[start : start + block] @ unit.T
+        same_text = text_ids[start : start + block, None] == text_ids[None, :]
+        similarity.masked_fill_(same_text | (similarity >= max_similarity), -torch.inf)
+        top = similarity.topk(min(count, len(texts)), dim=1)
+        for values, indices in zip(top.values, top.indices):
+            negatives.append(vectors[indices[torch.isfinite(values)]])
+    return negatives
+
+
 def cla_examples(
     ctx: StageContext, crosslingual: list[tuple[str, str, str | None]], parallel: list[tuple[str, str]]
 ) -> tuple[list[SentencePairExample], list[SentencePairExample]]:
@@ -124,6 +146,11 @@ def cla_examples(
             if cfg.structure_weight > 0:
                 structure = list(without_cla) if from_modules else list(vectors)
         translations = ctx.pair_examples(kind, texts, [None] * len(texts), list(vectors), targets, structure)
+        if kind == "distill" and cfg.hard_negatives > 0:
+            mined = nearest_pivots(
+                vectors, [a for a, _ in parallel], cfg.hard_negatives, cfg.hard_negative_max_similarity
+            )
+            translations = [replace(ex, negative_vectors=v) for ex, v in zip(translations, mined)]
     return paraphrase, translations
 
 
@@ -148,7 +175,10 @@ def train_cla(ctx: StageContext, out: Path, run_dir: Path) -> Metrics:
     else:
         sampler = ctx.sampler(paraphrase or parallel, cfg.batch_size)
     objective = SentencePairObjective(
-        scale=cfg.scale, ranking_weight=cfg.ranking_weight, structure_weight=cfg.structure_weight
+        scale=cfg.scale,
+        ranking_weight=cfg.ranking_weight,
+        structure_weight=cfg.structure_weight,
+        ranking_margin=cfg.ranking_margin,
     )
     metrics = ctx.fit(objective, paraphrase + parallel, sampler, cfg, run_dir, dev)
     ctx.modular.save_module(ctx.lang, "cla", out)
