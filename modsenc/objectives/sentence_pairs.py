@@ -160,10 +160,14 @@ class SentencePairObjective(Objective):
         ranking_margin: float = 0.0,
     ) -> None:
         super().__init__()
-        weights = (("ranking_weight", ranking_weight), ("structure_weight", structure_weight))
-        for name, weight in weights + (("ranking_margin", ranking_margin),):
-            if weight < 0:
-                raise ValueError(f"{name} must be >= 0, got {weight}")
+        settings = {
+            "ranking_weight": ranking_weight,
+            "structure_weight": structure_weight,
+            "ranking_margin": ranking_margin,
+        }
+        for name, value in settings.items():
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
         self.scale = scale
         self.ranking_weight = ranking_weight  # of the ranking term of distill batches
         self.structure_weight = structure_weight  # of their similarity-preserving term

@@ -146,6 +146,8 @@ def cla_examples(
             if cfg.structure_weight > 0:
                 structure = list(without_cla) if from_modules else list(vectors)
         translations = ctx.pair_examples(kind, texts, [None] * len(texts), list(vectors), targets, structure)
+        # mined among the pairs given: the training pairs' among themselves, the dev pairs' among the
+        # dev pairs, so the dev loss that stops training asks what the training loss asks
         if kind == "distill" and cfg.hard_negatives > 0:
             mined = nearest_pivots(
                 vectors, [a for a, _ in parallel], cfg.hard_negatives, cfg.hard_negative_max_similarity
