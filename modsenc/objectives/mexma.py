@@ -8,9 +8,16 @@ rebuild masked A from A's token states with S_B in position 0, and masked B with
 sentence vector has to carry its sentence's content in a language-agnostic way.
 
     loss = alpha * MSE(S_A, S_B) + beta * (CE_A + CE_B) + gamma * (KoLeo(S_A) + KoLeo(S_B))
+           + anchor_weight * MSE(S_A, T_A)
 
 with the paper's alpha=1, beta=1/2, gamma=0.01/2 (appendix A), the halves averaging the two
-symmetric terms. The four passes run as two packed forwards (clean A+B, masked A+B): sequences
+symmetric terms. The last term is not the paper's: it is the adaptation for a start that is
+already a good sentence encoder (e5), off by default. T_A is the pivot sentence's vector under the
+starting backbone, computed once before training, so the pivot cannot drift while alignment pulls
+the other languages onto it: with S_A held near T_A, alpha * MSE(S_A, S_B) becomes the
+multilingual distillation of Reimers & Gurevych (2020), student(B) -> teacher(A).
+
+The four passes run as two packed forwards (clean A+B, masked A+B): sequences
 never attend to each other, so this is the same computation with fewer kernel launches.
 """
 
@@ -54,8 +61,13 @@ class MEXMAConfig(Section):
     # "full": the unmasking softmax runs over the whole vocabulary; "corpus": over the pieces the
     # training pairs use (every label is one), which makes a 250K vocabulary affordable on a CPU.
     output_vocabulary: str = "full"
+    # For a pretrained start: weight of MSE(S_A, the starting backbone's vector of A), A the pivot
+    # side. 0 is the paper's MEXMA. The targets are computed in prepare(), before any step.
+    anchor_weight: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.anchor_weight < 0:
+            raise ValueError(f"objective.anchor_weight must be >= 0, got {self.anchor_weight}")
         if self.output_vocabulary not in ("full", "corpus"):
             raise ValueError(
                 f"objective.output_vocabulary must be 'full' or 'corpus', got {self.output_vocabulary!r}"
@@ -72,11 +84,20 @@ class MEXMABatch:
     masked: PackedBatch  # same layout, masked ids
     labels: torch.Tensor  # (total_tokens,) original ids at masked positions, IGNORE_INDEX elsewhere
     num_pairs: int
+    anchor_rows: torch.Tensor | None = None  # (num_pairs,) rows of the objective's anchor targets
 
     def to(self, device: torch.device | str) -> MEXMABatch:
+        rows = None if self.anchor_rows is None else self.anchor_rows.to(device)
         return MEXMABatch(
-            self.clean.to(device), self.masked.to(device), self.labels.to(device), self.num_pairs
+            self.clean.to(device), self.masked.to(device), self.labels.to(device), self.num_pairs, rows
         )
+
+
+@dataclass
+class AnchoredPair(TokenizedPair):
+    """A pair whose pivot side has a row in the objective's anchor targets."""
+
+    anchor_row: int = -1
 
 
 class MEXMAObjective(Objective):
@@ -108,6 +129,9 @@ class MEXMAObjective(Objective):
 
         # The restricted softmax's vocabulary, set by prepare(); a buffer so it follows .to(device).
         self.register_buffer("output_ids", None, persistent=False)
+        # The starting backbone's vectors of the distinct pivot sentences (anchor_weight > 0), set by
+        # prepare(). Not saved in checkpoints: a resumed run recomputes them from the same start.
+        self.register_buffer("anchor_targets", None, persistent=False)
 
     def config_dict(self) -> dict:
         return asdict(self.config)
@@ -120,7 +144,36 @@ class MEXMAObjective(Objective):
             used = {t for ex in examples for t in (*ex.ids_a, *ex.ids_b)} - self.special_ids
             device = self.head.bias.device
             self.output_ids = torch.tensor(sorted(used), dtype=torch.long, device=device)
+        if self.config.anchor_weight > 0:
+            examples = self._anchor(pairs, examples, backbone, max_length)
         return examples
+
+    def _anchor(
+        self,
+        pairs: Sequence[TranslationPair],
+        examples: list[TokenizedPair],
+        backbone: Backbone,
+        max_length: int,
+    ) -> list[TokenizedPair]:
+        """The anchor targets: each distinct pivot sentence encoded once by ``backbone`` as it is
+        now (prepare runs before training and before a resume loads its checkpoint), in fp32
+        with dropout off, tokenised exactly as the training passes see it."""
+        rows: dict[str, int] = {}
+        for pair in pairs:
+            rows.setdefault(pair.text_a, len(rows))
+        texts = list(rows)
+        targets = backbone.encode(
+            texts,
+            batch_size=64,
+            precision="fp32",
+            convert_to_tensor=True,
+            tokenize=lambda batch: backbone.tokenize(batch, max_length),
+        )
+        self.anchor_targets = targets.to(self.head.bias.device)
+        return [
+            AnchoredPair(ex.ids_a, ex.ids_b, anchor_row=rows[pair.text_a])
+            for ex, pair in zip(examples, pairs)
+        ]
 
     # ------------------------------------------------------------------ data
     def collate(
@@ -148,6 +201,13 @@ class MEXMAObjective(Objective):
         masked = [masked_a[i] for i in mine] + [masked_b[i] for i in mine]
         labels = [t for i in mine for t in labels_a[i]] + [t for i in mine for t in labels_b[i]]
         clean_packed = PackedBatch.from_ids(clean, backbone.position_offset)
+        anchor_rows = None
+        if self.config.anchor_weight > 0:
+            if not all(isinstance(ex, AnchoredPair) for ex in examples):
+                raise RuntimeError(
+                    "objective.anchor_weight > 0 needs the examples of this objective's prepare()"
+                )
+            anchor_rows = torch.tensor([examples[i].anchor_row for i in mine], dtype=torch.long)
         return MEXMABatch(
             clean=clean_packed,
             masked=clean_packed.with_input_ids(
@@ -155,6 +215,7 @@ class MEXMAObjective(Objective):
             ),
             labels=torch.tensor(labels, dtype=torch.long),
             num_pairs=len(mine),
+            anchor_rows=anchor_rows,
         )
 
     # ------------------------------------------------------------------ loss
@@ -175,6 +236,11 @@ class MEXMAObjective(Objective):
             "mlm": mlm,
             "koleo": koleo,
         }
+        if cfg.anchor_weight > 0:
+            anchor_loss, anchor = self._anchor_loss(s_a, batch, counts[2], dist)
+            loss = loss + anchor_loss
+            metrics["anchor"] = anchor
+            metrics["loss"] += cfg.anchor_weight * anchor
         return ObjectiveOutput(
             loss=loss,
             metrics=metrics,
@@ -214,6 +280,19 @@ class MEXMAObjective(Objective):
         # clamp: a side whose sentences are all special tokens has nothing masked (and sums to 0).
         mlm_local = (sums / counts[:2].clamp_min(1)).sum()  # this process's share of CE_A + CE_B
         return hidden_masked, mlm_local, sq_sum, counts
+
+    def _anchor_loss(
+        self, s_a: torch.Tensor, batch: MEXMABatch, elements: torch.Tensor, dist: DistContext
+    ) -> tuple[torch.Tensor, float]:
+        """anchor_weight * MSE(S_A, T_A) as this process's loss (scaled as the alignment's local
+        term), and MSE(S_A, T_A) over the global batch, for the log. ``elements``: the global
+        count of alignment elements, which the anchor shares (S_A's)."""
+        if batch.anchor_rows is None or self.anchor_targets is None:
+            raise RuntimeError("objective.anchor_weight > 0 needs prepare() and collate() of this objective")
+        sq_sum, _ = self.mse(s_a, self.anchor_targets[batch.anchor_rows])
+        local = sq_sum / elements
+        logged = dist.all_reduce_sum(local.detach().reshape(1))
+        return dist.world_size * self.config.anchor_weight * local, float(logged[0])
 
     def _combined_loss(
         self,

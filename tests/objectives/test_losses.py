@@ -403,18 +403,23 @@ class _MirroredRanks(DistContext):
         return torch.cat([tensor] * self.world_size)
 
 
+@pytest.mark.parametrize("anchor_weight", [0.0, 1.5])
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
-def test_mexma_global_batch_scaling(tiny_xlmr, corpus, device):
+def test_mexma_global_batch_scaling(tiny_xlmr, corpus, device, anchor_weight):
     """N ranks holding the same pairs log the single-process metrics, and each rank's gradient
     (which DDP averages) equals the single-process gradient. Collectives get tensors on the model's
     device (NCCL has no CPU tensors)."""
     if device == "cuda" and not torch.cuda.is_available():
         pytest.skip("needs CUDA")
     backbone = tiny_xlmr.to(device)
-    objective = _objective(backbone, alpha=0.7, beta=0.3, koleo=False).to(
+    objective = _objective(backbone, alpha=0.7, beta=0.3, koleo=False, anchor_weight=anchor_weight).to(
         device
     )  # KoLeo of duplicates is degenerate
-    batch = _batch(objective, backbone, corpus).to(device)
+    if anchor_weight:
+        batch = _anchored_batch(objective, backbone, corpus).to(device)
+        objective.anchor_targets = objective.anchor_targets + 0.1  # so that the term is not 0
+    else:
+        batch = _batch(objective, backbone, corpus).to(device)
     params = [p for p in backbone.parameters() if p.requires_grad]
 
     single = objective(backbone, batch)
@@ -423,13 +428,70 @@ def test_mexma_global_batch_scaling(tiny_xlmr, corpus, device):
     mirrored = objective(backbone, batch, ranks)
     g_mirrored = torch.autograd.grad(mirrored.loss, params, allow_unused=True)
 
-    for key in ("loss", "align", "mlm", "koleo"):
+    keys = ("loss", "align", "mlm", "koleo") + (("anchor",) if anchor_weight else ())
+    for key in keys:
         assert mirrored.metrics[key] == pytest.approx(single.metrics[key], rel=1e-5), key
     assert mirrored.loss.item() == pytest.approx(single.loss.item(), rel=1e-5)
     for a, b in zip(g_single, g_mirrored):
         if a is not None:
             torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-7)
     assert ranks.devices and all(d == single.extras["s_a"].device for d in ranks.devices)
+
+
+# --------------------------------------------------------------------------- anchor (pretrained start)
+def _anchored_pairs(corpus) -> list[TranslationPair]:
+    """Six pairs over five distinct pivot sentences: pairs 0 and 3 share their English."""
+    english = [corpus[0], corpus[2], corpus[4], corpus[0], corpus[6], corpus[8]]
+    return [TranslationPair("en", text, "uz", corpus[2 * i + 1]) for i, text in enumerate(english)]
+
+
+def _anchored_batch(objective, backbone, corpus):
+    examples = objective.prepare(_anchored_pairs(corpus), backbone, 32)
+    return objective.collate(examples, np.random.default_rng(0), backbone)
+
+
+def test_mexma_anchor_targets_are_the_starting_vectors_of_each_distinct_pivot_sentence(tiny_xlmr, corpus):
+    objective = _objective(tiny_xlmr, anchor_weight=2.0)
+    examples = objective.prepare(_anchored_pairs(corpus), tiny_xlmr, 32)
+    assert [ex.anchor_row for ex in examples] == [0, 1, 2, 0, 3, 4]
+    distinct = [corpus[0], corpus[2], corpus[4], corpus[6], corpus[8]]
+    expected = tiny_xlmr.encode(distinct, precision="fp32", convert_to_tensor=True)
+    torch.testing.assert_close(objective.anchor_targets, expected)
+    # Not part of a checkpoint: a resume recomputes them from the same starting backbone.
+    assert not any("anchor" in key for key in objective.state_dict())
+    # The backbone as it was when prepared (dropout off) gives the targets back: the term is 0.
+    tiny_xlmr.eval()
+    batch = objective.collate(examples, np.random.default_rng(0), tiny_xlmr)
+    assert batch.anchor_rows.tolist() == [0, 1, 2, 0, 3, 4]
+    out = objective(tiny_xlmr, batch)
+    assert out.metrics["anchor"] == pytest.approx(0.0, abs=1e-10)
+
+
+def test_mexma_anchor_term_by_hand(tiny_xlmr, corpus):
+    """Targets set 0.5 above every element of S_A: MSE = 0.25, and the loss gains weight * 0.25."""
+    tiny_xlmr.eval()
+    plain = _objective(tiny_xlmr)
+    anchored = _objective(tiny_xlmr, anchor_weight=2.0)
+    batch = _anchored_batch(anchored, tiny_xlmr, corpus)
+    s_a = anchored(tiny_xlmr, batch).extras["s_a"].detach()
+    # Pairs 0 and 3 share a row and (the same English) the same vector, so the rows can be set.
+    targets = torch.zeros_like(anchored.anchor_targets)
+    targets[batch.anchor_rows] = s_a + 0.5
+    anchored.anchor_targets = targets
+    out = anchored(tiny_xlmr, batch)
+    base = plain(tiny_xlmr, batch)  # same head (seeded), same masks (same batch)
+    assert out.metrics["anchor"] == pytest.approx(0.25, rel=1e-5)
+    assert out.loss.item() == pytest.approx(base.loss.item() + 2.0 * 0.25, rel=1e-5)
+    assert out.metrics["loss"] == pytest.approx(base.metrics["loss"] + 0.5, rel=1e-5)
+    assert "anchor" not in base.metrics
+
+
+def test_mexma_anchor_needs_prepared_targets_and_a_non_negative_weight(tiny_xlmr, corpus):
+    objective = _objective(tiny_xlmr, anchor_weight=1.0)
+    with pytest.raises(RuntimeError, match="prepare"):  # examples not from prepare(): no targets
+        _batch(objective, tiny_xlmr, corpus)
+    with pytest.raises(ValueError, match="anchor_weight"):
+        MEXMAConfig(anchor_weight=-0.1)
 
 
 # --------------------------------------------------------------------------- token-gradient switch

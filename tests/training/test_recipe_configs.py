@@ -78,6 +78,7 @@ def test_every_shipped_recipe_fits_its_sections() -> None:
         "cpu-small",
         "demo",
         "demo-e5",
+        "e5-mexma",
         "mexma-base",
         "mexma-large",
     ]
