@@ -8,14 +8,16 @@ rebuild masked A from A's token states with S_B in position 0, and masked B with
 sentence vector has to carry its sentence's content in a language-agnostic way.
 
     loss = alpha * MSE(S_A, S_B) + beta * (CE_A + CE_B) + gamma * (KoLeo(S_A) + KoLeo(S_B))
-           + anchor_weight * MSE(S_A, T_A)
+           + anchor_weight * MSE(S_A, T_A) + anchor_translation_weight * MSE(S_B, T_B)
 
 with the paper's alpha=1, beta=1/2, gamma=0.01/2 (appendix A), the halves averaging the two
 symmetric terms. The last term is not the paper's: it is the adaptation for a start that is
 already a good sentence encoder (e5), off by default. T_A is the pivot sentence's vector under the
 starting backbone, computed once before training, so the pivot cannot drift while alignment pulls
 the other languages onto it: with S_A held near T_A, alpha * MSE(S_A, S_B) becomes the
-multilingual distillation of Reimers & Gurevych (2020), student(B) -> teacher(A).
+multilingual distillation of Reimers & Gurevych (2020), student(B) -> teacher(A). T_B, the
+translation's own starting vector, is the same guard for the other side: it trades how far B
+moves onto A's vector for how much of the start's own space for B's language is kept.
 
 The four passes run as two packed forwards (clean A+B, masked A+B): sequences
 never attend to each other, so this is the same computation with fewer kernel launches.
@@ -64,10 +66,12 @@ class MEXMAConfig(Section):
     # For a pretrained start: weight of MSE(S_A, the starting backbone's vector of A), A the pivot
     # side. 0 is the paper's MEXMA. The targets are computed in prepare(), before any step.
     anchor_weight: float = 0.0
+    anchor_translation_weight: float = 0.0  # the same for S_B and B's starting vector
 
     def __post_init__(self) -> None:
-        if self.anchor_weight < 0:
-            raise ValueError(f"objective.anchor_weight must be >= 0, got {self.anchor_weight}")
+        for key in ("anchor_weight", "anchor_translation_weight"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"objective.{key} must be >= 0, got {getattr(self, key)}")
         if self.output_vocabulary not in ("full", "corpus"):
             raise ValueError(
                 f"objective.output_vocabulary must be 'full' or 'corpus', got {self.output_vocabulary!r}"
@@ -84,20 +88,28 @@ class MEXMABatch:
     masked: PackedBatch  # same layout, masked ids
     labels: torch.Tensor  # (total_tokens,) original ids at masked positions, IGNORE_INDEX elsewhere
     num_pairs: int
-    anchor_rows: torch.Tensor | None = None  # (num_pairs,) rows of the objective's anchor targets
+    # (num_pairs,) rows of the objective's anchor targets for S_A and for S_B (None: not anchored)
+    anchor_rows: torch.Tensor | None = None
+    anchor_rows_b: torch.Tensor | None = None
 
     def to(self, device: torch.device | str) -> MEXMABatch:
-        rows = None if self.anchor_rows is None else self.anchor_rows.to(device)
+        rows, rows_b = (None if r is None else r.to(device) for r in (self.anchor_rows, self.anchor_rows_b))
         return MEXMABatch(
-            self.clean.to(device), self.masked.to(device), self.labels.to(device), self.num_pairs, rows
+            self.clean.to(device),
+            self.masked.to(device),
+            self.labels.to(device),
+            self.num_pairs,
+            rows,
+            rows_b,
         )
 
 
 @dataclass
 class AnchoredPair(TokenizedPair):
-    """A pair whose pivot side has a row in the objective's anchor targets."""
+    """A pair whose sides have rows in the objective's anchor targets (-1: that side is not anchored)."""
 
     anchor_row: int = -1
+    anchor_row_b: int = -1
 
 
 class MEXMAObjective(Objective):
@@ -129,7 +141,7 @@ class MEXMAObjective(Objective):
 
         # The restricted softmax's vocabulary, set by prepare(); a buffer so it follows .to(device).
         self.register_buffer("output_ids", None, persistent=False)
-        # The starting backbone's vectors of the distinct pivot sentences (anchor_weight > 0), set by
+        # The starting backbone's vectors of the distinct sentences of each anchored side, set by
         # prepare(). Not saved in checkpoints: a resumed run recomputes them from the same start.
         self.register_buffer("anchor_targets", None, persistent=False)
 
@@ -144,9 +156,13 @@ class MEXMAObjective(Objective):
             used = {t for ex in examples for t in (*ex.ids_a, *ex.ids_b)} - self.special_ids
             device = self.head.bias.device
             self.output_ids = torch.tensor(sorted(used), dtype=torch.long, device=device)
-        if self.config.anchor_weight > 0:
+        if self.anchored:
             examples = self._anchor(pairs, examples, backbone, max_length)
         return examples
+
+    @property
+    def anchored(self) -> bool:
+        return self.config.anchor_weight > 0 or self.config.anchor_translation_weight > 0
 
     def _anchor(
         self,
@@ -155,12 +171,15 @@ class MEXMAObjective(Objective):
         backbone: Backbone,
         max_length: int,
     ) -> list[TokenizedPair]:
-        """The anchor targets: each distinct pivot sentence encoded once by ``backbone`` as it is
-        now (prepare runs before training and before a resume loads its checkpoint), in fp32
-        with dropout off, tokenised exactly as the training passes see it."""
+        """The anchor targets: each distinct sentence of an anchored side encoded once by
+        ``backbone`` as it is now (prepare runs before training and before a resume loads its
+        checkpoint), in fp32 with dropout off, tokenised exactly as the training passes see it."""
         rows: dict[str, int] = {}
+        sides = (self.config.anchor_weight > 0, self.config.anchor_translation_weight > 0)
         for pair in pairs:
-            rows.setdefault(pair.text_a, len(rows))
+            for text, anchored in zip((pair.text_a, pair.text_b), sides):
+                if anchored:
+                    rows.setdefault(text, len(rows))
         texts = list(rows)
         targets = backbone.encode(
             texts,
@@ -171,7 +190,12 @@ class MEXMAObjective(Objective):
         )
         self.anchor_targets = targets.to(self.head.bias.device)
         return [
-            AnchoredPair(ex.ids_a, ex.ids_b, anchor_row=rows[pair.text_a])
+            AnchoredPair(
+                ex.ids_a,
+                ex.ids_b,
+                anchor_row=rows[pair.text_a] if sides[0] else -1,
+                anchor_row_b=rows[pair.text_b] if sides[1] else -1,
+            )
             for ex, pair in zip(examples, pairs)
         ]
 
@@ -201,13 +225,16 @@ class MEXMAObjective(Objective):
         masked = [masked_a[i] for i in mine] + [masked_b[i] for i in mine]
         labels = [t for i in mine for t in labels_a[i]] + [t for i in mine for t in labels_b[i]]
         clean_packed = PackedBatch.from_ids(clean, backbone.position_offset)
-        anchor_rows = None
-        if self.config.anchor_weight > 0:
+        anchor_rows = anchor_rows_b = None
+        if self.anchored:
             if not all(isinstance(ex, AnchoredPair) for ex in examples):
                 raise RuntimeError(
-                    "objective.anchor_weight > 0 needs the examples of this objective's prepare()"
+                    "objective.anchor_*weight > 0 needs the examples of this objective's prepare()"
                 )
-            anchor_rows = torch.tensor([examples[i].anchor_row for i in mine], dtype=torch.long)
+            if self.config.anchor_weight > 0:
+                anchor_rows = torch.tensor([examples[i].anchor_row for i in mine], dtype=torch.long)
+            if self.config.anchor_translation_weight > 0:
+                anchor_rows_b = torch.tensor([examples[i].anchor_row_b for i in mine], dtype=torch.long)
         return MEXMABatch(
             clean=clean_packed,
             masked=clean_packed.with_input_ids(
@@ -216,6 +243,7 @@ class MEXMAObjective(Objective):
             labels=torch.tensor(labels, dtype=torch.long),
             num_pairs=len(mine),
             anchor_rows=anchor_rows,
+            anchor_rows_b=anchor_rows_b,
         )
 
     # ------------------------------------------------------------------ loss
@@ -236,11 +264,15 @@ class MEXMAObjective(Objective):
             "mlm": mlm,
             "koleo": koleo,
         }
-        if cfg.anchor_weight > 0:
-            anchor_loss, anchor = self._anchor_loss(s_a, batch, counts[2], dist)
-            loss = loss + anchor_loss
-            metrics["anchor"] = anchor
-            metrics["loss"] += cfg.anchor_weight * anchor
+        for name, weight, vectors, rows in (
+            ("anchor", cfg.anchor_weight, s_a, batch.anchor_rows),
+            ("anchor_translation", cfg.anchor_translation_weight, s_b, batch.anchor_rows_b),
+        ):
+            if weight > 0:
+                anchor_loss, value = self._anchor_loss(vectors, rows, weight, counts[2], dist)
+                loss = loss + anchor_loss
+                metrics[name] = value
+                metrics["loss"] += weight * value
         return ObjectiveOutput(
             loss=loss,
             metrics=metrics,
@@ -282,17 +314,22 @@ class MEXMAObjective(Objective):
         return hidden_masked, mlm_local, sq_sum, counts
 
     def _anchor_loss(
-        self, s_a: torch.Tensor, batch: MEXMABatch, elements: torch.Tensor, dist: DistContext
+        self,
+        vectors: torch.Tensor,
+        rows: torch.Tensor | None,
+        weight: float,
+        elements: torch.Tensor,
+        dist: DistContext,
     ) -> tuple[torch.Tensor, float]:
-        """anchor_weight * MSE(S_A, T_A) as this process's loss (scaled as the alignment's local
-        term), and MSE(S_A, T_A) over the global batch, for the log. ``elements``: the global
-        count of alignment elements, which the anchor shares (S_A's)."""
-        if batch.anchor_rows is None or self.anchor_targets is None:
-            raise RuntimeError("objective.anchor_weight > 0 needs prepare() and collate() of this objective")
-        sq_sum, _ = self.mse(s_a, self.anchor_targets[batch.anchor_rows])
+        """weight * MSE(S, T) for one side as this process's loss (scaled as the alignment's local
+        term), and MSE(S, T) over the global batch, for the log. ``elements``: the global count of
+        alignment elements, which each side's anchor shares."""
+        if rows is None or self.anchor_targets is None:
+            raise RuntimeError("objective.anchor_*weight > 0 needs prepare() and collate() of this objective")
+        sq_sum, _ = self.mse(vectors, self.anchor_targets[rows])
         local = sq_sum / elements
         logged = dist.all_reduce_sum(local.detach().reshape(1))
-        return dist.world_size * self.config.anchor_weight * local, float(logged[0])
+        return dist.world_size * weight * local, float(logged[0])
 
     def _combined_loss(
         self,

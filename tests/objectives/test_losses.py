@@ -486,12 +486,46 @@ def test_mexma_anchor_term_by_hand(tiny_xlmr, corpus):
     assert "anchor" not in base.metrics
 
 
+def test_mexma_translation_anchor_has_its_own_rows_and_term(tiny_xlmr, corpus):
+    """Both sides anchored: the five distinct pivots and six translations get rows in the order they
+    first appear (pair by pair, A then B); targets set 0.5 from S_A and 1.0 from S_B give MSEs
+    0.25 and 1.0, and the loss gains 2 * 0.25 + 3 * 1.0."""
+    tiny_xlmr.eval()
+    plain = _objective(tiny_xlmr)
+    both = _objective(tiny_xlmr, anchor_weight=2.0, anchor_translation_weight=3.0)
+    batch = _anchored_batch(both, tiny_xlmr, corpus)
+    assert batch.anchor_rows.tolist() == [0, 2, 4, 0, 7, 9]  # pair 3 repeats pair 0's English
+    assert batch.anchor_rows_b.tolist() == [1, 3, 5, 6, 8, 10]
+    assert both.anchor_targets.shape == (11, tiny_xlmr.hidden_size)
+    first = both(tiny_xlmr, batch)
+    assert first.metrics["anchor"] == pytest.approx(0.0, abs=1e-10)  # the start gives its targets back
+    assert first.metrics["anchor_translation"] == pytest.approx(0.0, abs=1e-10)
+    s_a, s_b = first.extras["s_a"].detach(), first.extras["s_b"].detach()
+    targets = both.anchor_targets.clone()
+    targets[batch.anchor_rows] = s_a + 0.5
+    targets[batch.anchor_rows_b] = s_b - 1.0
+    both.anchor_targets = targets
+    out, base = both(tiny_xlmr, batch), plain(tiny_xlmr, batch)
+    assert (out.metrics["anchor"], out.metrics["anchor_translation"]) == (
+        pytest.approx(0.25, rel=1e-5),
+        pytest.approx(1.0, rel=1e-5),
+    )
+    assert out.loss.item() == pytest.approx(base.loss.item() + 0.5 + 3.0, rel=1e-5)
+    # Only the translation side anchored: only its sentences are encoded for the table.
+    side_b = _objective(tiny_xlmr, anchor_translation_weight=1.0)
+    batch = _anchored_batch(side_b, tiny_xlmr, corpus)
+    assert batch.anchor_rows is None and batch.anchor_rows_b.tolist() == [0, 1, 2, 3, 4, 5]
+    assert "anchor" not in side_b(tiny_xlmr, batch).metrics
+
+
 def test_mexma_anchor_needs_prepared_targets_and_a_non_negative_weight(tiny_xlmr, corpus):
     objective = _objective(tiny_xlmr, anchor_weight=1.0)
     with pytest.raises(RuntimeError, match="prepare"):  # examples not from prepare(): no targets
         _batch(objective, tiny_xlmr, corpus)
     with pytest.raises(ValueError, match="anchor_weight"):
         MEXMAConfig(anchor_weight=-0.1)
+    with pytest.raises(ValueError, match="anchor_translation_weight"):
+        MEXMAConfig(anchor_translation_weight=-1.0)
 
 
 # --------------------------------------------------------------------------- token-gradient switch
