@@ -111,6 +111,34 @@ def compare(arm: Outcomes, base: Outcomes, resamples: int) -> dict[str, str]:
     return out
 
 
+def criteria(arm: Outcomes, base: Outcomes) -> dict[str, bool]:
+    """Issue 53's *Done when* for a backbone alone, one entry each (17 with every language): en-en
+    STS within 0.3; per zoo language, mono STS at least the start's, en-xx STS above it, and
+    fewer mining errors over its Kardeş and NTREX columns, both directions summed; PUD errors,
+    every language both ways summed, no more. The selection rule (docs/results/objectives.md)
+    counts the entries met."""
+    ours, theirs = arm.values(), base.values()
+    errors = {name: int((~ok).sum()) for name, ok in arm.mined.items()}
+    base_errors = {name: int((~ok).sum()) for name, ok in base.mined.items()}
+
+    def mined(predicate) -> tuple[int, int]:
+        names = [name for name in errors if predicate(name)]
+        return sum(errors[n] for n in names), sum(base_errors[n] for n in names)
+
+    met = {"STS en-en within 0.3": abs(ours["STS en-en"] - theirs["STS en-en"]) <= 0.3}
+    langs = [name.split("-")[1] for name in ours if name.startswith("STS en-") and name != "STS en-en"]
+    for lang in langs:
+        met[f"STS {lang}-{lang} >= start"] = ours[f"STS {lang}-{lang}"] >= theirs[f"STS {lang}-{lang}"]
+        met[f"STS en-{lang} > start"] = ours[f"STS en-{lang}"] > theirs[f"STS en-{lang}"]
+        now, before = mined(
+            lambda n, lang=lang: not n.startswith("xsim PUD") and lang in n.split()[-1].split("-")
+        )
+        met[f"xsim {lang} fewer errors"] = now < before
+    now, before = mined(lambda n: n.startswith("xsim PUD"))
+    met["xsim PUD no more errors"] = now <= before
+    return met
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -140,6 +168,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"\n| column | start | {name} | {name} − start |\n|---|---:|---:|---|")
         for column in base_values:
             print(f"| {column} | {base_values[column]:.1f} | {values[column]:.1f} | {cells[column]} |")
+        met = criteria(arm, base)
+        numbers[f"{name} criteria"] = met
+        print(
+            f"\n{name} meets {sum(met.values())} of {len(met)}; not: "
+            + ", ".join(k for k, v in met.items() if not v)
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(numbers, indent=1, ensure_ascii=False), encoding="utf-8")
 

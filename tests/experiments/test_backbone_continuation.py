@@ -26,3 +26,40 @@ def test_values_and_comparison_of_a_continued_backbone_against_its_start() -> No
     assert cells["STS en-uz"].startswith("+10.0 [")
     # only the arm right: rows 1, 2; only the start: row 3. Errors 2 -> 1; exact p of 2 of 3 = 1.
     assert cells["xsim NTREX en-uz"] == "-1 errors (p 1)"
+
+
+def _full(sts: dict[str, list[float]], mined: dict[str, list[bool]]) -> bc.Outcomes:
+    outcomes = bc.Outcomes.__new__(bc.Outcomes)
+    gold = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    outcomes.sts = {name: (np.array(cos), gold) for name, cos in sts.items()}
+    outcomes.mined = {name: np.array(ok) for name, ok in mined.items()}
+    return outcomes
+
+
+def test_done_when_criteria_counted_by_hand() -> None:
+    exact, swapped = [0.1, 0.2, 0.3, 0.4, 0.5], [0.2, 0.1, 0.3, 0.4, 0.5]  # Spearman 100 and 90
+    start = _full(
+        {"STS en-en": exact, "STS uz-uz": swapped, "STS en-uz": exact},
+        {
+            "xsim Kardeş en-uz": [True, False],
+            "xsim NTREX uz-en": [True, True],
+            "xsim PUD en-de": [True, True],
+        },
+    )
+    arm = _full(
+        {"STS en-en": swapped, "STS uz-uz": exact, "STS en-uz": exact},
+        {
+            "xsim Kardeş en-uz": [True, True],
+            "xsim NTREX uz-en": [True, False],
+            "xsim PUD en-de": [True, True],
+        },
+    )
+    # en-en drops 10 (> 0.3); uz-uz rises 10; en-uz equal, so not above; uz mining: 1 error before
+    # (Kardeş), 1 after (NTREX), so not fewer; PUD 0 and 0, so no more.
+    assert bc.criteria(arm, start) == {
+        "STS en-en within 0.3": False,
+        "STS uz-uz >= start": True,
+        "STS en-uz > start": False,
+        "xsim uz fewer errors": False,
+        "xsim PUD no more errors": True,
+    }
