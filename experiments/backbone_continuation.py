@@ -125,11 +125,11 @@ def criteria(arm: Outcomes, base: Outcomes) -> dict[str, bool]:
         names = [name for name in errors if predicate(name)]
         return sum(errors[n] for n in names), sum(base_errors[n] for n in names)
 
-    met = {"STS en-en within 0.3": abs(ours["STS en-en"] - theirs["STS en-en"]) <= 0.3}
+    met = {"STS en-en within 0.3": bool(abs(ours["STS en-en"] - theirs["STS en-en"]) <= 0.3)}
     langs = [name.split("-")[1] for name in ours if name.startswith("STS en-") and name != "STS en-en"]
     for lang in langs:
-        met[f"STS {lang}-{lang} >= start"] = ours[f"STS {lang}-{lang}"] >= theirs[f"STS {lang}-{lang}"]
-        met[f"STS en-{lang} > start"] = ours[f"STS en-{lang}"] > theirs[f"STS en-{lang}"]
+        met[f"STS {lang}-{lang} >= start"] = bool(ours[f"STS {lang}-{lang}"] >= theirs[f"STS {lang}-{lang}"])
+        met[f"STS en-{lang} > start"] = bool(ours[f"STS en-{lang}"] > theirs[f"STS en-{lang}"])
         now, before = mined(
             lambda n, lang=lang: not n.startswith("xsim PUD") and lang in n.split()[-1].split("-")
         )
@@ -159,11 +159,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{machine()}; {args.part} part; STS pairs: " + ", ".join(
         f"{name.removeprefix('STS ')} {len(p)}" for name, (p, _, _) in dev.sts_sets().items()
     ) + f"; bitext sentences: {sizes}")  # fmt: skip
-    numbers: dict[str, object] = {"baseline": base_values}
+    numbers: dict[str, object] = {"baseline": {column: float(v) for column, v in base_values.items()}}
     for name, path in arms.items():
         arm = Outcomes(path, dev)
         values, cells = arm.values(), compare(arm, base, args.resamples)
-        numbers[name] = values
+        numbers[name] = {column: float(value) for column, value in values.items()}
         numbers[f"{name} vs baseline"] = cells
         print(f"\n| column | start | {name} | {name} − start |\n|---|---:|---:|---|")
         for column in base_values:
