@@ -257,22 +257,12 @@ class MEXMAObjective(Objective):
         sentences = backbone.sentence_embedding(hidden_clean, batch.clean)
         s_a, s_b = sentences[:n], sentences[n:]
         hidden_masked, mlm_local, sq_sum, counts = self._cross_unmasking(backbone, batch, s_a, s_b, dist)
-        loss, (align, mlm, koleo) = self._combined_loss(s_a, s_b, mlm_local, sq_sum, counts, dist)
-        metrics = {
-            "loss": cfg.alpha * align + cfg.beta * mlm + (cfg.gamma * koleo if cfg.koleo else 0.0),
-            "align": align,
-            "mlm": mlm,
-            "koleo": koleo,
-        }
-        for name, weight, vectors, rows in (
-            ("anchor", cfg.anchor_weight, s_a, batch.anchor_rows),
-            ("anchor_translation", cfg.anchor_translation_weight, s_b, batch.anchor_rows_b),
-        ):
-            if weight > 0:
-                anchor_loss, value = self._anchor_loss(vectors, rows, weight, counts[2], dist)
-                loss = loss + anchor_loss
-                metrics[name] = value
-                metrics["loss"] += weight * value
+        anchors = self._anchor_terms(s_a, s_b, batch, counts[2])
+        loss, logged = self._combined_loss(s_a, s_b, mlm_local, sq_sum, counts, dist, anchors)
+        align, mlm, koleo = logged["align"], logged["mlm"], logged["koleo"]
+        total = cfg.alpha * align + cfg.beta * mlm + (cfg.gamma * koleo if cfg.koleo else 0.0)
+        metrics = {"loss": total + sum(weight * logged[name] for name, (weight, _) in anchors.items())}
+        metrics |= logged
         return ObjectiveOutput(
             loss=loss,
             metrics=metrics,
@@ -313,23 +303,24 @@ class MEXMAObjective(Objective):
         mlm_local = (sums / counts[:2].clamp_min(1)).sum()  # this process's share of CE_A + CE_B
         return hidden_masked, mlm_local, sq_sum, counts
 
-    def _anchor_loss(
-        self,
-        vectors: torch.Tensor,
-        rows: torch.Tensor | None,
-        weight: float,
-        elements: torch.Tensor,
-        dist: DistContext,
-    ) -> tuple[torch.Tensor, float]:
-        """weight * MSE(S, T) for one side as this process's loss (scaled as the alignment's local
-        term), and MSE(S, T) over the global batch, for the log. ``elements``: the global count of
-        alignment elements, which each side's anchor shares."""
-        if rows is None or self.anchor_targets is None:
-            raise RuntimeError("objective.anchor_*weight > 0 needs prepare() and collate() of this objective")
-        sq_sum, _ = self.mse(vectors, self.anchor_targets[rows])
-        local = sq_sum / elements
-        logged = dist.all_reduce_sum(local.detach().reshape(1))
-        return dist.world_size * weight * local, float(logged[0])
+    def _anchor_terms(
+        self, s_a: torch.Tensor, s_b: torch.Tensor, batch: MEXMABatch, elements: torch.Tensor
+    ) -> dict[str, tuple[float, torch.Tensor]]:
+        """Each anchored side's (weight, this process's share of MSE(S, T)), by metric name.
+        ``elements``: the global count of alignment elements, which each side's anchor shares."""
+        terms = {}
+        for name, weight, vectors, rows in (
+            ("anchor", self.config.anchor_weight, s_a, batch.anchor_rows),
+            ("anchor_translation", self.config.anchor_translation_weight, s_b, batch.anchor_rows_b),
+        ):
+            if weight > 0:
+                if rows is None or self.anchor_targets is None:
+                    raise RuntimeError(
+                        "objective.anchor_*weight > 0 needs prepare() and collate() of this objective"
+                    )
+                sq_sum, _ = self.mse(vectors, self.anchor_targets[rows])
+                terms[name] = (weight, sq_sum / elements)
+        return terms
 
     def _combined_loss(
         self,
@@ -339,12 +330,16 @@ class MEXMAObjective(Objective):
         sq_sum: torch.Tensor,
         counts: torch.Tensor,
         dist: DistContext,
-    ) -> tuple[torch.Tensor, tuple[float, float, float]]:
-        """alpha * alignment + beta * MLM + gamma * KoLeo as this process's loss (the local terms
-        scaled by world_size, as DDP averages gradients over processes; the terms over gathered
-        vectors not), and the (align, mlm, koleo) values summed over processes."""
+        anchors: dict[str, tuple[float, torch.Tensor]],
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """alpha * alignment + beta * MLM + gamma * KoLeo + the anchors' weighted terms as this
+        process's loss (the local terms scaled by world_size, as DDP averages gradients over
+        processes; the terms over gathered vectors not), and the values of align, mlm, koleo and
+        each anchor summed over processes, in one all-reduce."""
         cfg = self.config
         local_terms = cfg.beta * mlm_local
+        for weight, anchor_local in anchors.values():
+            local_terms = local_terms + weight * anchor_local
         global_terms = torch.zeros((), device=s_a.device)
         needs_gather = cfg.alignment == "infonce" or cfg.koleo
         all_a = dist.all_gather_with_grad(s_a) if needs_gather else s_a
@@ -364,8 +359,7 @@ class MEXMAObjective(Objective):
             koleo_value = koleo_global / dist.world_size
 
         loss = dist.world_size * local_terms + global_terms
-        logged = dist.all_reduce_sum(
-            torch.stack([align_value.detach(), mlm_local.detach(), koleo_value.detach()])
-        )
-        align, mlm, koleo = (float(x) for x in logged)
-        return loss, (align, mlm, koleo)
+        values = [align_value, mlm_local, koleo_value, *(local for _, local in anchors.values())]
+        logged = dist.all_reduce_sum(torch.stack([v.detach() for v in values]))
+        names = ["align", "mlm", "koleo", *anchors]
+        return loss, {name: float(x) for name, x in zip(names, logged)}
