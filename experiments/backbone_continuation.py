@@ -27,9 +27,9 @@ from scipy.stats import spearmanr
 
 from bench.common import NTREX_LANGS, kardes_sts_bitext, machine, sts_subset
 from experiments.common import Scored, bitext_columns, mcnemar, spearman_gap
-from modsenc.backbone.encoder import Backbone
 from modsenc.data.readers import read_parallel_tsv
 from modsenc.data.specs import load_parallel
+from modsenc.eval.runner import EncoderSet
 from modsenc.eval.sts import read_sts_tsv
 
 PARTS = ("selection", "report")
@@ -76,8 +76,8 @@ class Outcomes:
     """One backbone's per-item outcomes: STS cosines and, per mining direction, correctness."""
 
     def __init__(self, path: str, dev: DevSets) -> None:
-        backbone = Backbone.from_pretrained(path)
-        model = Scored(*(lambda _lang: _encoder(backbone),) * 2)
+        encoders = EncoderSet(path, dtype="fp32")  # a backbone: no modes, one encoder for both
+        model = Scored(encoders.for_language, encoders.for_language)
         self.sts = {name: (model.sts_cosines(p, a, b), np.array([x.score for x in p]))
                     for name, (p, a, b) in dev.sts_sets().items()}  # fmt: skip
         self.mined = {}
@@ -89,13 +89,6 @@ class Outcomes:
     def values(self) -> dict[str, float]:
         out = {name: 100 * spearmanr(cos, gold).statistic for name, (cos, gold) in self.sts.items()}
         return out | {name: 100 * (1 - ok.mean()) for name, ok in self.mined.items()}
-
-
-def _encoder(backbone: Backbone):
-    def encode(texts: list[str]) -> np.ndarray:
-        return backbone.encode(texts, batch_size=64, precision="fp32", show_progress_bar=False)
-
-    return encode
 
 
 def compare(arm: Outcomes, base: Outcomes, resamples: int) -> dict[str, str]:
