@@ -142,8 +142,10 @@ class MEXMAObjective(Objective):
         # The restricted softmax's vocabulary, set by prepare(); a buffer so it follows .to(device).
         self.register_buffer("output_ids", None, persistent=False)
         # The starting backbone's vectors of the distinct sentences of each anchored side, set by
-        # prepare(). Not saved in checkpoints: a resumed run recomputes them from the same start.
-        self.register_buffer("anchor_targets", None, persistent=False)
+        # prepare() on the head's device. Not saved in checkpoints: a resumed run recomputes them
+        # from the same start. Not a buffer either: DDP would broadcast every buffer each step, and
+        # every process computes the same targets itself.
+        self.anchor_targets: torch.Tensor | None = None
 
     def config_dict(self) -> dict:
         return asdict(self.config)

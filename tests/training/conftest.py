@@ -79,6 +79,9 @@ def tiny_recipe(data: Path, **training) -> dict:
 # objectives leave them alone); EMMA-X reaches phase 2 at the third batch and alternates.
 OBJECTIVES = {
     "mexma": {},
+    # MEXMA for a pretrained start: both anchors' targets are computed in prepare() from run/init,
+    # so a resumed run and every torchrun process must compute the same ones.
+    "mexma-anchored": {"anchor_weight": 10.0, "anchor_translation_weight": 1.0},
     "ems": {"name": "ems"},
     "contrastive": {"name": "contrastive"},
     "emmax": {"name": "emmax", "emmax": {"phase1_steps": 2, "phase2_every": 2, "queue_size": 16}},

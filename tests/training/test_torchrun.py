@@ -21,9 +21,8 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize("objective", list(OBJECTIVES))
 def test_torchrun_two_processes_trains_and_saves(tmp_path: Path, tiny_data: Path, objective: str) -> None:
     recipe_path = tmp_path / "tiny.yaml"
-    recipe_path.write_text(
-        yaml.safe_dump(recipe_for(objective, tiny_data, max_steps=3, checkpoint_every=2)), encoding="utf-8"
-    )
+    recipe = recipe_for(objective, tiny_data, max_steps=3, checkpoint_every=2)
+    recipe_path.write_text(yaml.safe_dump(recipe), encoding="utf-8")
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or "torchrun"
     cmd = [
         torchrun, "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
@@ -39,7 +38,10 @@ def test_torchrun_two_processes_trains_and_saves(tmp_path: Path, tiny_data: Path
     manifest = json.loads((tmp_path / "out" / "backbone" / "modsenc_backbone.json").read_text())
     assert manifest["world_size"] == 2
     assert manifest["steps"] == 3
-    assert manifest["objective"]["name"] == objective
+    assert manifest["objective"]["name"] == recipe["objective"]["name"]
+    if objective == "mexma-anchored":  # the variant's settings, as trained
+        trained = manifest["objective"]
+        assert (trained["anchor_weight"], trained["anchor_translation_weight"]) == (10.0, 1.0)
     assert len(manifest["fingerprint"]) == 64
     log = [json.loads(x) for x in (tmp_path / "out" / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == [1, 2, 3]  # written once, by rank 0
