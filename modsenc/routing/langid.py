@@ -328,6 +328,23 @@ class ProfileDetector:
     def detect(self, texts: Sequence[str], candidates: Sequence[str]) -> list[tuple[str | None, float]]:
         return [(code, confidence) for code, confidence, _ in self.detect_fit(texts, candidates)]
 
+    def fit_under(self, texts: Sequence[str], lang: str, candidates: Sequence[str]) -> np.ndarray:
+        """Each text's log-likelihood per n-gram under ``lang``'s profile, priced as
+        ``detect_fit`` over ``candidates`` prices it (-inf for a text with no n-gram): the fit
+        ``detect_fit`` reports for a text it gives to ``lang``, for the cost of looking the texts
+        up against ``lang``'s n-grams alone. The router skips a converted reading by it that
+        could not explain the text better than the text as written."""
+        usable = [name for name in candidates if name in self.profiles]
+        if lang not in usable:
+            raise KeyError(f"{lang!r} is not among the candidates with a profile")
+        key = (*usable, "->", lang)
+        if key not in self._tables:
+            self._tables[key] = self._table(usable).restricted(lang)
+        matrix = self._tables[key].score_matrix(texts, self._orders(usable))
+        fits = np.full(len(texts), -math.inf)
+        fits[matrix.scored] = matrix.totals[0] / matrix.lengths[matrix.scored]
+        return fits
+
     def detect_fit(
         self, texts: Sequence[str], candidates: Sequence[str]
     ) -> list[tuple[str | None, float, float]]:

@@ -44,6 +44,10 @@ from modsenc.utils.errors import InputError
 # ``encode(lang=BACKBONE)``: the backbone alone, no modules (what text without a bundle gets)
 BACKBONE = "backbone"
 UNSURE_POLICIES = ("fallback", "best", "refuse")
+# A converted reading is read in full when its fit under its language, scored alone, is above the
+# text as written's fit less this (log-likelihood per n-gram, about -3 to -12): the two tables sum
+# a text's n-grams in different orders, and may differ in the last bits
+FIT_MARGIN = 1e-9
 OTHER_POLICIES = ("backbone", "refuse", "best")
 
 
@@ -188,12 +192,30 @@ class LanguageRouter:
         judged = judge(texts, codes, installed)
         return [v for v, _ in judged], [c for _, c in judged]
 
+    def _candidates(self, only: str | None) -> list[str]:
+        """The languages a reading is detected among: a converted one (``only``) without the
+        world profiles."""
+        return self.languages + [lang for lang in self.known if only is None or lang not in self.world]
+
+    def _may_win(self, views: list[str], written: list[Reading], lang: str) -> list[bool]:
+        """Whether each converted view could win over its text as written (``_converted_wins``):
+        only if ``lang``'s profile explains it better than the best profile explains the text as
+        written. Scored against ``lang``'s profile alone, so the full reading (every profile, the
+        gate, the acceptance test) runs only for the views that pass: on Uzbek or English Latin
+        text, which converts to ULY and back, none does (issue 48: routing's cost). The margin
+        covers the last bits of a sum taken in another order; a detector without fits reads all."""
+        fit_under = getattr(self.detector, "fit_under", None)
+        if fit_under is None or any(r.fit is None for r in written):
+            return [True] * len(views)
+        fits = fit_under(views, lang, self._candidates(lang))
+        return [float(f) > r.fit - FIT_MARGIN for f, r in zip(fits, written)]  # type: ignore[operator]
+
     def _read(self, texts: list[str], views: list[str], only: str | None = None) -> list[Reading | None]:
         """Each text's reading, with the profiles and the acceptance test on ``views`` (the text as
         written, or converted) and the gate on the text as written. With ``only`` (a converted
         reading, of that language), a text the detector does not give to ``only`` gets None, and no
         gate or test is run for it."""
-        candidates = self.languages + [lang for lang in self.known if only is None or lang not in self.world]
+        candidates = self._candidates(only)
         detect_fit = getattr(self.detector, "detect_fit", None) if self.readings else None
         if detect_fit is not None:
             found = detect_fit(views, candidates)
@@ -267,6 +289,9 @@ class LanguageRouter:
                 # alphabet (Tatar's җ and ң, Kazakh's қ and ң are not Azerbaijani Cyrillic's)
                 whole = [j for j, view in enumerate(views) if not _has_script_letters(view, script)]
                 idx, views = [idx[j] for j in whole], [views[j] for j in whole]
+                if idx:
+                    may = self._may_win(views, [readings[i] for i in idx], lang)  # type: ignore[misc]
+                    idx, views = [i for i, m in zip(idx, may) if m], [v for v, m in zip(views, may) if m]
                 if not idx:
                     continue
                 converted = self._read([texts[i] for i in idx], views, only=lang)

@@ -56,8 +56,11 @@ class ScoringTable:
         shared_unseen: bool = False,
         unpriced: Iterable[str] = (),
         covered: Iterable[str] | None = None,
+        prices: np.ndarray | None = None,
     ) -> None:
         from scipy import sparse  # noqa: PLC0415  (scipy is a core dependency; imported when routing)
+
+        self.profiles = profiles
 
         # Rows are named by the detector's key for the profile (the installed language), not by
         # the name inside the profile file: a misfiled profile must not rename a candidate.
@@ -72,7 +75,9 @@ class ScoringTable:
         for row, (_, unseen) in enumerate(subprofiles):
             for n, value in unseen.items():
                 self.unseen[row, n] = value
-        if shared_unseen:
+        if prices is not None:  # ``restricted``: another table's prices, row for row
+            self.unseen[:] = prices[:, : self.max_order + 1]
+        elif shared_unseen:
             skip = set(unpriced)
             pricing = [row for row, (lang, _) in enumerate(self.rows) if lang not in skip] or list(
                 range(len(self.rows))
@@ -100,6 +105,15 @@ class ScoringTable:
         self.known_trigrams_by_gram = (known @ sparse.diags(trigram.astype(np.float64))).T.tocsr()
         self._sparse = sparse
         self._index_languages()
+
+    def restricted(self, lang: str) -> ScoringTable:
+        """A table of ``lang``'s rows only, each pricing an unseen n-gram as it does here: its
+        ``score_matrix`` gives ``lang`` the scores this table gives it (up to the order of the
+        floating-point sum), looked up against ``lang``'s n-grams instead of every profile's."""
+        rows = [row for row, (name, _) in enumerate(self.rows) if name == lang]
+        if not rows:
+            raise KeyError(f"{lang!r} has no profile in this scoring table")
+        return ScoringTable({lang: self.profiles[lang]}, covered=(), prices=self.unseen[rows])
 
     def _index_languages(self) -> None:
         """The languages in row order, each with its first row, and the ones written in more than

@@ -189,3 +189,27 @@ def test_rehashing_a_bundle_never_blesses_a_damaged_file(zoo_dir, tmp_path) -> N
         zoo.rehash_bundle("uz", [LANGID_FILE])
     manifest = zoo.rehash_bundle("uz", [LANGID_FILE, damaged])  # named as changed: recorded
     verify_bundle(root / "uz", manifest)
+
+
+def test_a_converted_reading_that_cannot_win_is_not_read_in_full(shipped_router, monkeypatch) -> None:
+    """The converted view's fit under its language alone is the fit the full reading gives it when
+    it names that language, so Uzbek Latin (converted to ULY's Cyrillic, explained worse than as
+    written) skips the full reading, Latin Uyghur takes it, and the routes are those of reading
+    every view in full."""
+    script, lang, convert = next(r for r in shipped_router.readings if r[:2] == ("Latn", "ug"))
+    texts = UYGHUR_LATIN + UZBEK_LATIN
+    views = [convert(t) for t in texts]
+    candidates = shipped_router._candidates(lang)
+    full = shipped_router.detector.detect_fit(views, candidates)
+    alone = shipped_router.detector.fit_under(views, lang, candidates)
+    for (code, _, fit), fit_alone in zip(full, alone):
+        if code == lang:
+            assert fit_alone == pytest.approx(fit, abs=1e-12)
+        assert fit_alone <= fit + 1e-12  # never better than the best profile's
+    written = shipped_router._read(texts, texts)
+    assert shipped_router._may_win(views, written, lang) == [True, True, False, False]
+    routes = shipped_router.route(texts + TATAR + AZERBAIJANI_CYRILLIC)
+    monkeypatch.setattr(
+        type(shipped_router), "_may_win", lambda self, views, written, lang: [True] * len(views)
+    )
+    assert shipped_router.route(texts + TATAR + AZERBAIJANI_CYRILLIC) == routes

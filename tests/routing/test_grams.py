@@ -125,3 +125,28 @@ def test_world_profiles_take_the_shared_price_without_setting_it() -> None:
     median = ScoringTable(profiles, shared_unseen=True)  # both set it: the median of -14 and -9
     scores, _ = median.score_texts(["ab"], (3,))
     assert scores[0] == {"aa": (-13.5, 0.5), "bb": (-12.5, 0.5)}
+
+
+def test_a_restricted_table_prices_unseen_ngrams_as_the_full_one() -> None:
+    """The profiles of the test above: under the shared price (-14), bb scores " ab " as -1 (its
+    "ab ") + -14 (" ab", unseen) = -15 in the full table and in its restriction to bb, where bb's
+    own price would give -1 + -9 = -10; under the median price (-11.5), -12.5 both ways."""
+    from modsenc.routing.langid import CharNgramProfile
+    from modsenc.routing.scoring import ScoringTable
+
+    profiles = {
+        "aa": CharNgramProfile("aa", {"any": ({" ab": -2.0}, {3: -14.0})}, orders=(3,)),
+        "bb": CharNgramProfile("bb", {"any": ({"ab ": -1.0}, {3: -9.0})}, orders=(3,)),
+    }
+    for table, expected in (
+        (ScoringTable(profiles, shared_unseen=True, unpriced={"bb"}), -15.0),
+        (ScoringTable(profiles, shared_unseen=True), -12.5),
+    ):
+        restricted = table.restricted("bb")
+        assert restricted.langs == ["bb"] and len(restricted.index) == 1
+        scores, counts = restricted.score_texts(["ab"], (3,))
+        assert scores[0]["bb"][0] == expected and counts.tolist() == [2]
+    alone, _ = ScoringTable({"bb": profiles["bb"]}).score_texts(["ab"], (3,))
+    assert alone[0]["bb"][0] == -10.0
+    with pytest.raises(KeyError, match="cc"):
+        table.restricted("cc")

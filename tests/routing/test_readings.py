@@ -118,3 +118,38 @@ def test_a_detector_without_fit_compares_the_tests_only() -> None:
         readings=[("Latn", "ug", upper)],
     )  # fmt: skip
     assert [x.bundle for x in r.route(["ab"])] == ["ug"]
+
+
+def test_a_view_its_language_explains_no_better_than_the_text_as_written_is_not_read() -> None:
+    """A detector with ``fit_under`` (the view's fit under ug alone, here the table's): "ab" as
+    written fits at -7.5, its view "аб" at -8.0, so the view cannot win and is never detected; "cd"
+    fits at -9.0 and its view at -8.0, so it is read, and goes to ug."""
+
+    class Fits(Detector):
+        def __init__(self, table) -> None:
+            super().__init__(table)
+            self.detected: list[str] = []
+
+        def detect_fit(self, texts, candidates):
+            self.detected += texts
+            return super().detect_fit(texts, candidates)
+
+        def fit_under(self, texts, lang, candidates):
+            return [self.table[t][2] for t in texts]
+
+    def convert(text: str) -> str:
+        return upper(text).replace("c", "с").replace("d", "д")
+
+    table = {
+        "ab": ("it", 1.0, -7.5),
+        "аб": ("ug", 1.0, -8.0),
+        "cd": ("uz", 1.0, -9.0),
+        "сд": ("ug", 1.0, -8.0),
+    }
+    detector = Fits(table)
+    r = LanguageRouter(
+        detector, ["en", "uz", "ug"], "en", known=["it"], acceptance=Acceptance({"cd": -40.0, "сд": -5.0}),
+        readings=[("Latn", "ug", convert)],
+    )  # fmt: skip
+    assert [x.bundle for x in r.route(["ab", "cd"])] == [None, "ug"]
+    assert detector.detected == ["ab", "cd", "сд"]
