@@ -28,6 +28,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import json
 import statistics
@@ -147,6 +148,7 @@ def speed(args: argparse.Namespace, texts: list[str]) -> None:
 ARMS = (
     "modsenc-default",
     "router-only",
+    "router-only-unscreened",
     "modsenc-fp32",
     "modsenc-fp32-live",
     "modsenc-bf16-live",
@@ -184,7 +186,7 @@ def _default_arms(args: argparse.Namespace, mode: str, lang: str, wanted: list[s
     from modsenc.encoder import ModularEncoder  # noqa: PLC0415
 
     arms: list[Arm] = []
-    if {"modsenc-default", "router-only"} & set(wanted):
+    if {"modsenc-default", "router-only", "router-only-unscreened"} & set(wanted):
         default = ModularEncoder.from_pretrained(args.zoo, languages=[args.lang])
         default.encode(["warm-up"], lang=args.lang, mode=mode)  # compiles the language, if openvino
         choice = f"runtime {default.runtime}, {default.precision}"
@@ -202,6 +204,18 @@ def _default_arms(args: argparse.Namespace, mode: str, lang: str, wanted: list[s
                     "router-only",
                     lambda texts: default.router.route(texts),
                     "the default encoder's router.route(texts) alone: what routing costs",
+                    vectors=False,
+                )
+            )
+        if "router-only-unscreened" in wanted:
+            unscreened = copy.copy(default.router)  # the same profiles, tables and gate
+            unscreened.screen_readings = False
+            arms.append(
+                Arm(
+                    "router-only-unscreened",
+                    lambda texts: unscreened.route(texts),
+                    "the same router reading every converted view in full (screen_readings=False): "
+                    "the same routes",
                     vectors=False,
                 )
             )

@@ -144,7 +144,9 @@ class LanguageRouter:
     docstring says when that reading wins). ``world`` are the ``known`` languages whose profiles
     are the small world ones (``modsenc.routing.background``): they judge text as written, and a
     converted reading, which asks only whether the text is the installed language in another
-    script, is scored without them (for half the cost of reading it).
+    script, is scored without them (for half the cost of reading it). With ``screen_readings`` a
+    converted view is read in full only if its language's profile alone explains it better than
+    the best profile explains the text as written, the one way it could win (``_may_win``).
     """
 
     def __init__(
@@ -160,6 +162,7 @@ class LanguageRouter:
         acceptance: Acceptor | None = None,
         readings: Sequence[ScriptReading] = (),
         world: Sequence[str] = (),
+        screen_readings: bool = True,
     ) -> None:
         if fallback not in languages:
             raise ValueError(f"fallback language {fallback!r} is not installed ({', '.join(languages)})")
@@ -179,6 +182,9 @@ class LanguageRouter:
         self.readings = [
             (script, lang, convert) for script, lang, convert in readings if lang in self.languages
         ]
+        # whether a converted view is first scored under its language alone (``_may_win``); off,
+        # every view is read in full, with the same routes (what bench/encode.py compares)
+        self.screen_readings = screen_readings
 
     def _judge(
         self, texts: list[str], codes: list[str | None], installed: set[str]
@@ -205,7 +211,7 @@ class LanguageRouter:
         text, which converts to ULY and back, none does (issue 48: routing's cost). The margin
         covers the last bits of a sum taken in another order; a detector without fits reads all."""
         fit_under = getattr(self.detector, "fit_under", None)
-        if fit_under is None or any(r.fit is None for r in written):
+        if not self.screen_readings or fit_under is None or any(r.fit is None for r in written):
             return [True] * len(views)
         fits = fit_under(views, lang, self._candidates(lang))
         return [float(f) > r.fit - FIT_MARGIN for f, r in zip(fits, written)]  # type: ignore[operator]
