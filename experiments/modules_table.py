@@ -74,8 +74,8 @@ def english_identical(backbone: Path, zoo: Path, sts: Path) -> bool:
     texts = sorted({r[2] for r in rows if r[0] == "en"} | {r[3] for r in rows if r[1] == "en"})[:200]
     # the torch runtime, as Backbone: the openvino graph differs from torch in the last bits
     # (5.6e-7 at most on these sentences, for the shipped zoo and e5 alike)
-    zoo = ModularEncoder.from_pretrained(str(zoo), dtype="fp32", runtime="torch")
-    zoo_vectors = zoo.encode(texts, lang="en")
+    encoder = ModularEncoder.from_pretrained(str(zoo), dtype="fp32", runtime="torch")
+    zoo_vectors = encoder.encode(texts, lang="en")
     plain = Backbone.from_pretrained(backbone).eval().encode(texts, batch_size=64)
     return bool(np.array_equal(np.asarray(zoo_vectors), np.asarray(plain)))
 
