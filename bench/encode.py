@@ -214,8 +214,7 @@ def _default_arms(args: argparse.Namespace, mode: str, lang: str, wanted: list[s
                 Arm(
                     "router-only-unscreened",
                     lambda texts: unscreened.route(texts),
-                    "the same router reading every converted view in full (screen_readings=False): "
-                    "the same routes",
+                    "the same router reading every converted view in full (screen_readings=False)",
                     vectors=False,
                 )
             )
