@@ -44,11 +44,11 @@ from modsenc.utils.errors import InputError
 # ``encode(lang=BACKBONE)``: the backbone alone, no modules (what text without a bundle gets)
 BACKBONE = "backbone"
 UNSURE_POLICIES = ("fallback", "best", "refuse")
+OTHER_POLICIES = ("backbone", "refuse", "best")
 # A converted reading is read in full when its fit under its language, scored alone, is above the
 # text as written's fit less this (log-likelihood per n-gram, about -3 to -12): the two tables sum
 # a text's n-grams in different orders, and may differ in the last bits
 FIT_MARGIN = 1e-9
-OTHER_POLICIES = ("backbone", "refuse", "best")
 
 
 @dataclass(frozen=True)
