@@ -22,11 +22,13 @@ languages that have none (what a zoo meets in the wild beyond the 17 shipped). S
   openvino runtimes, interleaved rounds, the median kept;
 - ``wide`` (needs ``--udhr``, unicode-org/udhr's ``data/udhr`` folder fetched outside the project):
   ``--zoo`` (default the shipped one) over every UDHR translation, per language and script
-  (``bench/router_wide.py``), written into its own block of ``--out``.
+  (``bench/router_wide.py``), written into its own block of ``--out``; with ``--data``, ``--ud``
+  (UD treebank clones) and ``--xwmt`` (X-WMT's news test folder), the same router on other domains.
 
     python -m bench.router --sections routing --unknown ky,ug,pt,pl --out docs/results/router.md
     python -m bench.router --sections routing,mining,cost --zoo runs/demo/zoo --out docs/results/router.md
-    python -m bench.router --sections wide --udhr /work/wide-data/udhr/data/udhr --out docs/results/router.md
+    python -m bench.router --sections wide --udhr /work/wide-data/udhr/data/udhr --ud /work/wide-data/ud \
+        --xwmt /work/wide-data/til-mt/xwmt/test --data ../shared/data --out docs/results/router.md
 """
 
 from __future__ import annotations
@@ -329,6 +331,10 @@ def _parser() -> argparse.ArgumentParser:
         "--ud", help="wide section: a folder of UD_* treebank clones, routed as another domain than UDHR's"
     )
     parser.add_argument(
+        "--xwmt",
+        help="wide section: X-WMT's test folder (turkic-interlingua/til-mt xwmt/test), routed as news",
+    )
+    parser.add_argument(
         "--background",
         help="wide section: a background profiles folder in place of the shipped one (to compare "
         "an earlier one: git show REV:modsenc/routing/background/profiles.json.gz, and manifest.json)",
@@ -413,7 +419,9 @@ def wide(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         parser.error("--sections wide needs --udhr")
     command = "python -m bench.router " + " ".join(sys.argv[1:])
     zoo = args.zoo or str(shipped_zoo())
-    text = "\n".join(router_wide.wide_lines(zoo, args.udhr, command, args.data, args.background, args.ud))
+    text = "\n".join(
+        router_wide.wide_lines(zoo, args.udhr, command, args.data, args.background, args.ud, args.xwmt)
+    )
     print(text)
     if args.out:
         replace_section(Path(args.out), router_wide.MARK_BEGIN, router_wide.MARK_END, text)

@@ -164,6 +164,43 @@ def treebank_lines(router, ud: str, min_words: int = 4) -> list[str]:
     return lines
 
 
+def xwmt_sentences(folder: str) -> dict[str, list[str]]:
+    """``{language: sentences}`` from X-WMT's test folder (``--xwmt``: turkic-interlingua/til-mt's
+    ``xwmt/test``, MIT, fetched outside the project): ``<pair>/<pair>.<language>`` files, one
+    sentence a line, the same news sentences (WMT's) in each pair a language is in, so each
+    language's lines are read once, in file order, without repeats."""
+    out: dict[str, dict[str, None]] = {}
+    for path in sorted(Path(folder).glob("*/*.*")):
+        lines = out.setdefault(path.suffix.lstrip("."), {})
+        lines.update(dict.fromkeys(t for t in path.read_text(encoding="utf-8").splitlines() if t.strip()))
+    return {lang: list(lines) for lang, lines in sorted(out.items())}
+
+
+def xwmt_lines(router, folder: str, min_words: int = 4) -> list[str]:
+    """The router on news (X-WMT, Turkic languages beside en and ru): an installed language's
+    share to its bundle; another language's share to a module bundle (Karakalpak and Bashkir have
+    no UDHR translation, so no world profile). The even-numbered lines only: the odd ones were
+    read to look at failures (2026-12-07)."""
+    modules = set(router.languages) - {"en"}
+    lines = [
+        "| language | installed | sentences (4+ words) | to its bundle | to a module bundle | "
+        "elsewhere, most often |",
+        "|---|---|---|---|---|---|",
+    ]
+    for lang, sentences in xwmt_sentences(folder).items():
+        texts = [s for i, s in enumerate(sentences) if i % 2 == 0 and len(s.split()) >= min_words]
+        bundles = [r.bundle for r in router.route(texts, raise_refused=False)]
+        installed = lang in router.languages
+        own = _pct(np.mean([b == lang for b in bundles])) if installed else "–"
+        module = _pct(np.mean([b in modules and b != lang for b in bundles]))
+        where = Counter(b or "backbone" for b in bundles if b != lang)
+        shown = ", ".join(f"{k} {v}" for k, v in where.most_common(3)) or "–"
+        lines.append(
+            f"| {lang} | {'yes' if installed else 'no'} | {len(texts)} | {own} | {module} | {shown} |"
+        )
+    return lines
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -200,8 +237,9 @@ def _summary(rows: list[dict], mine: list[dict], others: list[dict]) -> list[str
     ]
 
 
-def _other_domains(router, data: str | None, ud: str | None) -> list[str]:
-    """The dev sets' block (``data``) and the UD treebanks' block (``ud``), each when given."""
+def _other_domains(router, data: str | None, ud: str | None, xwmt: str | None = None) -> list[str]:
+    """The dev sets' block (``data``), the UD treebanks' (``ud``) and X-WMT's news (``xwmt``),
+    each when given."""
     return [
         *(
             [
@@ -226,6 +264,17 @@ def _other_domains(router, data: str | None, ud: str | None) -> list[str]:
             if ud
             else []
         ),
+        *(
+            [
+                "News, X-WMT (`--xwmt`: turkic-interlingua/til-mt's xwmt/test, MIT; the even-numbered "
+                "lines of each language; Karakalpak is in Cyrillic there):",
+                "",
+            ]
+            + xwmt_lines(router, xwmt)
+            + [""]
+            if xwmt
+            else []
+        ),
     ]
 
 
@@ -236,6 +285,7 @@ def wide_lines(
     data: str | None = None,
     background: str | None = None,
     ud: str | None = None,
+    xwmt: str | None = None,
 ) -> list[str]:
     # one router for every block (building it reads the world profiles: seconds)
     router = build_router(Zoo(zoo), None, None, 0.5, "fallback", background=background)
@@ -270,7 +320,7 @@ def wide_lines(
         *OTHER_HEADER,
         *(_other_row(named[k]) for k in NAMED if k in named),
         "",
-        *_other_domains(router, data, ud),
+        *_other_domains(router, data, ud, xwmt),
         "Every translation without a bundle, worst first:",
         "",
         *OTHER_HEADER,
