@@ -64,9 +64,17 @@ zoo: install
 # The router's background language profiles (package data), from ../shared/data's training files,
 # and its world profiles, from the odd-numbered articles of unicode-org/udhr's translations (fetched
 # outside the project: git clone https://github.com/unicode-org/udhr, then UDHR=udhr/data/udhr).
+# Karakalpak and Bashkir, which UDHR lacks: the odd-numbered lines of X-WMT's news test (MIT;
+# turkic-interlingua/til-mt's xwmt/test, fetched the same way); bench/router.py reports on the rest.
 UDHR ?= /work/wide-data/udhr/data/udhr
+XWMT ?= /work/wide-data/til-mt/xwmt/test
+XWMT_PROFILES ?= kaa ba
 background: install
-	$(BIN)/python -m modsenc.routing.background --data ../shared/data --udhr $(UDHR)
+	mkdir -p runs/background
+	$(BIN)/python -c 'import sys; from bench.router_wide import write_xwmt_profile_text as write; \
+		[write("$(XWMT)", lang, f"runs/background/{lang}.txt") for lang in sys.argv[1:]]' $(XWMT_PROFILES)
+	$(BIN)/python -m modsenc.routing.background --data ../shared/data --udhr $(UDHR) \
+		$(foreach lang,$(XWMT_PROFILES),--extra $(lang)=runs/background/$(lang).txt)
 
 lint: install
 	$(BIN)/ruff check modsenc tests bench experiments

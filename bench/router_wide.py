@@ -176,11 +176,23 @@ def xwmt_sentences(folder: str) -> dict[str, list[str]]:
     return {lang: list(lines) for lang, lines in sorted(out.items())}
 
 
+def write_xwmt_profile_text(folder: str, lang: str, output: str) -> int:
+    """Write ``lang``'s odd-numbered X-WMT lines, the half ``xwmt_lines`` does not report on, to
+    ``output`` (for ``modsenc.routing.background --extra``: Karakalpak's and Bashkir's world
+    profiles, which UDHR cannot give; ``make background``). Returns the number of lines."""
+    sentences = xwmt_sentences(folder).get(lang)
+    if not sentences:
+        raise ValueError(f"{folder}: no X-WMT file ends in .{lang}")
+    half = [s for i, s in enumerate(sentences) if i % 2 == 1]
+    Path(output).write_text("".join(f"{s}\n" for s in half), encoding="utf-8")
+    return len(half)
+
+
 def xwmt_lines(router, folder: str, min_words: int = 4) -> list[str]:
     """The router on news (X-WMT, Turkic languages beside en and ru): an installed language's
-    share to its bundle; another language's share to a module bundle (Karakalpak and Bashkir have
-    no UDHR translation, so no world profile). The even-numbered lines only: the odd ones were
-    read to look at failures (2026-12-07)."""
+    share to its bundle; another language's share to a module bundle. The even-numbered lines
+    only: the odd ones were read to look at failures (2026-12-07), and Karakalpak's and Bashkir's,
+    which have no UDHR translation, are their world profiles' text (``write_xwmt_profile_text``)."""
     modules = set(router.languages) - {"en"}
     lines = [
         "| language | installed | sentences (4+ words) | to its bundle | to a module bundle | "

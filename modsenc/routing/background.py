@@ -19,6 +19,11 @@ installed one (Talysh on az, Khakas on kk, Tajik on uz: issue 48). Each holds a 
 characters of one legal text, so they are small: they compete in the router but do not set the
 shared price of an unseen n-gram (``ScoringTable``), and a language that has a profile from the
 training files above keeps that one.
+
+A close relative of an installed language that UDHR lacks gets one the same way from a text file
+fetched outside the project (``--extra LANG=FILE``, one sentence a line; its name, line count and
+sha256 go into the manifest): Karakalpak, with no profile, sent 27% of X-WMT's news to the Kazakh
+bundle (docs/results/router.md).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import gzip
 import hashlib
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from modsenc.data.orthography import orthography_for
@@ -97,6 +103,26 @@ def _world_texts(udhr: str | Path) -> dict[str, tuple[list[str], list[str]]]:
     return {lang: kt for lang, kt in sorted(grouped.items()) if len(kt[1]) >= WORLD_MIN_SENTENCES}
 
 
+def _extra_texts(extra: Mapping[str, str | Path]) -> dict[str, tuple[list[str], list[str]]]:
+    """``{language: ([its file's name, lines, sha256], its lines)}`` of the ``--extra`` files, each
+    checked (a language code, a readable file, at least ``WORLD_MIN_SENTENCES`` lines) before any
+    profile is built."""
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for lang, path in extra.items():
+        if lang in SOURCES or not is_language_code(lang):
+            raise ValueError(f"--extra {lang}={path}: not a language code, or one the training files profile")
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"--extra {lang}={path}: no such file")
+        blob = Path(path).read_bytes()
+        texts = [line for _, line in iter_lines(Path(path), name=str(path)) if line.strip()]
+        if len(texts) < WORLD_MIN_SENTENCES:
+            raise ValueError(
+                f"--extra {lang}={path}: {len(texts)} lines, a profile needs {WORLD_MIN_SENTENCES}"
+            )
+        out[lang] = ([f"{Path(path).name}, {len(texts)} lines, sha256 {_sha256(blob)}"], texts)
+    return out
+
+
 def _profile_entry(profile: CharNgramProfile) -> dict:
     return {
         name: {
@@ -112,10 +138,15 @@ def _sha256(data: bytes) -> str:
 
 
 def build_background(
-    data: str | Path, udhr: str | Path | None, output: str | Path = BACKGROUND_DIR, top_k: int = TOP_K
+    data: str | Path,
+    udhr: str | Path | None,
+    output: str | Path = BACKGROUND_DIR,
+    top_k: int = TOP_K,
+    extra: Mapping[str, str | Path] | None = None,
 ) -> Path:
     """Build every language of ``SOURCES`` from ``data`` (the shared data folder), and the world
-    profiles from ``udhr`` (None: none), into ``output``."""
+    profiles from ``udhr`` (None: none) and ``extra`` (``{language: text file}``; a language UDHR
+    also has gets both texts), into ``output``."""
     data, output = Path(data), Path(output)
     missing = [
         str(data / name) for sources in SOURCES.values() for name, _ in sources if not (data / name).is_file()
@@ -123,6 +154,10 @@ def build_background(
     if missing:
         raise FileNotFoundError(f"background sources not found: {', '.join(sorted(set(missing)))}")
     world = _world_texts(udhr) if udhr is not None else {}  # read first: a bad folder fails fast
+    for lang, (keys, texts) in _extra_texts(extra or {}).items():
+        world.setdefault(lang, ([], []))
+        world[lang][0].extend(keys)
+        world[lang][1].extend(texts)
     profiles, counts = {}, {}
     for lang in SOURCES:
         texts = _texts(data, lang)
@@ -151,7 +186,8 @@ def build_background(
             "sources": {
                 lang: [f"{name}:{column or 'lines'}" for name, column in src] for lang, src in SOURCES.items()
             },
-            # the world profiles: each language's UDHR translations (their keys), profile part only
+            # the world profiles: each language's UDHR translations (their keys; profile part only)
+            # and --extra files (name, lines, sha256)
             "world": {lang: keys for lang, (keys, _) in world.items()},
             "world_part": WORLD_PART,
         },
@@ -160,7 +196,8 @@ def build_background(
 
 
 def world_languages(folder: str | Path = BACKGROUND_DIR) -> frozenset[str]:
-    """The languages whose background profile is a world profile (from UDHR), by the manifest
+    """The languages whose background profile is a world profile (from UDHR or an ``--extra``
+    file), by the manifest
     ``load_background`` checks the profiles against (none when it lists none)."""
     return _world_languages(str(Path(folder).resolve()))
 
@@ -220,10 +257,21 @@ def main(argv: list[str] | None = None) -> None:
         "world profiles are built from its odd-numbered articles",
     )
     world.add_argument("--no-world", action="store_true", help="build no world profiles")
+    parser.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        metavar="LANG=FILE",
+        help="a world profile for LANG from FILE (one sentence a line), for a language UDHR lacks "
+        "(repeatable)",
+    )
     parser.add_argument("--output", default=str(BACKGROUND_DIR))
     parser.add_argument("--top-k", type=int, default=TOP_K)
     args = parser.parse_args(argv)
-    path = build_background(args.data, None if args.no_world else args.udhr, args.output, args.top_k)
+    extra = dict(item.split("=", 1) for item in args.extra if "=" in item)
+    if len(extra) != len(args.extra):
+        parser.error("--extra takes LANG=FILE")
+    path = build_background(args.data, None if args.no_world else args.udhr, args.output, args.top_k, extra)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
 
 

@@ -4,6 +4,7 @@ language's modules (issue 34). Sentences are hand-written for these tests (not i
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -17,6 +18,7 @@ from modsenc.routing.background import (
     MANIFEST_FILE,
     PROFILES_FILE,
     SOURCES,
+    _extra_texts,
     load_background,
     world_languages,
 )
@@ -55,7 +57,8 @@ def test_background_profiles_cover_their_sources_and_are_verified(tmp_path) -> N
     assert not world & set(SOURCES)  # a language with training text keeps that profile
     assert sorted(profiles) == sorted(set(SOURCES) | world)
     # the close neighbours of the shipped languages that had no profile before (issue 48)
-    assert {"tg", "tt", "crh", "tk", "tly", "kjh", "gag"} <= world  # (UDHR has no ba, kaa, azb)
+    assert {"tg", "tt", "crh", "tk", "tly", "kjh", "gag"} <= world
+    assert {"ba", "kaa"} <= world  # UDHR has neither: X-WMT's news (make background's --extra)
     assert sorted(profiles["uz"].scripts) == ["Cyrillic", "Latin"]  # Uzbek in both scripts
     assert sorted(profiles["tk"].scripts) == ["Cyrillic", "Latin"]  # Turkmen's two translations
     assert all(not p.sample for p in profiles.values())  # no sentence of the sources is shipped
@@ -69,6 +72,23 @@ def test_background_profiles_cover_their_sources_and_are_verified(tmp_path) -> N
     (copy / MANIFEST_FILE).unlink()
     with pytest.raises(ValueError, match="unreadable"):
         load_background(copy)
+
+
+def test_extra_world_profile_files_are_checked_before_anything_is_built(tmp_path) -> None:
+    """``--extra LANG=FILE``: a language code the training files do not profile, a file, at least
+    ten non-empty lines; what the manifest records (name, lines, sha256) is the file's."""
+    text = tmp_path / "kaa.txt"
+    text.write_text("".join(f"Бул {i}-гәп.\n" for i in range(12)) + "\n", encoding="utf-8")
+    keys, texts = _extra_texts({"kaa": text})["kaa"]
+    digest = hashlib.sha256(text.read_bytes()).hexdigest()
+    assert keys == [f"kaa.txt, 12 lines, sha256 {digest}"] and texts[0] == "Бул 0-гәп."
+    with pytest.raises(ValueError, match="--extra kk=.*one the training files profile"):
+        _extra_texts({"kk": text})
+    with pytest.raises(FileNotFoundError, match="--extra ba=.*missing.txt: no such file"):
+        _extra_texts({"ba": tmp_path / "missing.txt"})
+    (tmp_path / "short.txt").write_text("Бир.\nЕки.\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="2 lines, a profile needs 10"):
+        _extra_texts({"ba": tmp_path / "short.txt"})
 
 
 def test_two_language_zoo_sends_other_languages_to_the_backbone(encoder) -> None:
