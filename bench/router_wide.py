@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 from modsenc.data.udhr import REPORT_PART, read_udhr
-from modsenc.encoder.loading import build_router
 from modsenc.modules.bundle import Zoo
 
 MARK_BEGIN = "<!-- wide router tables: written by bench/router.py --sections wide -->"
@@ -183,6 +182,8 @@ def write_xwmt_profile_text(folder: str, lang: str, output: str) -> int:
     sentences = xwmt_sentences(folder).get(lang)
     if not sentences:
         raise ValueError(f"{folder}: no X-WMT file ends in .{lang}")
+    # positions 1, 3, 5, ... of the language's lines without repeats (xwmt_sentences), as
+    # xwmt_lines reports on positions 0, 2, 4, ...
     half = [s for i, s in enumerate(sentences) if i % 2 == 1]
     Path(output).write_text("".join(f"{s}\n" for s in half), encoding="utf-8")
     return len(half)
@@ -201,6 +202,8 @@ def xwmt_lines(router, folder: str, min_words: int = 4) -> list[str]:
     ]
     for lang, sentences in xwmt_sentences(folder).items():
         texts = [s for i, s in enumerate(sentences) if i % 2 == 0 and len(s.split()) >= min_words]
+        if not texts:
+            continue
         bundles = [r.bundle for r in router.route(texts, raise_refused=False)]
         installed = lang in router.languages
         own = _pct(np.mean([b == lang for b in bundles])) if installed else "–"
@@ -299,7 +302,10 @@ def wide_lines(
     ud: str | None = None,
     xwmt: str | None = None,
 ) -> list[str]:
-    # one router for every block (building it reads the world profiles: seconds)
+    # one router for every block (building it reads the world profiles: seconds); imported here so
+    # that make background's use of write_xwmt_profile_text loads no model code
+    from modsenc.encoder.loading import build_router  # noqa: PLC0415
+
     router = build_router(Zoo(zoo), None, None, 0.5, "fallback", background=background)
     rows = wide_rows(router, udhr)
     mine = sorted((r for r in rows if r["own"]), key=lambda r: r["key"])

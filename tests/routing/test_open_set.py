@@ -82,8 +82,10 @@ def test_extra_world_profile_files_are_checked_before_anything_is_built(tmp_path
     keys, texts = _extra_texts({"kaa": text})["kaa"]
     digest = hashlib.sha256(text.read_bytes()).hexdigest()
     assert keys == [f"kaa.txt, 12 lines, sha256 {digest}"] and texts[0] == "Бул 0-гәп."
-    with pytest.raises(ValueError, match="--extra kk=.*one the training files profile"):
+    with pytest.raises(ValueError, match="--extra kk=.*kk already has a profile from the training files"):
         _extra_texts({"kk": text})
+    with pytest.raises(ValueError, match="'k1' is not a language code"):
+        _extra_texts({"k1": text})
     with pytest.raises(FileNotFoundError, match="--extra ba=.*missing.txt: no such file"):
         _extra_texts({"ba": tmp_path / "missing.txt"})
     (tmp_path / "short.txt").write_text("Бир.\nЕки.\n", encoding="utf-8")
