@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from modsenc.data.scripts import detect_script
@@ -210,14 +211,18 @@ class Orthography:
     def written_in(self, script: str, text: str) -> str | None:
         """``text`` (in the script the bundle is trained on) written in ``script``, one of the
         scripts ``normalize`` converts, when the inverse conversion is known (else None)."""
-        name = self.transliterate.get(script)
-        reverse = _TRANSLITERATORS.get(f"{name}-reverse") if name else None
+        reverse = self._reverse(script)
         return reverse(text) if reverse is not None else None
+
+    def _reverse(self, script: str) -> Callable[[str], str] | None:
+        """The inverse of ``normalize``'s conversion of ``script`` (None: none, or none known)."""
+        name = self.transliterate.get(script)
+        return _TRANSLITERATORS.get(f"{name}-reverse") if name else None
 
     def script_variants(self, text: str) -> list[str]:
         """``text`` in every declared script (for the router's language profile)."""
         variants = [text]
-        reverse = _TRANSLITERATORS.get(self.transliterate.get("Cyrl", "") + "-reverse")
+        reverse = self._reverse("Cyrl")
         if reverse is not None and not any("\u0400" <= ch <= "\u04ff" for ch in text):
             variants.append(reverse(self.normalize(text)))
         return variants
