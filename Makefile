@@ -66,15 +66,23 @@ zoo: install
 # outside the project: git clone https://github.com/unicode-org/udhr, then UDHR=udhr/data/udhr).
 # Karakalpak and Bashkir, which UDHR lacks: the odd-numbered lines of X-WMT's news test (MIT;
 # turkic-interlingua/til-mt's xwmt/test, fetched the same way); bench/router.py reports on the rest.
+# Software messages for about two hundred of them, UDHR's languages included: the odd-numbered lines
+# of translatewiki.net's translations in MediaWiki extensions' i18n/*.json (GPL-2.0-or-later; their
+# checkouts in TRANSLATEWIKI, fetched the same way: git clone https://github.com/wikimedia/VisualEditor
+# and the mediawiki-extensions-* listed in docs/results/router.md); only n-gram statistics are kept.
 UDHR ?= /work/wide-data/udhr/data/udhr
 XWMT ?= /work/wide-data/til-mt/xwmt/test
 XWMT_PROFILES ?= kaa ba
+TRANSLATEWIKI ?= $(sort $(wildcard /work/wide-data/translatewiki/repos/*/))
 background: install
-	mkdir -p runs/background
+	rm -rf runs/background/translatewiki && mkdir -p runs/background/translatewiki
 	$(BIN)/python -c 'import sys; from bench.router_wide import write_xwmt_profile_text as write; \
 		[write("$(XWMT)", lang, f"runs/background/{lang}.txt") for lang in sys.argv[1:]]' $(XWMT_PROFILES)
+	$(BIN)/python -c 'import sys; from bench.router_wide import write_translatewiki_profile_text as write; \
+		print(len(write(sys.argv[1:], "runs/background/translatewiki")), "languages")' $(TRANSLATEWIKI)
 	$(BIN)/python -m modsenc.routing.background --data ../shared/data --udhr $(UDHR) \
-		$(foreach lang,$(XWMT_PROFILES),--extra $(lang)=runs/background/$(lang).txt)
+		$(foreach lang,$(XWMT_PROFILES),--extra $(lang)=runs/background/$(lang).txt) \
+		--extra-dir runs/background/translatewiki
 
 lint: install
 	$(BIN)/ruff check modsenc tests bench experiments

@@ -335,6 +335,13 @@ def _parser() -> argparse.ArgumentParser:
         help="wide section: X-WMT's test folder (turkic-interlingua/til-mt xwmt/test), routed as news",
     )
     parser.add_argument(
+        "--translatewiki",
+        nargs="+",
+        metavar="FOLDER",
+        help="wide section: checkouts of MediaWiki extensions (their i18n/*.json), routed as software "
+        "messages",
+    )
+    parser.add_argument(
         "--background",
         help="wide section: a background profiles folder in place of the shipped one (to compare "
         "an earlier one: git show REV:modsenc/routing/background/profiles.json.gz, and manifest.json)",
@@ -420,7 +427,9 @@ def wide(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     command = "python -m bench.router " + " ".join(sys.argv[1:])
     zoo = args.zoo or str(shipped_zoo())
     text = "\n".join(
-        router_wide.wide_lines(zoo, args.udhr, command, args.data, args.background, args.ud, args.xwmt)
+        router_wide.wide_lines(
+            zoo, args.udhr, command, args.data, args.background, args.ud, args.xwmt, args.translatewiki
+        )
     )
     print(text)
     if args.out:

@@ -216,6 +216,122 @@ def xwmt_lines(router, folder: str, min_words: int = 4) -> list[str]:
     return lines
 
 
+# translatewiki codes of the languages issue 48 names, always listed
+NAMED_CODES = ("tg-cyrl", "tg-latn", "tt-cyrl", "ba", "crh-latn", "tk", "azb", "kaa", "fa", "tly", "krc")
+# lid.176's probability from which a line of another language's translatewiki file is taken for
+# left-over English (the source language there) and kept out of its world profile: chosen on a
+# selection split of the profile part (docs/results/router.md, "Software messages")
+ENGLISH_RESIDUE = 0.5
+
+
+def _translatewiki_language(code: str) -> str:
+    """The profile a translatewiki code feeds: its language, variants merged (tg-cyrl, tg-latn: tg)."""
+    return code.split("-")[0]
+
+
+def _handled_scripts(lang: str) -> set[str]:
+    """The scripts (ISO 15924) a training-file language is read in: its shipped background
+    profile's and the ones its orthography converts (Uyghur's Arabic and Latin)."""
+    from modsenc.data.orthography import orthography_for  # noqa: PLC0415
+    from modsenc.data.scripts import script_code  # noqa: PLC0415
+    from modsenc.routing.background import load_background  # noqa: PLC0415
+
+    return set(orthography_for(lang).scripts) | {
+        script_code(label) for label in load_background()[lang].scripts
+    }
+
+
+def write_translatewiki_profile_text(folders: list[str], output: str) -> dict[str, int]:
+    """Write each language's profile-part translatewiki lines (``modsenc.data.translatewiki``: the
+    odd-numbered ones; variants of one language merged) to ``output``/LANG.txt, for ``modsenc.routing.
+    background --extra-dir``: languages with a training-file profile (``SOURCES``) are skipped, and
+    so are lines lid.176 calls English at ``ENGLISH_RESIDUE`` or more (translatewiki's source
+    language: fragments left untranslated, and near-English varieties' English-like lines, which
+    else teach Scots' profile English). Returns ``{language: lines}`` of the files written (10+)."""
+    from modsenc.data.readers import is_language_code  # noqa: PLC0415
+    from modsenc.data.scripts import NO_SCRIPT, detect_script  # noqa: PLC0415
+    from modsenc.data.translatewiki import PROFILE_PART, part, read_translatewiki  # noqa: PLC0415
+    from modsenc.routing.background import SOURCES, WORLD_MIN_SENTENCES  # noqa: PLC0415
+    from modsenc.routing.gate import LanguageIdGate  # noqa: PLC0415
+
+    merged: dict[str, list[str]] = {}
+    for code, sentences in read_translatewiki(folders).items():
+        lang = _translatewiki_language(code)
+        if not is_language_code(lang):
+            continue
+        if lang not in SOURCES:
+            merged.setdefault(lang, []).extend(part(sentences, PROFILE_PART))
+            continue
+        # a language with a training-file profile keeps it; its lines in a script that neither that
+        # profile nor its orthography reads make a profile of their own, named LANG-Script (Kazakh
+        # in Arabic letters, which else reads as Uyghur: "kk-Arab", routed to the backbone)
+        handled = _handled_scripts(lang)
+        for line in part(sentences, PROFILE_PART):
+            script = detect_script([line])
+            if script not in handled and script != NO_SCRIPT:
+                merged.setdefault(f"{lang}-{script}", []).append(line)
+    gate, written = LanguageIdGate(), {}
+    Path(output).mkdir(parents=True, exist_ok=True)
+    for lang, lines in sorted(merged.items()):
+        kept = [
+            line
+            for line, top in zip(lines, gate.predict(lines))
+            if not (top and top[0][0] == "en" and top[0][1] >= ENGLISH_RESIDUE)
+        ]
+        if len(kept) >= WORLD_MIN_SENTENCES:
+            Path(output, f"{lang}.txt").write_text("".join(f"{t}\n" for t in kept), encoding="utf-8")
+            written[lang] = len(kept)
+    return written
+
+
+def translatewiki_lines(router, folders: list[str], min_lines: int = 20) -> list[str]:
+    """The router on software messages (``--translatewiki``: checkouts of MediaWiki extensions,
+    ``modsenc.data.translatewiki``), the report part (even-numbered lines) of every code with
+    ``min_lines`` or more: an installed language's share to its bundle, per code (kk-latn, kk-arab,
+    ug-arab); another's share to a module bundle."""
+    from modsenc.data.translatewiki import REPORT_PART, part, read_translatewiki  # noqa: PLC0415
+
+    modules = set(router.languages) - {"en"}
+    rows = []
+    for code, sentences in read_translatewiki(folders).items():
+        texts = part(sentences, REPORT_PART)
+        if len(texts) < min_lines:
+            continue
+        lang = _translatewiki_language(code)
+        own = lang if lang in router.languages else None
+        bundles = [r.bundle for r in router.route(texts, raise_refused=False)]
+        where = Counter(b or "backbone" for b in bundles if b != own)
+        rows.append(
+            {
+                "code": code,
+                "own": own,
+                "n": len(texts),
+                "right": np.mean([b == own for b in bundles]) if own else None,
+                "module": np.mean([b in modules and b != own for b in bundles]),
+                "where": ", ".join(f"{k} {v}" for k, v in where.most_common(3)) or "–",
+            }
+        )
+    others = [r for r in rows if r["own"] is None]
+    shares = np.array([r["module"] for r in others])
+    lines = [
+        f"Without a bundle: {len(others)} codes, {sum(r['n'] for r in others)} sentences; to a module "
+        f"bundle max {_pct(shares.max())}, mean {_pct(shares.mean())}, {int((shares > 0.01).sum())} over "
+        "1% (listed, with the languages the issue names), the rest at most 1%.",
+        "",
+        "| code | installed | sentences (4+ words) | to its bundle | to a module bundle | "
+        "elsewhere, most often |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in sorted(rows, key=lambda r: (r["own"] is None, -r["module"], r["code"])):
+        if r["own"] is None and r["module"] <= 0.01 and r["code"] not in NAMED_CODES:
+            continue
+        own = _pct(r["right"]) if r["own"] else "–"
+        lines.append(
+            f"| {r['code']} | {r['own'] or 'no'} | {r['n']} | {own} | {_pct(r['module'])} | {r['where']} |"
+        )
+    return lines
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -252,9 +368,11 @@ def _summary(rows: list[dict], mine: list[dict], others: list[dict]) -> list[str
     ]
 
 
-def _other_domains(router, data: str | None, ud: str | None, xwmt: str | None = None) -> list[str]:
-    """The dev sets' block (``data``), the UD treebanks' (``ud``) and X-WMT's news (``xwmt``),
-    each when given."""
+def _other_domains(
+    router, data: str | None, ud: str | None, xwmt: str | None = None, translatewiki: list[str] | None = None
+) -> list[str]:
+    """The dev sets' block (``data``), the UD treebanks' (``ud``), X-WMT's news (``xwmt``) and
+    translatewiki's software messages (``translatewiki``), each when given."""
     return [
         *(
             [
@@ -290,6 +408,18 @@ def _other_domains(router, data: str | None, ud: str | None, xwmt: str | None = 
             if xwmt
             else []
         ),
+        *(
+            [
+                "Software messages, translatewiki.net's translations in MediaWiki extensions "
+                "(`--translatewiki`: their i18n/*.json; the even-numbered lines of each code, 4+ words; "
+                "the odd-numbered ones are world profile text):",
+                "",
+            ]
+            + translatewiki_lines(router, translatewiki)
+            + [""]
+            if translatewiki
+            else []
+        ),
     ]
 
 
@@ -301,6 +431,7 @@ def wide_lines(
     background: str | None = None,
     ud: str | None = None,
     xwmt: str | None = None,
+    translatewiki: list[str] | None = None,
 ) -> list[str]:
     # one router for every block (building it reads the world profiles: seconds); imported here so
     # that make background's use of write_xwmt_profile_text loads no model code
@@ -338,7 +469,7 @@ def wide_lines(
         *OTHER_HEADER,
         *(_other_row(named[k]) for k in NAMED if k in named),
         "",
-        *_other_domains(router, data, ud, xwmt),
+        *_other_domains(router, data, ud, xwmt, translatewiki),
         "Every translation without a bundle, worst first:",
         "",
         *OTHER_HEADER,

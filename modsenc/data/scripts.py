@@ -64,3 +64,11 @@ def letter_script(ch: str) -> str | None:
 def script_label(code: str) -> str:
     """The name a language profile keys the sub-profile of script ``code`` by ("Latn" -> "Latin")."""
     return _LABELS.get(code, code)
+
+
+def script_code(label: str) -> str:
+    """The ISO 15924 code of a profile's sub-profile key (``script_label``'s inverse: "Latin" -> "Latn")."""
+    return _CODES_OF_LABELS.get(label, label)
+
+
+_CODES_OF_LABELS = {label: code for code, label in _LABELS.items()}

@@ -26,6 +26,13 @@ sha256 go into the manifest): Karakalpak, with no profile, sent 27% of X-WMT's n
 bundle (docs/results/router.md). Such a file may hold far more text than a UDHR translation
 (Bashkir's: 499 news sentences, against Tatar's 50 UDHR ones), and a larger profile wins more of
 a close neighbour's text: some Tatar is now named Bashkir (still routed to the backbone).
+
+``--extra-dir DIR`` adds a folder of such files, one per language, to whatever text the language
+has: translatewiki's software messages (``bench.router_wide.write_translatewiki_profile_text``)
+give about 240 languages a second domain beside UDHR's one legal text, whose profiles alone let
+39% of Talysh software messages reach the az bundle (docs/results/router.md, "Software
+messages"); and a script a training-file language is not read in gets a profile named for both
+(``kk-Arab``: Kazakh in Arabic letters, which Uyghur's Arabic reading otherwise took).
 """
 
 from __future__ import annotations
@@ -36,11 +43,12 @@ import gzip
 import hashlib
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from modsenc.data.orthography import orthography_for
 from modsenc.data.readers import is_language_code, iter_lines
+from modsenc.data.scripts import detect_script, script_label
 from modsenc.data.specs import load_parallel
 from modsenc.data.udhr import PROFILE_PART, read_udhr
 from modsenc.routing.langid import CharNgramProfile, build_profile
@@ -89,22 +97,24 @@ def _texts(data: Path, lang: str) -> list[str]:
 WORLD_MIN_SENTENCES = 10
 WORLD_PART = (
     "unicode-org/udhr data/udhr, odd-numbered articles (modsenc.data.udhr.PROFILE_PART); "
-    "--extra files as listed"
+    "--extra and --extra-dir files as listed"
 )
 
 
-def _world_texts(udhr: str | Path) -> dict[str, tuple[list[str], list[str]]]:
-    """``{language: (its UDHR keys, the profile part of their sentences)}`` for every language of
-    the UDHR folder that ``SOURCES`` lacks; translations of one language (Turkmen in Latin and in
-    Cyrillic, Farsi and Dari) make one profile, a sub-profile per script."""
-    grouped: dict[str, tuple[list[str], list[str]]] = {}
+def _world_texts(udhr: str | Path) -> dict[str, tuple[list[str], list[str], list[list[str]]]]:
+    """``{language: (its UDHR keys, the profile part of their sentences, those sentences per
+    translation)}`` for every language of the UDHR folder that ``SOURCES`` lacks; translations of
+    one language (Turkmen in Latin and in Cyrillic, Farsi and Dari) make one profile, a
+    sub-profile per script."""
+    grouped: dict[str, tuple[list[str], list[str], list[list[str]]]] = {}
     for key, translation in read_udhr(udhr).items():
         lang = translation.language
         if lang in SOURCES or not is_language_code(lang):
             continue
-        keys, texts = grouped.setdefault(lang, ([], []))
+        keys, texts, groups = grouped.setdefault(lang, ([], [], []))
         keys.append(key)
-        texts.extend(translation.part(PROFILE_PART))
+        groups.append(translation.part(PROFILE_PART))
+        texts.extend(groups[-1])
     return {lang: kt for lang, kt in sorted(grouped.items()) if len(kt[1]) >= WORLD_MIN_SENTENCES}
 
 
@@ -130,6 +140,20 @@ def _extra_texts(extra: Mapping[str, str | Path]) -> dict[str, tuple[list[str], 
     return out
 
 
+def _folder_files(folder: str | Path) -> dict[str, Path]:
+    """``{language: file}`` of a folder of ``LANG.txt`` files (``--extra-dir``), checked as ``--extra``
+    files are; anything else in it is an error, named."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"--extra-dir {folder}: no such folder")
+    files = {}
+    for path in sorted(folder.iterdir()):
+        if path.suffix != ".txt" or not is_language_code(path.stem):
+            raise ValueError(f"--extra-dir {folder}: {path.name} is not LANG.txt with a language code")
+        files[path.stem] = path
+    return files
+
+
 def _profile_entry(profile: CharNgramProfile) -> dict:
     return {
         name: {
@@ -144,28 +168,40 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _world_sources(
+    udhr: str | Path | None, extra: Mapping[str, str | Path], extra_dirs: Sequence[str | Path]
+) -> dict[str, tuple[list[str], list[str], list[list[str]]]]:
+    """``{language: (its sources' names, all its text, its text per source)}`` of the world
+    profiles, sorted (the manifest's bytes do not depend on the arguments' order)."""
+    world = _world_texts(udhr) if udhr is not None else {}
+    sources = [_extra_texts(extra)] + [_extra_texts(_folder_files(folder)) for folder in extra_dirs]
+    for lang, (keys, texts) in (item for source in sources for item in source.items()):
+        names, all_text, groups = world.setdefault(lang, ([], [], []))
+        names.extend(keys)
+        all_text.extend(texts)
+        groups.append(texts)
+    return dict(sorted(world.items()))
+
+
 def build_background(
     data: str | Path,
     udhr: str | Path | None,
     output: str | Path = BACKGROUND_DIR,
     top_k: int = TOP_K,
     extra: Mapping[str, str | Path] | None = None,
+    extra_dirs: Sequence[str | Path] = (),
 ) -> Path:
     """Build every language of ``SOURCES`` from ``data`` (the shared data folder), and the world
-    profiles from ``udhr`` (None: none) and ``extra`` (``{language: text file}``; a language UDHR
-    also has gets both texts), into ``output``."""
+    profiles from ``udhr`` (None: none), ``extra`` (``{language: text file}``) and ``extra_dirs``
+    (folders of ``LANG.txt`` files), into ``output``: a language with text from several of them
+    gets all of it, one profile."""
     data, output = Path(data), Path(output)
     missing = [
         str(data / name) for sources in SOURCES.values() for name, _ in sources if not (data / name).is_file()
     ]
     if missing:
         raise FileNotFoundError(f"background sources not found: {', '.join(sorted(set(missing)))}")
-    world = _world_texts(udhr) if udhr is not None else {}  # read first: a bad folder fails fast
-    for lang, (keys, texts) in _extra_texts(extra or {}).items():
-        world.setdefault(lang, ([], []))
-        world[lang][0].extend(keys)
-        world[lang][1].extend(texts)
-    world = dict(sorted(world.items()))  # the manifest's bytes do not depend on the arguments' order
+    world = _world_sources(udhr, extra or {}, extra_dirs)  # read first: a bad file fails fast
     profiles, counts = {}, {}
     for lang in SOURCES:
         texts = _texts(data, lang)
@@ -175,8 +211,13 @@ def build_background(
         )
         profiles[lang] = _profile_entry(profile)
         counts[lang] = len(texts)
-    for lang, (_, texts) in world.items():
-        profiles[lang] = _profile_entry(build_profile(lang, texts, sample_size=0, top_k=top_k))
+    for lang, (_, texts, groups) in world.items():
+        # each source's own script stays, whatever its share: Turkmen's Cyrillic UDHR translation
+        # beside much Latin software text (the share rule is for stray lines in one file)
+        keep = {script_label(detect_script(group)) for group in groups}
+        profiles[lang] = _profile_entry(
+            build_profile(lang, texts, sample_size=0, top_k=top_k, keep_scripts=keep)
+        )
         counts[lang] = len(texts)
     payload = json.dumps({"format": FORMAT, "profiles": profiles}, ensure_ascii=False, sort_keys=True)
     blob = gzip.compress(payload.encode("utf-8"), mtime=0)
@@ -196,7 +237,7 @@ def build_background(
             },
             # the world profiles: each language's UDHR translations (their keys; profile part only)
             # and --extra files (name, lines, sha256)
-            "world": {lang: keys for lang, (keys, _) in world.items()},
+            "world": {lang: keys for lang, (keys, _, _) in world.items()},
             "world_part": WORLD_PART,
         },
     )
@@ -270,8 +311,16 @@ def main(argv: list[str] | None = None) -> None:
         action="append",
         default=[],
         metavar="LANG=FILE",
-        help="a world profile for LANG from FILE (one sentence a line), for a language UDHR lacks "
-        "(repeatable)",
+        help="world profile text for LANG from FILE (one sentence a line), for a language UDHR lacks "
+        "or beside UDHR's (repeatable)",
+    )
+    parser.add_argument(
+        "--extra-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="world profile text for many languages: DIR's LANG.txt files (one sentence a line), "
+        "added to UDHR's and --extra's text for the same language (repeatable)",
     )
     parser.add_argument("--output", default=str(BACKGROUND_DIR))
     parser.add_argument("--top-k", type=int, default=TOP_K)
@@ -284,7 +333,9 @@ def main(argv: list[str] | None = None) -> None:
         if lang in extra:
             parser.error(f"--extra {lang} given twice")
         extra[lang] = file
-    path = build_background(args.data, None if args.no_world else args.udhr, args.output, args.top_k, extra)
+    path = build_background(
+        args.data, None if args.no_world else args.udhr, args.output, args.top_k, extra, args.extra_dir
+    )
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
 
 

@@ -194,9 +194,12 @@ def build_profile(
     max_sentences: int = 200_000,
     min_script_share: float = 0.2,
     top_k: int = 150000,
+    keep_scripts: Iterable[str] = (),
 ) -> CharNgramProfile:
     """``lang``'s profile from all of its text, each sentence also in the other scripts
-    ``variants`` gives (Uzbek: its Cyrillic transliteration), one sub-profile per script.
+    ``variants`` gives (Uzbek: its Cyrillic transliteration), one sub-profile per script: every
+    script with ``min_script_share`` of the text, and the ``keep_scripts`` (labels, "Cyrillic")
+    whatever their share (a world profile's UDHR translation in Cyrillic beside much Latin text).
 
     ``sample_size`` distinct sentences, chosen by a hash of their text (stable across runs), are
     left out of the counts and kept, in every script, for the router's calibration.
@@ -213,7 +216,8 @@ def build_profile(
     # data would make a sub-profile so small that its unseen n-grams cost little, and it would
     # then claim every Latin sentence of every language.
     total = sum(len(group) for group in by_script.values())
-    by_script = {k: v for k, v in by_script.items() if len(v) >= min_script_share * total}
+    keep = set(keep_scripts)
+    by_script = {k: v for k, v in by_script.items() if k in keep or len(v) >= min_script_share * total}
     sample = [v for text in held for v in variants(text) if script_label(detect_script([v])) in by_script]
     return CharNgramProfile.build(lang, by_script, top_k=top_k, sample=sample)
 

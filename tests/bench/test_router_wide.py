@@ -24,3 +24,33 @@ def test_treebank_sentences_reads_text_lines_and_the_file_prefix_language(tmp_pa
     assert treebank_sentences(str(tmp_path)) == {
         "Kyrgyz-KTMU": ("ky", ["Менин машинам бар.", "Сенин балдарын мектепке кетишти.", "Бул китеп."])
     }
+
+
+def test_translatewiki_profile_text_is_the_odd_lines_without_english_residue(tmp_path):
+    """make background's world profile text from translatewiki: the odd-numbered lines of each
+    language, variants merged, English left-overs out; a training-file language only in a script
+    it is not read in (Kazakh in Arabic letters: ``kk-Arab``); Cyrillic Kazakh, which its own
+    profile reads, gives none."""
+    import json
+
+    from bench.router_wide import write_translatewiki_profile_text
+
+    i18n = tmp_path / "Ext" / "i18n"
+    i18n.mkdir(parents=True)
+    tatar = [f"Бу {i} нче җөмлә монда язылган иде" for i in range(23)]
+    tatar[1] = "Save this page and close the window now"  # odd: profile text, but English
+    messages = {
+        "tt-cyrl": tatar,
+        "kk-arab": [f"بۇل {i} سويلەم مۇندا جازىلعان ەدى" for i in range(20)],
+        "kk-cyrl": [f"Бұл {i} сөйлем мұнда жазылған еді" for i in range(20)],
+    }
+    english = {f"m{i}": f"Message number {i} of this extension" for i in range(23)}
+    (i18n / "en.json").write_text(json.dumps(english), encoding="utf-8")
+    for code, lines in messages.items():
+        body = {f"m{i}": line for i, line in enumerate(lines)}
+        (i18n / f"{code}.json").write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "out"
+    assert write_translatewiki_profile_text([str(tmp_path / "Ext")], str(out)) == {"kk-Arab": 10, "tt": 10}
+    written = (out / "tt.txt").read_text(encoding="utf-8").splitlines()
+    assert written == [tatar[i] for i in range(3, 23, 2)]  # line 1 was English
+    assert sorted(p.name for p in out.iterdir()) == ["kk-Arab.txt", "tt.txt"]
