@@ -66,7 +66,7 @@ zoo: install
 # outside the project: git clone https://github.com/unicode-org/udhr, then UDHR=udhr/data/udhr).
 # Karakalpak and Bashkir, which UDHR lacks: the odd-numbered lines of X-WMT's news test (MIT;
 # turkic-interlingua/til-mt's xwmt/test, fetched the same way); bench/router.py reports on the rest.
-# Software messages for about two hundred of them, UDHR's languages included: the odd-numbered lines
+# Software messages for about 240 of them, UDHR's languages included: the odd-numbered lines
 # of translatewiki.net's translations in MediaWiki extensions' i18n/*.json (GPL-2.0-or-later; their
 # checkouts in TRANSLATEWIKI, fetched the same way: git clone https://github.com/wikimedia/VisualEditor
 # and the mediawiki-extensions-* listed in docs/results/router.md); only n-gram statistics are kept.

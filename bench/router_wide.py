@@ -224,52 +224,69 @@ NAMED_CODES = ("tg-cyrl", "tg-latn", "tt-cyrl", "ba", "crh-latn", "tk", "azb", "
 ENGLISH_RESIDUE = 0.5
 
 
-def _translatewiki_language(code: str) -> str:
-    """The profile a translatewiki code feeds: its language, variants merged (tg-cyrl, tg-latn: tg)."""
-    return code.split("-")[0]
+def _translatewiki_language(code: str) -> str | None:
+    """The profile a translatewiki code feeds: its language, script and region variants merged
+    (tg-cyrl and tg-latn: tg; sr-el: sr); None for other subtags (map-bms and roa-tara name
+    families, be-tarask an orthography of a language with a file of its own)."""
+    lang, _, subtag = code.partition("-")
+    return lang if not subtag or len(subtag) in (2, 4) else None
 
 
 def _handled_scripts(lang: str) -> set[str]:
     """The scripts (ISO 15924) a training-file language is read in: its shipped background
-    profile's and the ones its orthography converts (Uyghur's Arabic and Latin)."""
+    profile's (built from the training files, which translatewiki's text does not change) and the
+    ones its orthography converts (Uyghur's Arabic and Latin)."""
     from modsenc.data.orthography import orthography_for  # noqa: PLC0415
     from modsenc.data.scripts import script_code  # noqa: PLC0415
     from modsenc.routing.background import load_background  # noqa: PLC0415
 
-    return set(orthography_for(lang).scripts) | {
-        script_code(label) for label in load_background()[lang].scripts
-    }
+    profile = load_background().get(lang)
+    labels = profile.scripts if profile is not None else {}
+    return set(orthography_for(lang).scripts) | {script_code(label) for label in labels}
 
 
-def write_translatewiki_profile_text(folders: list[str], output: str) -> dict[str, int]:
-    """Write each language's profile-part translatewiki lines (``modsenc.data.translatewiki``: the
-    odd-numbered ones; variants of one language merged) to ``output``/LANG.txt, for ``modsenc.routing.
-    background --extra-dir``: languages with a training-file profile (``SOURCES``) are skipped, and
-    so are lines lid.176 calls English at ``ENGLISH_RESIDUE`` or more (translatewiki's source
-    language: fragments left untranslated, and near-English varieties' English-like lines, which
-    else teach Scots' profile English). Returns ``{language: lines}`` of the files written (10+)."""
+def _translatewiki_profile_lines(read: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each world profile's lines: the profile part of its codes (variants merged), none that is
+    also a report line of any code (be and be-tarask share messages); a training-file language
+    keeps its profile, and its lines in a script that neither that profile nor its orthography
+    reads make one of their own, named LANG-Script (Kazakh in Arabic letters, which else reads as
+    Uyghur: "kk-Arab", routed to the backbone)."""
     from modsenc.data.readers import is_language_code  # noqa: PLC0415
     from modsenc.data.scripts import NO_SCRIPT, detect_script  # noqa: PLC0415
-    from modsenc.data.translatewiki import PROFILE_PART, part, read_translatewiki  # noqa: PLC0415
-    from modsenc.routing.background import SOURCES, WORLD_MIN_SENTENCES  # noqa: PLC0415
-    from modsenc.routing.gate import LanguageIdGate  # noqa: PLC0415
+    from modsenc.data.translatewiki import PROFILE_PART, REPORT_PART, part  # noqa: PLC0415
+    from modsenc.routing.background import SOURCES  # noqa: PLC0415
 
+    reported = {line for sentences in read.values() for line in part(sentences, REPORT_PART)}
     merged: dict[str, list[str]] = {}
-    for code, sentences in read_translatewiki(folders).items():
+    for code, sentences in read.items():
         lang = _translatewiki_language(code)
-        if not is_language_code(lang):
+        if lang is None or not is_language_code(lang):
             continue
+        lines = [line for line in part(sentences, PROFILE_PART) if line not in reported]
         if lang not in SOURCES:
-            merged.setdefault(lang, []).extend(part(sentences, PROFILE_PART))
+            merged.setdefault(lang, []).extend(lines)
             continue
-        # a language with a training-file profile keeps it; its lines in a script that neither that
-        # profile nor its orthography reads make a profile of their own, named LANG-Script (Kazakh
-        # in Arabic letters, which else reads as Uyghur: "kk-Arab", routed to the backbone)
         handled = _handled_scripts(lang)
-        for line in part(sentences, PROFILE_PART):
+        for line in lines:
             script = detect_script([line])
             if script not in handled and script != NO_SCRIPT:
                 merged.setdefault(f"{lang}-{script}", []).append(line)
+    return merged
+
+
+def write_translatewiki_profile_text(folders: list[str], output: str) -> dict[str, int]:
+    """Write each world profile's translatewiki lines (``_translatewiki_profile_lines``) to
+    ``output``/LANG.txt, for ``modsenc.routing.background --extra-dir``, leaving out lines lid.176
+    calls English at ``ENGLISH_RESIDUE`` or more (translatewiki's source language: fragments left
+    untranslated, and near-English varieties' English-like lines, which else teach Scots' profile
+    English). Returns ``{language: lines}`` of the files written (``WORLD_MIN_SENTENCES`` or more)."""
+    from modsenc.data.translatewiki import read_translatewiki  # noqa: PLC0415
+    from modsenc.routing.background import WORLD_MIN_SENTENCES  # noqa: PLC0415
+    from modsenc.routing.gate import LanguageIdGate  # noqa: PLC0415
+
+    if not folders:
+        raise ValueError("no translatewiki folder given (checkouts of MediaWiki extensions)")
+    merged = _translatewiki_profile_lines(read_translatewiki(folders))
     gate, written = LanguageIdGate(), {}
     Path(output).mkdir(parents=True, exist_ok=True)
     for lang, lines in sorted(merged.items()):
@@ -281,6 +298,8 @@ def write_translatewiki_profile_text(folders: list[str], output: str) -> dict[st
         if len(kept) >= WORLD_MIN_SENTENCES:
             Path(output, f"{lang}.txt").write_text("".join(f"{t}\n" for t in kept), encoding="utf-8")
             written[lang] = len(kept)
+    if not written:
+        raise ValueError(f"{', '.join(folders)}: no language has {WORLD_MIN_SENTENCES} profile lines")
     return written
 
 
@@ -297,7 +316,7 @@ def translatewiki_lines(router, folders: list[str], min_lines: int = 20) -> list
         texts = part(sentences, REPORT_PART)
         if len(texts) < min_lines:
             continue
-        lang = _translatewiki_language(code)
+        lang = _translatewiki_language(code) or code
         own = lang if lang in router.languages else None
         bundles = [r.bundle for r in router.route(texts, raise_refused=False)]
         where = Counter(b or "backbone" for b in bundles if b != own)
@@ -312,7 +331,7 @@ def translatewiki_lines(router, folders: list[str], min_lines: int = 20) -> list
             }
         )
     others = [r for r in rows if r["own"] is None]
-    shares = np.array([r["module"] for r in others])
+    shares = np.array([r["module"] for r in others] or [0.0])
     lines = [
         f"Without a bundle: {len(others)} codes, {sum(r['n'] for r in others)} sentences; to a module "
         f"bundle max {_pct(shares.max())}, mean {_pct(shares.mean())}, {int((shares > 0.01).sum())} over "

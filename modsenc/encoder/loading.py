@@ -249,6 +249,14 @@ def _router_profiles(
                 for script in orthography.transliterate
                 if script_label(script) not in profile.scripts
             ]
+    # A background "LANG-Script" profile (Kazakh in Arabic letters) names text an installed LANG's
+    # bundle does not read; where its bundle does read that script, its own profile decides.
+    read = {(lang, script_label(script)) for script, lang, _ in readings}
+    read |= {(lang, script) for lang, profile in own.items() for script in profile.scripts}
+    for name in [n for n in profiles if "-" in n and n not in own]:
+        lang, _, script = name.partition("-")
+        if (lang, script_label(script)) in read:
+            del profiles[name]
     return profiles, own, readings
 
 

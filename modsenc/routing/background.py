@@ -118,25 +118,30 @@ def _world_texts(udhr: str | Path) -> dict[str, tuple[list[str], list[str], list
     return {lang: kt for lang, kt in sorted(grouped.items()) if len(kt[1]) >= WORLD_MIN_SENTENCES}
 
 
-def _extra_texts(extra: Mapping[str, str | Path]) -> dict[str, tuple[list[str], list[str]]]:
-    """``{language: ([its file's name, lines, sha256], its lines)}`` of the ``--extra`` files, each
-    checked (a language code, a readable file, at least ``WORLD_MIN_SENTENCES`` lines) before any
-    profile is built."""
+def _extra_texts(
+    extra: Mapping[str, str | Path], flag: str = "--extra"
+) -> dict[str, tuple[list[str], list[str]]]:
+    """``{language: ([its file's name, lines, sha256], its lines)}`` of the ``--extra`` files (or a
+    ``--extra-dir`` folder's: ``flag`` names the option in errors, and the folder goes into the
+    name), each checked (a language code, a readable file, at least ``WORLD_MIN_SENTENCES`` lines)
+    before any profile is built."""
     out: dict[str, tuple[list[str], list[str]]] = {}
     for lang, path in extra.items():
+        where = (
+            f"{flag} {lang}={path}" if flag == "--extra" else f"{flag} {Path(path).parent}: {Path(path).name}"
+        )
         if not is_language_code(lang):
-            raise ValueError(f"--extra {lang}={path}: {lang!r} is not a language code")
+            raise ValueError(f"{where}: {lang!r} is not a language code")
         if lang in SOURCES:
-            raise ValueError(f"--extra {lang}={path}: {lang} already has a profile from the training files")
+            raise ValueError(f"{where}: {lang} already has a profile from the training files")
         if not Path(path).is_file():
-            raise FileNotFoundError(f"--extra {lang}={path}: no such file")
+            raise FileNotFoundError(f"{where}: no such file")
         blob = Path(path).read_bytes()
         texts = [line for _, line in iter_lines(Path(path), name=str(path)) if line.strip()]
         if len(texts) < WORLD_MIN_SENTENCES:
-            raise ValueError(
-                f"--extra {lang}={path}: {len(texts)} lines, a profile needs {WORLD_MIN_SENTENCES}"
-            )
-        out[lang] = ([f"{Path(path).name}, {len(texts)} lines, sha256 {_sha256(blob)}"], texts)
+            raise ValueError(f"{where}: {len(texts)} lines, a profile needs {WORLD_MIN_SENTENCES}")
+        name = Path(path).name if flag == "--extra" else f"{Path(path).parent.name}/{Path(path).name}"
+        out[lang] = ([f"{name}, {len(texts)} lines, sha256 {_sha256(blob)}"], texts)
     return out
 
 
@@ -174,7 +179,7 @@ def _world_sources(
     """``{language: (its sources' names, all its text, its text per source)}`` of the world
     profiles, sorted (the manifest's bytes do not depend on the arguments' order)."""
     world = _world_texts(udhr) if udhr is not None else {}
-    sources = [_extra_texts(extra)] + [_extra_texts(_folder_files(folder)) for folder in extra_dirs]
+    sources = [_extra_texts(extra)] + [_extra_texts(_folder_files(d), "--extra-dir") for d in extra_dirs]
     for lang, (keys, texts) in (item for source in sources for item in source.items()):
         names, all_text, groups = world.setdefault(lang, ([], [], []))
         names.extend(keys)
@@ -236,7 +241,7 @@ def build_background(
                 lang: [f"{name}:{column or 'lines'}" for name, column in src] for lang, src in SOURCES.items()
             },
             # the world profiles: each language's UDHR translations (their keys; profile part only)
-            # and --extra files (name, lines, sha256)
+            # and --extra and --extra-dir files (name, lines, sha256)
             "world": {lang: keys for lang, (keys, _, _) in world.items()},
             "world_part": WORLD_PART,
         },
@@ -245,8 +250,8 @@ def build_background(
 
 
 def world_languages(folder: str | Path = BACKGROUND_DIR) -> frozenset[str]:
-    """The languages whose background profile is a world profile (from UDHR or an ``--extra``
-    file), by the manifest
+    """The languages whose background profile is a world profile (from UDHR, ``--extra`` or
+    ``--extra-dir`` files), by the manifest
     ``load_background`` checks the profiles against (none when it lists none)."""
     return _world_languages(str(Path(folder).resolve()))
 

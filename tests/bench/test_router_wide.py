@@ -54,3 +54,26 @@ def test_translatewiki_profile_text_is_the_odd_lines_without_english_residue(tmp
     written = (out / "tt.txt").read_text(encoding="utf-8").splitlines()
     assert written == [tatar[i] for i in range(3, 23, 2)]  # line 1 was English
     assert sorted(p.name for p in out.iterdir()) == ["kk-Arab.txt", "tt.txt"]
+
+
+def test_translatewiki_codes_and_the_report_lines_kept_out_of_profiles(tmp_path):
+    """Script and region variants feed their language's profile, other subtags none; a line that is
+    any code's report line (be and be-tarask share messages) is never profile text."""
+    from bench.router_wide import _translatewiki_language, _translatewiki_profile_lines
+
+    assert [_translatewiki_language(c) for c in ("tt", "tg-cyrl", "sr-el", "map-bms", "be-tarask")] == [
+        "tt",
+        "tg",
+        "sr",
+        None,
+        None,
+    ]
+    shared = "Бу җөмлә ике файлда да бар"
+    read = {"tt": ["a0 a b c", "a1 a b c", "a2 a b c", shared], "tt-cyrl": [shared, "b1 a b c"]}
+    assert _translatewiki_profile_lines(read) == {"tt": ["a1 a b c", "b1 a b c"]}
+    import pytest
+
+    from bench.router_wide import write_translatewiki_profile_text
+
+    with pytest.raises(ValueError, match="no translatewiki folder given"):
+        write_translatewiki_profile_text([], str(tmp_path / "out"))

@@ -64,6 +64,9 @@ def test_read_translatewiki_keeps_translations_once_per_code(tmp_path) -> None:
     }
     with pytest.raises(FileNotFoundError, match="missing: no such folder"):
         read_translatewiki([tmp_path / "missing"])
+    (tmp_path / "Empty").mkdir()
+    with pytest.raises(ValueError, match="Empty: no i18n/\\*.json in it"):
+        read_translatewiki([tmp_path / "Empty"])
 
 
 def test_profile_and_report_parts_are_the_odd_and_even_lines() -> None:
