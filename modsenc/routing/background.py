@@ -101,21 +101,23 @@ WORLD_PART = (
 )
 
 
-def _world_texts(udhr: str | Path) -> dict[str, tuple[list[str], list[str], list[list[str]]]]:
-    """``{language: (its UDHR keys, the profile part of their sentences, those sentences per
-    translation)}`` for every language of the UDHR folder that ``SOURCES`` lacks; translations of
-    one language (Turkmen in Latin and in Cyrillic, Farsi and Dari) make one profile, a
-    sub-profile per script."""
-    grouped: dict[str, tuple[list[str], list[str], list[list[str]]]] = {}
+def _world_texts(udhr: str | Path) -> dict[str, tuple[list[str], list[list[str]]]]:
+    """``{language: (its UDHR keys, the profile part of their sentences per translation)}`` for
+    every language of the UDHR folder that ``SOURCES`` lacks; translations of one language (Turkmen
+    in Latin and in Cyrillic, Farsi and Dari) make one profile, a sub-profile per script."""
+    grouped: dict[str, tuple[list[str], list[list[str]]]] = {}
     for key, translation in read_udhr(udhr).items():
         lang = translation.language
         if lang in SOURCES or not is_language_code(lang):
             continue
-        keys, texts, groups = grouped.setdefault(lang, ([], [], []))
+        keys, groups = grouped.setdefault(lang, ([], []))
         keys.append(key)
         groups.append(translation.part(PROFILE_PART))
-        texts.extend(groups[-1])
-    return {lang: kt for lang, kt in sorted(grouped.items()) if len(kt[1]) >= WORLD_MIN_SENTENCES}
+    return {
+        lang: (keys, groups)
+        for lang, (keys, groups) in sorted(grouped.items())
+        if sum(map(len, groups)) >= WORLD_MIN_SENTENCES
+    }
 
 
 def _extra_texts(
@@ -175,15 +177,14 @@ def _sha256(data: bytes) -> str:
 
 def _world_sources(
     udhr: str | Path | None, extra: Mapping[str, str | Path], extra_dirs: Sequence[str | Path]
-) -> dict[str, tuple[list[str], list[str], list[list[str]]]]:
-    """``{language: (its sources' names, all its text, its text per source)}`` of the world
-    profiles, sorted (the manifest's bytes do not depend on the arguments' order)."""
+) -> dict[str, tuple[list[str], list[list[str]]]]:
+    """``{language: (its sources' names, its text per source)}`` of the world profiles, sorted
+    (the manifest's bytes do not depend on the arguments' order)."""
     world = _world_texts(udhr) if udhr is not None else {}
     sources = [_extra_texts(extra)] + [_extra_texts(_folder_files(d), "--extra-dir") for d in extra_dirs]
     for lang, (keys, texts) in (item for source in sources for item in source.items()):
-        names, all_text, groups = world.setdefault(lang, ([], [], []))
+        names, groups = world.setdefault(lang, ([], []))
         names.extend(keys)
-        all_text.extend(texts)
         groups.append(texts)
     return dict(sorted(world.items()))
 
@@ -216,7 +217,8 @@ def build_background(
         )
         profiles[lang] = _profile_entry(profile)
         counts[lang] = len(texts)
-    for lang, (_, texts, groups) in world.items():
+    for lang, (_, groups) in world.items():
+        texts = [text for group in groups for text in group]
         # each source's own script stays, whatever its share: Turkmen's Cyrillic UDHR translation
         # beside much Latin software text (the share rule is for stray lines in one file)
         keep = {script_label(detect_script(group)) for group in groups}
@@ -242,7 +244,7 @@ def build_background(
             },
             # the world profiles: each language's UDHR translations (their keys; profile part only)
             # and --extra and --extra-dir files (name, lines, sha256)
-            "world": {lang: keys for lang, (keys, _, _) in world.items()},
+            "world": {lang: keys for lang, (keys, _) in world.items()},
             "world_part": WORLD_PART,
         },
     )
